@@ -1,0 +1,113 @@
+// sluice/loader.h: the consumer's side of the runtime.
+//
+// A Loader creates a shared-memory arena of `slots` batch slots, forks a
+// single-threaded zygote, and has the zygote fork `workers` persistent worker
+// processes. Workers fill slots in place; the Loader hands them out as Batch
+// objects in plan order (or in completion order when ordered = false), each
+// sample exactly once per epoch. A slot returns to the pool when its Batch is
+// released, which is what bounds prefetch and gives backpressure.
+//
+//   sluice::Loader loader(options);
+//   while (auto batch = loader.next()) train(*batch);          // pull, whole run
+//   for (sluice::Batch& batch : loader.epoch()) train(batch);  // pull, one epoch
+//   loader.run([](sluice::Batch& batch) { train(batch); });    // push
+//
+// Construct the Loader before the host starts threads where possible: the
+// zygote is forked from the constructing thread, and the workers are forked
+// from the zygote, which never runs a second thread. Workers and zygote die
+// with the thread that constructed the Loader (PR_SET_PDEATHSIG).
+//
+// Thread safety: next(), epoch() and run() must be called from one thread at a
+// time. Batches may be released on any thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+
+#include "sluice/batch.h"
+#include "sluice/options.h"
+#include "sluice/plan.h"
+
+namespace sluice {
+
+namespace detail {
+class LoaderCore;
+}
+
+struct Stats {
+  std::uint64_t batches_delivered = 0;
+  std::uint64_t samples_delivered = 0;
+  std::uint64_t bytes_delivered = 0;    // field bytes
+  std::uint64_t consumer_wait_ns = 0;   // time next() spent blocked waiting for a batch
+  std::uint64_t consumer_waits = 0;     // next() calls that had to block
+  std::uint32_t max_in_flight = 0;      // most slots ever issued, ready or held at once
+};
+
+class Loader {
+ public:
+  // Validates options, creates the arena and starts the workers. Throws Error.
+  explicit Loader(Options options);
+  // Stops and reaps every worker and the zygote. Batches still held stay valid.
+  ~Loader();
+  Loader(const Loader&) = delete;
+  Loader& operator=(const Loader&) = delete;
+
+  // The next batch of the run, or nullopt once every epoch has been delivered.
+  // Blocks while no batch is ready. Throws Error if a worker failed.
+  std::optional<Batch> next();
+
+  // The batches of the current epoch (the epoch of the next batch), for range-for.
+  class EpochRange;
+  EpochRange epoch();
+
+  // Push style: calls fn for every remaining batch; each batch is released when
+  // fn returns unless fn moved it out.
+  void run(const std::function<void(Batch&)>& fn);
+
+  const Options& options() const;
+  const EpochPlan& plan() const;
+  // The epoch of the next batch to be delivered (== options().epochs when done).
+  std::uint64_t current_epoch() const;
+  Stats stats() const;
+
+ private:
+  std::optional<Batch> next_in_epoch(std::uint64_t epoch);
+  std::shared_ptr<detail::LoaderCore> core_;
+};
+
+class Loader::EpochRange {
+ public:
+  class iterator {
+   public:
+    using value_type = Batch;
+    using difference_type = std::ptrdiff_t;
+    iterator() = default;
+    iterator(Loader* loader, std::uint64_t epoch) : loader_(loader), epoch_(epoch) { advance(); }
+    Batch& operator*() { return *current_; }
+    iterator& operator++() { advance(); return *this; }
+    void operator++(int) { advance(); }
+    bool operator==(std::default_sentinel_t) const { return !current_; }
+
+   private:
+    void advance() {
+      current_.reset();
+      current_ = loader_->next_in_epoch(epoch_);
+    }
+    Loader* loader_ = nullptr;
+    std::uint64_t epoch_ = 0;
+    std::optional<Batch> current_;
+  };
+  EpochRange(Loader* loader, std::uint64_t epoch) : loader_(loader), epoch_(epoch) {}
+  iterator begin() { return iterator(loader_, epoch_); }
+  std::default_sentinel_t end() { return {}; }
+
+ private:
+  Loader* loader_;
+  std::uint64_t epoch_;
+};
+
+inline Loader::EpochRange Loader::epoch() { return EpochRange(this, current_epoch()); }
+
+}  // namespace sluice

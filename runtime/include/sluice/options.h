@@ -1,0 +1,61 @@
+// sluice/options.h: everything a Loader is built from, in one struct.
+//
+// An Options value is plain data plus the Producer that makes batches; copy it,
+// change a field, build another Loader. Loader's constructor validates it and
+// throws sluice::Error naming the offending option.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sluice/dtype.h"
+
+namespace sluice {
+
+class Producer;
+
+inline constexpr std::size_t max_fields = 16;       // fields per batch
+inline constexpr std::size_t max_sample_dims = 7;   // dimensions per sample (a batch adds one)
+
+// One named output of a sample. A batch of B samples holds each field as one
+// contiguous array of shape [B, shape...] (C order).
+struct FieldSpec {
+  std::string name;
+  DType dtype = DType::f32;
+  std::vector<std::int64_t> shape;  // per-sample shape; empty = scalar
+};
+
+// How ranks share an epoch when the dataset does not divide evenly.
+enum class ShardPolicy : std::uint8_t {
+  pad,   // every rank gets ceil(N / world) samples; the shortfall repeats the epoch's first samples
+  drop,  // every rank gets floor(N / world) samples; the epoch's last N % world samples are skipped
+};
+
+struct Options {
+  // --- The epoch plan -------------------------------------------------------
+  std::uint64_t dataset_size = 0;  // N: samples are the indices [0, N)
+  std::uint32_t batch_size = 1;    // B
+  bool drop_last = false;          // drop a ragged last batch instead of delivering it short
+  bool shuffle = false;            // a fresh permutation per (seed, epoch); O(1) memory
+  std::uint64_t seed = 0;
+  std::uint32_t epochs = 1;        // 0 = until the loader is destroyed
+  std::uint32_t rank = 0;          // this process's shard of every epoch
+  std::uint32_t world_size = 1;
+  ShardPolicy shard_policy = ShardPolicy::pad;
+
+  // --- What a batch holds ---------------------------------------------------
+  std::vector<FieldSpec> fields;
+  std::shared_ptr<Producer> producer;  // runs in the workers; see sluice/producer.h
+
+  // --- Workers and memory ---------------------------------------------------
+  std::uint32_t workers = 2;       // persistent worker processes (>= 1)
+  std::uint32_t slots = 0;         // batches in flight, prefetched or held; 0 = 2 * workers + 2
+  std::uint64_t slot_bytes = 0;    // bytes per slot; 0 = exactly what the fields need
+  bool ordered = true;             // deliver in plan order; false = as batches complete
+                                   // (always epoch by epoch)
+};
+
+}  // namespace sluice

@@ -1,0 +1,62 @@
+// sluice/plan.h: which samples make up each batch of each epoch.
+//
+// The plan is a pure function of (Options, epoch, batch): every worker computes
+// its own batches' sample indices, so nothing is sent or stored per sample.
+// Shuffling uses a keyed bijection over [0, N) (a Feistel network with cycle
+// walking), so a permutation of 10^12 samples costs O(1) memory.
+//
+// Thread safety: const methods are safe to call concurrently.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "sluice/options.h"
+
+namespace sluice {
+
+// A pseudo-random bijection of [0, n) chosen by a 64-bit key.
+class Permutation {
+ public:
+  Permutation(std::uint64_t n, std::uint64_t key);
+  std::uint64_t operator()(std::uint64_t i) const;  // i < n
+  std::uint64_t size() const { return n_; }
+
+ private:
+  std::uint64_t round(std::uint64_t half, int r) const;
+  std::uint64_t n_;
+  std::uint64_t key_;
+  int half_bits_;  // the domain is 2^(2 * half_bits_) >= n
+  std::uint64_t half_mask_;
+};
+
+class EpochPlan {
+ public:
+  // Throws Error on an empty plan or an impossible shard.
+  explicit EpochPlan(const Options& options);
+
+  std::uint64_t batches_per_epoch() const { return batches_; }
+  std::uint64_t samples_per_epoch() const;  // this rank's samples in one epoch
+  std::uint32_t batch_length(std::uint64_t batch) const;  // B, or less for a ragged last batch
+
+  // The dataset index at `position` of this rank's order for `epoch`.
+  std::uint64_t sample(std::uint64_t epoch, std::uint64_t position) const;
+
+  // Fills out[0 .. batch_length(batch)) with the batch's dataset indices.
+  void batch_samples(std::uint64_t epoch, std::uint64_t batch, std::span<std::uint64_t> out) const;
+
+ private:
+  std::uint64_t global_index(std::uint64_t position) const;
+  Permutation epoch_permutation(std::uint64_t epoch) const;
+
+  std::uint64_t n_;
+  std::uint32_t batch_size_;
+  bool shuffle_;
+  std::uint64_t seed_;
+  std::uint32_t rank_;
+  std::uint32_t world_;
+  std::uint64_t per_rank_;  // samples this rank sees per epoch
+  std::uint64_t batches_;
+};
+
+}  // namespace sluice

@@ -1,0 +1,89 @@
+// sluice/producer.h: the code that fills batches, run inside worker processes.
+//
+// A Producer is handed to the Loader in Options. The Loader forks its workers
+// with the Producer already in their memory (fork, not exec), so a Producer may
+// capture any state, but every worker has its own copy: nothing a worker writes
+// to its Producer is seen by the parent or by other workers.
+//
+// Each worker calls start_worker() once, then fill() for each batch it is
+// given. fill() writes each field of each sample straight into the batch's slot
+// in shared memory: that write is the only copy a batch ever gets.
+//
+// Errors: throw any std::exception from start_worker() or fill(). The worker
+// catches it, and the consumer's Loader::next() throws sluice::Error with the
+// message, the worker, epoch and batch. Exceptions never cross a process.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+
+#include "sluice/options.h"
+
+namespace sluice {
+
+// One batch being filled. Valid only during the fill() call that receives it.
+class BatchContext {
+ public:
+  std::uint64_t epoch() const { return epoch_; }
+  std::uint64_t batch_index() const { return batch_; }  // within the epoch
+  std::uint32_t worker_id() const { return worker_; }
+
+  // Dataset indices of this batch's samples, in batch order (size() <= batch_size).
+  std::span<const std::uint64_t> samples() const { return samples_; }
+  std::size_t size() const { return samples_.size(); }
+
+  std::size_t field_count() const { return fields_.size(); }
+  const FieldSpec& field(std::size_t f) const { return fields_[f]; }
+  std::size_t sample_bytes(std::size_t f) const { return sample_bytes_[f]; }
+
+  // Field f for the whole batch: size() * sample_bytes(f) bytes, C order.
+  std::byte* data(std::size_t f) const { return base_ + offsets_[f]; }
+  // Field f of the batch's j-th sample.
+  std::byte* data(std::size_t f, std::size_t j) const { return data(f) + j * sample_bytes_[f]; }
+  template <typename T>
+  T* as(std::size_t f, std::size_t j = 0) const { return reinterpret_cast<T*>(data(f, j)); }
+
+  // For the runtime and for tests that drive a Producer directly.
+  BatchContext(std::uint64_t epoch, std::uint64_t batch, std::uint32_t worker,
+               std::span<const std::uint64_t> samples, std::span<const FieldSpec> fields,
+               std::span<const std::size_t> sample_bytes, std::span<const std::uint64_t> offsets,
+               std::byte* base)
+      : epoch_(epoch), batch_(batch), worker_(worker), samples_(samples), fields_(fields),
+        sample_bytes_(sample_bytes), offsets_(offsets), base_(base) {}
+
+ private:
+  std::uint64_t epoch_, batch_;
+  std::uint32_t worker_;
+  std::span<const std::uint64_t> samples_;
+  std::span<const FieldSpec> fields_;
+  std::span<const std::size_t> sample_bytes_;
+  std::span<const std::uint64_t> offsets_;
+  std::byte* base_;
+};
+
+class Producer {
+ public:
+  virtual ~Producer() = default;
+  // Once per worker process, after fork and before its first fill().
+  virtual void start_worker(std::uint32_t /*worker_id*/) {}
+  // Write every field of every sample of the batch.
+  virtual void fill(BatchContext& batch) = 0;
+};
+
+// One sample of a batch being filled, for per-sample producers.
+struct SampleRef {
+  const BatchContext& batch;
+  std::size_t position;  // j: the sample's row in the batch
+  std::uint64_t index;   // its dataset index
+  std::byte* data(std::size_t f) const { return batch.data(f, position); }
+  template <typename T>
+  T* as(std::size_t f) const { return batch.as<T>(f, position); }
+};
+
+// A Producer that calls fn once per sample, in batch order.
+std::shared_ptr<Producer> per_sample(std::function<void(const SampleRef&)> fn);
+
+}  // namespace sluice

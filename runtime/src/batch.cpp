@@ -1,0 +1,93 @@
+#include "sluice/batch.h"
+
+#include <dlpack/dlpack.h>
+
+#include <string>
+
+#include "loader_core.h"
+#include "sluice/error.h"
+
+namespace sluice {
+
+using detail::SlotLease;
+
+namespace {
+
+const SlotLease& checked(const std::shared_ptr<SlotLease>& lease) {
+  if (!lease) throw Error("use of an empty or released Batch");
+  return *lease;
+}
+
+DLDataType dlpack_dtype(DType t) {
+  const auto bits = static_cast<std::uint8_t>(dtype_size(t) * 8);
+  switch (t) {
+    case DType::i8: case DType::i16: case DType::i32: case DType::i64:
+      return {kDLInt, bits, 1};
+    case DType::f16: case DType::f32: case DType::f64:
+      return {kDLFloat, bits, 1};
+    case DType::bf16:
+      return {kDLBfloat, bits, 1};
+    default:  // unsigned integers; bool travels as uint8 (DLPack 0.6 has no bool)
+      return {kDLUInt, bits, 1};
+  }
+}
+
+}  // namespace
+
+std::uint64_t Batch::epoch() const { return checked(lease_).header().epoch; }
+std::uint64_t Batch::index() const { return checked(lease_).header().batch; }
+std::size_t Batch::size() const { return checked(lease_).header().size; }
+
+std::span<const std::uint64_t> Batch::sample_ids() const {
+  const SlotLease& l = checked(lease_);
+  return {reinterpret_cast<const std::uint64_t*>(l.base() + l.header().ids_offset), l.header().size};
+}
+
+std::size_t Batch::field_count() const { return checked(lease_).header().field_count; }
+
+FieldView Batch::field(std::size_t i) const {
+  const SlotLease& l = checked(lease_);
+  const detail::SlotHeader& h = l.header();
+  if (i >= h.field_count) {
+    throw Error("field index " + std::to_string(i) + " out of range: the batch has " +
+                std::to_string(h.field_count) + " fields");
+  }
+  const detail::FieldDesc& d = h.fields[i];
+  FieldView v;
+  v.name = std::string_view(d.name);
+  v.dtype = static_cast<DType>(d.dtype);
+  v.shape = {d.shape, d.ndim};
+  v.strides = {d.strides, d.ndim};
+  v.data = l.base() + d.offset;
+  v.nbytes = d.nbytes;
+  return v;
+}
+
+FieldView Batch::field(std::string_view name) const {
+  const detail::SlotHeader& h = checked(lease_).header();
+  for (std::size_t i = 0; i < h.field_count; ++i) {
+    if (name == h.fields[i].name) return field(i);
+  }
+  throw Error("the batch has no field named '" + std::string(name) + "'");
+}
+
+DLManagedTensor* Batch::to_dlpack(std::size_t i) const {
+  FieldView v = field(i);
+  auto* t = new DLManagedTensor{};
+  t->dl_tensor.data = v.data;
+  t->dl_tensor.device = {kDLCPU, 0};
+  t->dl_tensor.ndim = static_cast<std::int32_t>(v.shape.size());
+  t->dl_tensor.dtype = dlpack_dtype(v.dtype);
+  // The shape and strides live in the slot's header, which the lease keeps.
+  t->dl_tensor.shape = const_cast<std::int64_t*>(v.shape.data());
+  t->dl_tensor.strides = const_cast<std::int64_t*>(v.strides.data());
+  t->dl_tensor.byte_offset = 0;
+  t->manager_ctx = new std::shared_ptr<SlotLease>(lease_);
+  t->deleter = [](DLManagedTensor* self) {
+    delete static_cast<std::shared_ptr<SlotLease>*>(self->manager_ctx);
+    delete self;
+  };
+  return t;
+}
+
+}  // namespace sluice

@@ -1,0 +1,30 @@
+#include "sluice/loader.h"
+
+#include <limits>
+
+#include "loader_core.h"
+
+namespace sluice {
+
+Loader::Loader(Options options) : core_(std::make_shared<detail::LoaderCore>(std::move(options))) {
+  core_->start();
+}
+
+Loader::~Loader() {
+  if (core_) core_->shutdown();
+}
+
+std::optional<Batch> Loader::next() { return core_->next(std::numeric_limits<std::uint64_t>::max()); }
+
+std::optional<Batch> Loader::next_in_epoch(std::uint64_t epoch) { return core_->next(epoch); }
+
+void Loader::run(const std::function<void(Batch&)>& fn) {
+  while (std::optional<Batch> batch = next()) fn(*batch);
+}
+
+const Options& Loader::options() const { return core_->options(); }
+const EpochPlan& Loader::plan() const { return core_->plan(); }
+std::uint64_t Loader::current_epoch() const { return core_->current_epoch(); }
+Stats Loader::stats() const { return core_->stats(); }
+
+}  // namespace sluice

@@ -1,0 +1,113 @@
+// loader_core.h: the parent's scheduler.
+//
+// Owns the arena, the zygote and the workers, and runs entirely on the
+// consumer's thread inside next(): no background thread. Each call
+//   1. takes back slots released by Batches (a lock-free queue, since a Batch
+//      may be released on any thread),
+//   2. issues the next batches of the plan to free slots, each to the worker
+//      with the fewest outstanding tasks,
+//   3. collects completions from every worker's ring,
+//   4. returns the next batch in plan order (or any ready batch of the current
+//      epoch when unordered), or sleeps on an eventfd until a worker reports.
+// A slot is issued, ready, or held by the consumer; `slots` bounds all three
+// together, which is the prefetch limit and the backpressure.
+#pragma once
+
+#include <concurrentqueue/concurrentqueue.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "arena.h"
+#include "shared_layout.h"
+#include "sluice/batch.h"
+#include "sluice/loader.h"
+#include "sluice/options.h"
+#include "sluice/plan.h"
+#include "zygote.h"
+
+namespace sluice::detail {
+
+class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
+ public:
+  explicit LoaderCore(Options options);
+  ~LoaderCore();
+
+  // Forks the zygote and the workers. Separate from the constructor so that
+  // the worker entry point can hold a pointer to a fully built core.
+  void start();
+  // Stops and reaps every process. Idempotent. Held batches stay readable.
+  void shutdown();
+
+  // The next batch whose epoch is at most max_epoch; nullopt when there is none.
+  std::optional<Batch> next(std::uint64_t max_epoch);
+  // Thread-safe: gives a slot back to the pool.
+  void release(std::uint32_t slot);
+
+  const Options& options() const { return options_; }
+  const EpochPlan& plan() const { return plan_; }
+  const ArenaLayout& layout() const { return layout_; }
+  const Arena& arena() const { return *arena_; }
+  std::uint64_t current_epoch() const;
+  Stats stats() const { return stats_; }
+
+ private:
+  enum class SlotState : std::uint8_t { free, issued, ready, held };
+
+  void reclaim_released();
+  void issue();
+  void collect();
+  std::optional<std::uint32_t> pick_ready();
+  Batch deliver(std::uint32_t slot);
+  void wait_for_workers();
+  [[noreturn]] void fail(const std::string& message);
+  std::uint32_t least_loaded_worker() const;
+
+  Options options_;
+  EpochPlan plan_;
+  ArenaLayout layout_;
+  std::unique_ptr<Arena> arena_;
+  std::unique_ptr<Zygote> zygote_;
+  int eventfd_ = -1;
+  std::vector<pid_t> worker_pids_;
+
+  std::uint64_t total_batches_;      // over all epochs; UINT64_MAX when epochs == 0
+  std::uint64_t next_issue_ = 0;     // next sequence number to issue
+  std::uint64_t next_deliver_ = 0;   // ordered: next sequence number to deliver
+  std::uint64_t delivered_ = 0;      // batches handed to the consumer
+  std::vector<std::uint32_t> free_slots_;
+  std::vector<SlotState> slot_state_;
+  std::vector<std::uint64_t> slot_seq_;
+  std::vector<std::uint32_t> ready_by_seq_;  // ordered: slot of seq % slots, or kNoSlot
+  std::vector<std::uint32_t> ready_list_;    // unordered: ready slots in completion order
+  std::vector<std::uint32_t> outstanding_;   // per worker: tasks issued, not yet completed
+  moodycamel::ConcurrentQueue<std::uint32_t> released_;
+  std::string failure_;
+  std::atomic<bool> stopped_{false};
+  Stats stats_;
+};
+
+// Keeps one slot (and the core with its arena) alive while a Batch or a DLPack
+// tensor refers to it; gives the slot back when the last reference goes.
+class SlotLease {
+ public:
+  SlotLease(std::shared_ptr<LoaderCore> core, std::uint32_t slot, std::byte* base)
+      : core_(std::move(core)), slot_(slot), base_(base) {}
+  ~SlotLease() { core_->release(slot_); }
+  SlotLease(const SlotLease&) = delete;
+  SlotLease& operator=(const SlotLease&) = delete;
+
+  const SlotHeader& header() const { return *reinterpret_cast<const SlotHeader*>(base_); }
+  std::byte* base() const { return base_; }
+
+ private:
+  std::shared_ptr<LoaderCore> core_;
+  std::uint32_t slot_;
+  std::byte* base_;
+};
+
+}  // namespace sluice::detail

@@ -1,0 +1,124 @@
+#include "sluice/plan.h"
+
+#include <bit>
+#include <string>
+
+#include "sluice/error.h"
+
+namespace sluice {
+namespace {
+
+// splitmix64's finalizer: a bijective 64-bit mixer with full avalanche.
+std::uint64_t mix64(std::uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return x;
+}
+
+constexpr int kFeistelRounds = 6;
+
+}  // namespace
+
+// A balanced Feistel network over 2 * half_bits_ bits is a bijection of
+// [0, 4^half_bits_) for any round function. Cycle walking (re-encrypting until
+// the value falls below n) restricts it to a bijection of [0, n). The domain is
+// less than 4n, so a lookup takes fewer than 4 encryptions on average.
+Permutation::Permutation(std::uint64_t n, std::uint64_t key) : n_(n), key_(mix64(key ^ 0x5bd1e995u)) {
+  int bits = n <= 1 ? 2 : std::bit_width(n - 1);
+  half_bits_ = (bits + 1) / 2;
+  if (half_bits_ < 1) half_bits_ = 1;
+  half_mask_ = half_bits_ >= 64 ? ~0ULL : ((1ULL << half_bits_) - 1);
+}
+
+std::uint64_t Permutation::round(std::uint64_t half, int r) const {
+  return mix64(half ^ key_ ^ (static_cast<std::uint64_t>(r) * 0x9e3779b97f4a7c15ULL)) & half_mask_;
+}
+
+std::uint64_t Permutation::operator()(std::uint64_t i) const {
+  std::uint64_t x = i;
+  do {
+    std::uint64_t left = x >> half_bits_;
+    std::uint64_t right = x & half_mask_;
+    for (int r = 0; r < kFeistelRounds; ++r) {
+      std::uint64_t next = left ^ round(right, r);
+      left = right;
+      right = next;
+    }
+    x = (left << half_bits_) | right;
+  } while (x >= n_);
+  return x;
+}
+
+EpochPlan::EpochPlan(const Options& o)
+    : n_(o.dataset_size), batch_size_(o.batch_size), shuffle_(o.shuffle), seed_(o.seed),
+      rank_(o.rank), world_(o.world_size) {
+  if (n_ == 0) throw Error("options.dataset_size is 0: the dataset has no samples");
+  if (batch_size_ == 0) throw Error("options.batch_size is 0");
+  if (world_ == 0) throw Error("options.world_size is 0");
+  if (rank_ >= world_) {
+    throw Error("options.rank " + std::to_string(rank_) + " is not below options.world_size " +
+                std::to_string(world_));
+  }
+  if (o.shard_policy == ShardPolicy::pad) {
+    per_rank_ = (n_ + world_ - 1) / world_;
+  } else {
+    per_rank_ = n_ / world_;
+    if (per_rank_ == 0) {
+      throw Error("options.dataset_size " + std::to_string(n_) + " is smaller than world_size " +
+                  std::to_string(world_) + " with shard_policy = drop: a rank would get no sample");
+    }
+  }
+  batches_ = o.drop_last ? per_rank_ / batch_size_ : (per_rank_ + batch_size_ - 1) / batch_size_;
+  if (batches_ == 0) {
+    throw Error("options.batch_size " + std::to_string(batch_size_) + " exceeds the " +
+                std::to_string(per_rank_) + " samples of this rank's epoch and drop_last is set: " +
+                "an epoch would have no batch");
+  }
+}
+
+std::uint64_t EpochPlan::samples_per_epoch() const {
+  std::uint64_t full = (batches_ - 1) * batch_size_;
+  return full + batch_length(batches_ - 1);
+}
+
+std::uint32_t EpochPlan::batch_length(std::uint64_t batch) const {
+  std::uint64_t start = batch * batch_size_;
+  std::uint64_t left = per_rank_ > start ? per_rank_ - start : 0;
+  return static_cast<std::uint32_t>(left < batch_size_ ? left : batch_size_);
+}
+
+// Rank r takes positions r, r + world, r + 2 world, ... of the epoch's global
+// order, so ranks are disjoint and interleaved. With ShardPolicy::pad the
+// positions past N wrap around to the start of the same epoch's order.
+std::uint64_t EpochPlan::global_index(std::uint64_t position) const {
+  return (position * world_ + rank_) % n_;
+}
+
+// One permutation per (seed, epoch); building one is a handful of multiplies,
+// so nothing is cached.
+Permutation EpochPlan::epoch_permutation(std::uint64_t epoch) const {
+  return Permutation(n_, mix64(seed_) ^ mix64(epoch + 0x632be59bd9b4e019ULL));
+}
+
+std::uint64_t EpochPlan::sample(std::uint64_t epoch, std::uint64_t position) const {
+  std::uint64_t global = global_index(position);
+  return shuffle_ ? epoch_permutation(epoch)(global) : global;
+}
+
+void EpochPlan::batch_samples(std::uint64_t epoch, std::uint64_t batch,
+                              std::span<std::uint64_t> out) const {
+  std::uint32_t len = batch_length(batch);
+  if (out.size() < len) throw Error("EpochPlan::batch_samples: output span too small");
+  std::uint64_t start = batch * batch_size_;
+  if (!shuffle_) {
+    for (std::uint32_t j = 0; j < len; ++j) out[j] = global_index(start + j);
+    return;
+  }
+  Permutation perm = epoch_permutation(epoch);
+  for (std::uint32_t j = 0; j < len; ++j) out[j] = perm(global_index(start + j));
+}
+
+}  // namespace sluice

@@ -1,0 +1,124 @@
+// shared_layout.h: what the parent and its workers share inside the arena.
+//
+//   offset 0                     ArenaHeader
+//   channels_offset              WorkerChannel[workers]  (task ring + completion ring each)
+//   slots_offset                 slot[slots], slot_bytes each, page aligned
+//
+// A slot starts with a SlotHeader that describes the batch it holds (epoch,
+// batch, sample count, and every field's name, dtype, shape, strides, offset
+// and size), then the batch's sample ids, then each field's data. The consumer
+// needs nothing but the slot to interpret a batch.
+//
+// Everything here is standard-layout, fixed-size and holds offsets, never
+// pointers; the static_asserts below pin that down.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+#include "sluice/options.h"
+#include "spsc_ring.h"
+
+namespace sluice::detail {
+
+inline constexpr std::size_t kMaxFields = max_fields;
+inline constexpr std::size_t kMaxDims = max_sample_dims + 1;  // including the batch dimension
+inline constexpr std::size_t kNameBytes = 48;
+inline constexpr std::size_t kErrorBytes = 4096;
+inline constexpr std::uint32_t kRingCapacity = 1024;  // also the most slots a loader may have
+inline constexpr std::size_t kFieldAlign = 256;       // field data alignment inside a slot
+inline constexpr std::uint64_t kArenaMagic = 0x65636975'6c73'0001ULL;
+
+// Parent -> worker: fill `slot` with the batch at global sequence number `seq`
+// (epoch = seq / batches_per_epoch, batch = seq % batches_per_epoch).
+struct Task {
+  std::uint32_t slot;
+  std::uint32_t reserved;
+  std::uint64_t seq;
+};
+
+enum class Status : std::int32_t {
+  ok = 0,
+  fill_failed = 1,   // the producer threw; message in the slot's SlotHeader::error
+  start_failed = 2,  // start_worker threw; message in WorkerChannel::start_error
+};
+
+inline constexpr std::uint32_t kNoSlot = 0xffffffffu;
+
+// Worker -> parent: `slot` now holds the batch `seq`, or failed.
+struct Completion {
+  std::uint32_t slot;
+  Status status;
+  std::uint64_t seq;
+};
+
+struct WorkerChannel {
+  SpscRing<Task, kRingCapacity> tasks;         // parent produces, worker consumes
+  SpscRing<Completion, kRingCapacity> done;    // worker produces, parent consumes
+  char start_error[kErrorBytes];
+};
+
+struct ArenaHeader {
+  std::uint64_t magic;
+  // Set once by the parent to stop every worker (relaxed is enough: workers
+  // only need to see it eventually, and it guards no data).
+  alignas(kCacheLine) std::atomic<std::uint32_t> stop;
+  // The parent sets this before sleeping on its eventfd; a worker that pushed
+  // a completion rings the eventfd only if it is set. Same Dekker handshake as
+  // SpscRing::wait/notify (see spsc_ring.h): fence(seq_cst) on both sides.
+  alignas(kCacheLine) std::atomic<std::uint32_t> parent_sleeping;
+};
+
+struct FieldDesc {
+  char name[kNameBytes];
+  std::uint32_t dtype;
+  std::uint32_t ndim;
+  std::int64_t shape[kMaxDims];
+  std::int64_t strides[kMaxDims];  // elements
+  std::uint64_t offset;            // from the slot's start
+  std::uint64_t nbytes;
+};
+
+struct SlotHeader {
+  std::uint64_t epoch;
+  std::uint64_t batch;
+  std::uint64_t seq;
+  std::uint32_t size;         // samples in the batch
+  std::uint32_t field_count;
+  std::uint32_t worker;
+  std::int32_t status;
+  std::uint64_t ids_offset;   // from the slot's start: size x uint64 sample ids
+  FieldDesc fields[kMaxFields];
+  char error[kErrorBytes];
+};
+
+static_assert(std::is_standard_layout_v<SpscRing<Task, kRingCapacity>>);
+static_assert(std::is_standard_layout_v<WorkerChannel>);
+static_assert(std::is_standard_layout_v<ArenaHeader>);
+static_assert(std::is_trivially_copyable_v<SlotHeader> && std::is_standard_layout_v<SlotHeader>);
+static_assert(sizeof(Task) == 16 && sizeof(Completion) == 16);
+static_assert(alignof(WorkerChannel) == kCacheLine && sizeof(WorkerChannel) % kCacheLine == 0);
+
+// Where everything sits, computed once in the parent from the options, before
+// the fork; workers read their copy. Process-local, never in shared memory.
+struct ArenaLayout {
+  std::uint32_t workers = 0;
+  std::uint32_t slots = 0;
+  std::uint64_t channels_offset = 0;
+  std::uint64_t slots_offset = 0;
+  std::uint64_t slot_bytes = 0;
+  std::uint64_t total_bytes = 0;
+  // Inside a slot:
+  std::uint64_t ids_offset = 0;
+  std::vector<std::uint64_t> field_offsets;
+  std::vector<std::size_t> sample_bytes;  // bytes of one sample of each field
+  std::uint64_t needed_slot_bytes = 0;    // what a full batch needs
+
+  // Validates the fields and sizes; throws Error naming the option to change.
+  static ArenaLayout compute(const Options& options);
+};
+
+}  // namespace sluice::detail

@@ -1,0 +1,135 @@
+#include "worker.h"
+
+#include <chrono>
+#include <cstring>
+#include <exception>
+#include <unistd.h>
+
+#include "sluice/producer.h"
+
+namespace sluice::detail {
+
+void copy_message(char* dst, std::size_t size, const char* message) {
+  std::size_t n = std::strlen(message);
+  if (n >= size) n = size - 1;
+  std::memcpy(dst, message, n);
+  dst[n] = '\0';
+}
+
+namespace {
+
+// How long an idle worker polls its ring before sleeping: long enough to ride
+// out the gap between two tasks of a busy pipeline, short enough not to burn a
+// core when the consumer is slow.
+constexpr auto kSpin = std::chrono::microseconds(50);
+// An asleep worker wakes this often to check that its parent is alive.
+constexpr int kSleepMs = 500;
+
+bool wait_for_task(WorkerChannel& ch, const ArenaHeader& header, pid_t parent, Task& task) {
+  auto spin_until = std::chrono::steady_clock::now() + kSpin;
+  for (;;) {
+    if (header.stop.load(std::memory_order_relaxed)) return false;
+    if (ch.tasks.try_pop(task)) return true;
+    if (std::chrono::steady_clock::now() < spin_until) {
+      __builtin_ia32_pause();
+      continue;
+    }
+    ch.tasks.wait(kSleepMs);
+    if (getppid() != parent) return false;
+  }
+}
+
+void describe_batch(SlotHeader& h, const WorkerEnv& env, std::uint32_t id, const Task& task,
+                    std::uint64_t epoch, std::uint64_t batch, std::uint32_t size) {
+  h.epoch = epoch;
+  h.batch = batch;
+  h.seq = task.seq;
+  h.size = size;
+  h.worker = id;
+  h.ids_offset = env.layout.ids_offset;
+  h.field_count = static_cast<std::uint32_t>(env.options.fields.size());
+  for (std::size_t f = 0; f < env.options.fields.size(); ++f) {
+    const FieldSpec& spec = env.options.fields[f];
+    FieldDesc& d = h.fields[f];
+    copy_message(d.name, sizeof d.name, spec.name.c_str());
+    d.dtype = static_cast<std::uint32_t>(spec.dtype);
+    d.ndim = static_cast<std::uint32_t>(spec.shape.size() + 1);
+    d.shape[0] = size;
+    for (std::size_t k = 0; k < spec.shape.size(); ++k) d.shape[k + 1] = spec.shape[k];
+    std::int64_t stride = 1;
+    for (std::size_t k = d.ndim; k-- > 0;) {
+      d.strides[k] = stride;
+      stride *= d.shape[k];
+    }
+    d.offset = env.layout.field_offsets[f];
+    d.nbytes = std::uint64_t{size} * env.layout.sample_bytes[f];
+  }
+  h.status = 0;
+  h.error[0] = '\0';
+}
+
+}  // namespace
+
+void worker_main(const WorkerEnv& env, std::uint32_t id) {
+  const pid_t parent = getppid();
+  ArenaHeader& header = arena_header(env.arena);
+  WorkerChannel& ch = worker_channel(env.arena, env.layout, id);
+  env.arena.prefault_in_this_process();
+
+  auto report = [&](const Completion& c) {
+    ch.done.try_push(c);  // never full: at most `slots` completions are outstanding
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (header.parent_sleeping.load(std::memory_order_relaxed)) {
+      std::uint64_t one = 1;
+      [[maybe_unused]] ssize_t n = write(env.parent_eventfd, &one, sizeof one);
+    }
+  };
+
+  bool started = false;
+  try {
+    env.options.producer->start_worker(id);
+    started = true;
+  } catch (const std::exception& e) {
+    copy_message(ch.start_error, sizeof ch.start_error, e.what());
+  } catch (...) {
+    copy_message(ch.start_error, sizeof ch.start_error, "unknown exception from start_worker");
+  }
+  Task task{};
+  if (!started) {
+    // The parent fails the run on this report; ignore tasks until it stops us.
+    report({kNoSlot, Status::start_failed, 0});
+    while (wait_for_task(ch, header, parent, task)) {
+    }
+    _exit(0);
+  }
+
+  const std::uint64_t per_epoch = env.plan.batches_per_epoch();
+  while (wait_for_task(ch, header, parent, task)) {
+    std::byte* base = slot_base(env.arena, env.layout, task.slot);
+    SlotHeader& h = *reinterpret_cast<SlotHeader*>(base);
+    const std::uint64_t epoch = task.seq / per_epoch;
+    const std::uint64_t batch = task.seq % per_epoch;
+    const std::uint32_t size = env.plan.batch_length(batch);
+    auto* ids = reinterpret_cast<std::uint64_t*>(base + env.layout.ids_offset);
+    env.plan.batch_samples(epoch, batch, {ids, size});
+    describe_batch(h, env, id, task, epoch, batch, size);
+
+    Status status = Status::ok;
+    try {
+      BatchContext ctx(epoch, batch, id, {ids, size}, env.options.fields, env.layout.sample_bytes,
+                       env.layout.field_offsets, base);
+      env.options.producer->fill(ctx);
+    } catch (const std::exception& e) {
+      copy_message(h.error, sizeof h.error, e.what());
+      status = Status::fill_failed;
+    } catch (...) {
+      copy_message(h.error, sizeof h.error, "unknown exception from the producer");
+      status = Status::fill_failed;
+    }
+    h.status = static_cast<std::int32_t>(status);
+    report({task.slot, status, task.seq});
+  }
+  _exit(0);
+}
+
+}  // namespace sluice::detail

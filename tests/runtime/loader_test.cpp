@@ -1,0 +1,357 @@
+// Loader tests through real worker processes and the real shared-memory arena.
+#include <catch2/catch.hpp>
+
+#include <dlpack/dlpack.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "sluice/error.h"
+#include "sluice/loader.h"
+#include "sluice/producer.h"
+#include "test_support.h"
+
+using namespace sluice;
+
+namespace {
+
+// Field 0 "id": the sample's dataset index (int64).
+// Field 1 "x": 3 float32 values derived from the index, so content is checked too.
+Options id_options(std::uint64_t n, std::uint32_t batch, std::uint32_t workers) {
+  Options o;
+  o.dataset_size = n;
+  o.batch_size = batch;
+  o.workers = workers;
+  o.fields = {{"id", DType::i64, {}}, {"x", DType::f32, {3}}};
+  o.producer = per_sample([](const SampleRef& s) {
+    *s.as<std::int64_t>(0) = static_cast<std::int64_t>(s.index);
+    float* x = s.as<float>(1);
+    for (int k = 0; k < 3; ++k) x[k] = static_cast<float>(s.index) * 0.5f + static_cast<float>(k);
+  });
+  return o;
+}
+
+// Checks a batch's fields against its sample ids and returns the ids.
+std::vector<std::uint64_t> checked_ids(const Batch& b) {
+  std::vector<std::uint64_t> ids(b.sample_ids().begin(), b.sample_ids().end());
+  FieldView id = b.field("id");
+  FieldView x = b.field(1);
+  REQUIRE(id.shape.size() == 1);
+  REQUIRE(static_cast<std::size_t>(id.shape[0]) == b.size());
+  REQUIRE(x.shape.size() == 2);
+  REQUIRE(x.shape[1] == 3);
+  REQUIRE(x.strides[0] == 3);
+  REQUIRE(x.nbytes == b.size() * 3 * sizeof(float));
+  auto idv = id.as<const std::int64_t>();
+  auto xv = x.as<const float>();
+  for (std::size_t j = 0; j < ids.size(); ++j) {
+    REQUIRE(idv[j] == static_cast<std::int64_t>(ids[j]));
+    REQUIRE(xv[j * 3 + 2] == static_cast<float>(ids[j]) * 0.5f + 2.0f);
+  }
+  return ids;
+}
+
+// A counter in memory shared with the workers (MAP_SHARED | MAP_ANONYMOUS,
+// mapped before the Loader forks them).
+struct SharedCounter {
+  std::atomic<std::int64_t>* value;
+  SharedCounter() {
+    void* p = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(p != MAP_FAILED);
+    value = new (p) std::atomic<std::int64_t>(0);
+  }
+  ~SharedCounter() { munmap(value, 4096); }
+};
+
+}  // namespace
+
+TEST_CASE("ordered delivery is the plan, each sample exactly once per epoch", "[loader]") {
+  const std::uint32_t workers = GENERATE(1u, 2u, 4u, 8u);
+  const bool shuffle = GENERATE(false, true);
+  const bool drop_last = GENERATE(false, true);
+  const std::uint64_t n = 103;  // ragged: 103 = 12 * 8 + 7
+  Options o = id_options(n, 8, workers);
+  o.shuffle = shuffle;
+  o.seed = 42;
+  o.drop_last = drop_last;
+  o.epochs = 3;
+  CAPTURE(workers, shuffle, drop_last);
+
+  Loader loader(o);
+  const EpochPlan& plan = loader.plan();
+  REQUIRE(plan.batches_per_epoch() == (drop_last ? 12u : 13u));
+  std::vector<std::vector<std::uint64_t>> epoch_orders;
+  for (std::uint64_t e = 0; e < 3; ++e) {
+    REQUIRE(loader.current_epoch() == e);
+    std::vector<std::uint64_t> order;
+    std::uint64_t expect_index = 0;
+    for (Batch& b : loader.epoch()) {
+      REQUIRE(b.epoch() == e);
+      REQUIRE(b.index() == expect_index++);
+      auto ids = checked_ids(b);
+      REQUIRE(ids.size() == plan.batch_length(b.index()));
+      for (std::size_t j = 0; j < ids.size(); ++j) REQUIRE(ids[j] == plan.sample(e, b.index() * 8 + j));
+      order.insert(order.end(), ids.begin(), ids.end());
+    }
+    REQUIRE(expect_index == plan.batches_per_epoch());
+    std::vector<std::uint64_t> sorted = order;
+    std::sort(sorted.begin(), sorted.end());
+    REQUIRE(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end());  // never twice
+    REQUIRE(sorted.size() == (drop_last ? 96u : n));
+    if (!drop_last) {
+      for (std::uint64_t i = 0; i < n; ++i) REQUIRE(sorted[i] == i);  // every sample once
+    }
+    epoch_orders.push_back(order);
+  }
+  REQUIRE_FALSE(loader.next().has_value());
+  if (shuffle) {
+    REQUIRE(epoch_orders[0] != epoch_orders[1]);  // a fresh permutation per epoch
+  } else {
+    REQUIRE(epoch_orders[0] == epoch_orders[1]);
+  }
+}
+
+TEST_CASE("unordered delivery yields the same batches, epoch by epoch", "[loader]") {
+  const std::uint32_t workers = GENERATE(2u, 4u);
+  Options o = id_options(250, 7, workers);
+  o.shuffle = true;
+  o.seed = 7;
+  o.epochs = 2;
+  // Uneven work so that completions really come out of order.
+  o.producer = per_sample([](const SampleRef& s) {
+    if (s.index % 5 == 0 && s.position == 0) std::this_thread::sleep_for(std::chrono::microseconds(300));
+    *s.as<std::int64_t>(0) = static_cast<std::int64_t>(s.index);
+    float* x = s.as<float>(1);
+    for (int k = 0; k < 3; ++k) x[k] = static_cast<float>(s.index) * 0.5f + static_cast<float>(k);
+  });
+
+  std::map<std::pair<std::uint64_t, std::uint64_t>, std::vector<std::uint64_t>> ordered, unordered;
+  {
+    Loader loader(o);
+    while (auto b = loader.next()) ordered[{b->epoch(), b->index()}] = checked_ids(*b);
+  }
+  o.ordered = false;
+  bool out_of_order = false;
+  {
+    Loader loader(o);
+    std::uint64_t last_epoch = 0, expect = 0;
+    while (auto b = loader.next()) {
+      REQUIRE(b->epoch() >= last_epoch);  // never a batch of the next epoch early
+      last_epoch = b->epoch();
+      if (b->index() != expect % loader.plan().batches_per_epoch()) out_of_order = true;
+      ++expect;
+      unordered[{b->epoch(), b->index()}] = checked_ids(*b);
+    }
+  }
+  REQUIRE(ordered == unordered);
+  REQUIRE(ordered.size() == 2 * 36);
+  if (!out_of_order) WARN("completions happened to arrive in order on this run");
+}
+
+TEST_CASE("prefetch is bounded by slots and fills them while the consumer is busy", "[loader][backpressure]") {
+  SharedCounter started;
+  Options o = id_options(400, 4, 2);
+  o.slots = 5;
+  o.producer = per_sample([counter = started.value](const SampleRef& s) {
+    if (s.position == 0) counter->fetch_add(1);
+    *s.as<std::int64_t>(0) = static_cast<std::int64_t>(s.index);
+    float* x = s.as<float>(1);
+    for (int k = 0; k < 3; ++k) x[k] = static_cast<float>(s.index) * 0.5f + static_cast<float>(k);
+  });
+  Loader loader(o);
+  std::int64_t released = 0;
+  for (int i = 0; i < 30; ++i) {
+    auto b = loader.next();
+    REQUIRE(b);
+    checked_ids(*b);
+    // A slow consumer: give the workers every chance to run ahead.
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    // Batches started minus batches released never exceeds the slots.
+    REQUIRE(started.value->load() - released <= 5);
+    b->release();
+    ++released;
+  }
+  REQUIRE(loader.stats().max_in_flight == 5);
+
+  // While the consumer slept, the workers filled every free slot: the next
+  // four batches are ready without waiting.
+  const std::uint64_t waits = loader.stats().consumer_waits;
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::vector<Batch> held;
+  for (int i = 0; i < 4; ++i) held.push_back(*loader.next());
+  REQUIRE(loader.stats().consumer_waits == waits);
+}
+
+TEST_CASE("held batches block the pipeline only up to slots, and released ones free it", "[loader][backpressure]") {
+  Options o = id_options(64, 2, 2);
+  o.slots = 3;
+  o.epochs = 0;  // endless
+  Loader loader(o);
+  std::vector<Batch> held;
+  for (int i = 0; i < 3; ++i) held.push_back(*loader.next());
+  // Every slot is held: releasing one on another thread lets next() go on.
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    held[0].release();
+  });
+  auto b = loader.next();
+  releaser.join();
+  REQUIRE(b);
+  REQUIRE(b->index() == 3);
+}
+
+TEST_CASE("push style and batches that outlive the loader", "[loader]") {
+  Options o = id_options(20, 6, 2);
+  o.epochs = 2;
+  std::vector<std::uint64_t> seen;
+  std::optional<Batch> kept;
+  {
+    Loader loader(o);
+    loader.run([&](Batch& b) {
+      auto ids = checked_ids(b);
+      seen.insert(seen.end(), ids.begin(), ids.end());
+      if (b.epoch() == 1 && b.index() == 0) kept = std::move(b);
+    });
+    REQUIRE(loader.stats().batches_delivered == 8);
+    REQUIRE(loader.stats().samples_delivered == 40);
+  }
+  REQUIRE(seen.size() == 40);
+  // The loader is gone; the batch's slot and its data are still there.
+  REQUIRE(kept);
+  REQUIRE(checked_ids(*kept) == std::vector<std::uint64_t>{0, 1, 2, 3, 4, 5});
+}
+
+TEST_CASE("DLPack export keeps the slot alive and describes the field", "[loader][dlpack]") {
+  Options o = id_options(10, 4, 1);
+  o.slots = 2;
+  Loader loader(o);
+  DLManagedTensor* t = nullptr;
+  {
+    Batch b = *loader.next();
+    t = b.to_dlpack(1);
+  }
+  REQUIRE(t->dl_tensor.ndim == 2);
+  REQUIRE(t->dl_tensor.shape[0] == 4);
+  REQUIRE(t->dl_tensor.shape[1] == 3);
+  REQUIRE(t->dl_tensor.dtype.code == kDLFloat);
+  REQUIRE(t->dl_tensor.dtype.bits == 32);
+  REQUIRE(t->dl_tensor.device.device_type == kDLCPU);
+  // The tensor still holds its slot: with 2 slots, one more batch can be held,
+  // and its data is not overwritten.
+  Batch b1 = *loader.next();
+  REQUIRE(static_cast<float*>(t->dl_tensor.data)[3 * 3 + 1] == 3 * 0.5f + 1.0f);
+  t->deleter(t);
+  Batch b2 = *loader.next();  // the slot came back
+  REQUIRE(b2.index() == 2);
+}
+
+TEST_CASE("destroying a loader mid-epoch leaves no process and no /dev/shm entry", "[loader][shutdown]") {
+  const auto shm_before = test::dev_shm_entries();
+  REQUIRE(test::descendants(getpid()).empty());
+  {
+    Options o = id_options(1000000, 16, 4);
+    o.epochs = 0;
+    Loader loader(o);
+    REQUIRE(test::descendants(getpid()).size() == 5);  // the zygote and four workers
+    for (int i = 0; i < 10; ++i) REQUIRE(loader.next());
+  }
+  // The destructor reaped everything before returning: nothing to wait for.
+  REQUIRE(test::descendants(getpid()).empty());
+  REQUIRE(test::dev_shm_entries() == shm_before);
+}
+
+TEST_CASE("a producer error reaches the consumer with worker, epoch and batch", "[loader][errors]") {
+  Options o = id_options(100, 10, 2);
+  o.producer = per_sample([](const SampleRef& s) {
+    if (s.index == 57) throw std::runtime_error("sample 57 is broken");
+    *s.as<std::int64_t>(0) = static_cast<std::int64_t>(s.index);
+  });
+  Loader loader(o);
+  std::string message;
+  try {
+    while (loader.next()) {
+    }
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  REQUIRE_THAT(message, Catch::Contains("sample 57 is broken") && Catch::Contains("epoch 0, batch 5") &&
+                            Catch::Contains("worker"));
+  // The loader stays failed, and its workers are already gone.
+  REQUIRE_THROWS_AS(loader.next(), Error);
+  REQUIRE(test::descendants(getpid()).empty());
+}
+
+TEST_CASE("a worker that fails to start is reported", "[loader][errors]") {
+  struct BadStart : Producer {
+    void start_worker(std::uint32_t id) override {
+      if (id == 1) throw std::runtime_error("cannot open the dataset");
+    }
+    void fill(BatchContext&) override {}
+  };
+  Options o = id_options(100, 10, 2);
+  o.producer = std::make_shared<BadStart>();
+  Loader loader(o);
+  REQUIRE_THROWS_WITH([&] { while (loader.next()) {} }(),
+                      Catch::Contains("worker 1") && Catch::Contains("cannot open the dataset"));
+}
+
+TEST_CASE("a worker killed by a signal fails the run at once, naming it", "[loader][errors]") {
+  Options o = id_options(1000, 10, 2);
+  o.producer = per_sample([](const SampleRef& s) {
+    if (s.index == 333) raise(SIGKILL);
+    *s.as<std::int64_t>(0) = static_cast<std::int64_t>(s.index);
+  });
+  Loader loader(o);
+  auto start = std::chrono::steady_clock::now();
+  REQUIRE_THROWS_WITH([&] { while (loader.next()) {} }(), Catch::Contains("killed by signal 9"));
+  REQUIRE(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+  REQUIRE(test::descendants(getpid()).empty());
+}
+
+TEST_CASE("options are validated with messages naming the option", "[loader][errors]") {
+  Options o = id_options(100, 10, 2);
+  o.slot_bytes = 100;
+  REQUIRE_THROWS_WITH(Loader(o), Catch::Contains("options.slot_bytes") && Catch::Contains("needs"));
+  o = id_options(0, 10, 2);
+  REQUIRE_THROWS_WITH(Loader(o), Catch::Contains("dataset_size"));
+  o = id_options(100, 10, 0);
+  REQUIRE_THROWS_WITH(Loader(o), Catch::Contains("workers"));
+  o = id_options(100, 10, 2);
+  o.producer = nullptr;
+  REQUIRE_THROWS_WITH(Loader(o), Catch::Contains("producer"));
+  o = id_options(5, 10, 2);
+  o.drop_last = true;
+  REQUIRE_THROWS_WITH(Loader(o), Catch::Contains("no batch"));
+  REQUIRE(test::descendants(getpid()).empty());
+}
+
+TEST_CASE("ranks of a sharded run see disjoint samples and the same batch count", "[loader][shard]") {
+  const std::uint32_t world = 3;
+  std::set<std::uint64_t> all;
+  std::uint64_t batches_rank0 = 0;
+  for (std::uint32_t rank = 0; rank < world; ++rank) {
+    Options o = id_options(100, 8, 2);
+    o.shuffle = true;
+    o.seed = 3;
+    o.rank = rank;
+    o.world_size = world;
+    o.shard_policy = ShardPolicy::drop;
+    Loader loader(o);
+    std::uint64_t batches = 0;
+    while (auto b = loader.next()) {
+      ++batches;
+      for (std::uint64_t id : checked_ids(*b)) REQUIRE(all.insert(id).second);
+    }
+    if (rank == 0) batches_rank0 = batches;
+    REQUIRE(batches == batches_rank0);
+  }
+  REQUIRE(all.size() == 99);  // 100 // 3 * 3: one sample dropped by policy
+}

@@ -1,0 +1,78 @@
+#include "test_support.h"
+
+#include <chrono>
+#include <dirent.h>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+namespace sluice::test {
+
+namespace {
+
+std::vector<ProcessInfo> all_processes() {
+  std::vector<ProcessInfo> out;
+  DIR* d = opendir("/proc");
+  if (!d) return out;
+  while (dirent* e = readdir(d)) {
+    char* end = nullptr;
+    long pid = std::strtol(e->d_name, &end, 10);
+    if (*end != '\0' || pid <= 0) continue;
+    std::ifstream f("/proc/" + std::string(e->d_name) + "/stat");
+    std::string line;
+    if (!std::getline(f, line)) continue;
+    // The command name may hold spaces and parentheses: parse after the last ')'.
+    auto close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 2));
+    ProcessInfo p{static_cast<pid_t>(pid), 0, '?'};
+    rest >> p.state >> p.ppid;
+    out.push_back(p);
+  }
+  closedir(d);
+  return out;
+}
+
+}  // namespace
+
+std::vector<ProcessInfo> descendants(pid_t root) {
+  std::vector<ProcessInfo> all = all_processes();
+  std::multimap<pid_t, ProcessInfo> by_parent;
+  for (const ProcessInfo& p : all) by_parent.emplace(p.ppid, p);
+  std::vector<ProcessInfo> out;
+  std::vector<pid_t> frontier{root};
+  while (!frontier.empty()) {
+    pid_t parent = frontier.back();
+    frontier.pop_back();
+    auto [lo, hi] = by_parent.equal_range(parent);
+    for (auto it = lo; it != hi; ++it) {
+      out.push_back(it->second);
+      frontier.push_back(it->second.pid);
+    }
+  }
+  return out;
+}
+
+std::set<std::string> dev_shm_entries() {
+  std::set<std::string> out;
+  DIR* d = opendir("/dev/shm");
+  if (!d) return out;
+  while (dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    if (name != "." && name != "..") out.insert(name);
+  }
+  closedir(d);
+  return out;
+}
+
+std::vector<ProcessInfo> wait_for_no_descendants(pid_t root, int timeout_ms) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    std::vector<ProcessInfo> left = descendants(root);
+    if (left.empty() || std::chrono::steady_clock::now() > deadline) return left;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+}  // namespace sluice::test

@@ -1,0 +1,26 @@
+// test_support.h: looking at real processes and /dev/shm from tests.
+#pragma once
+
+#include <set>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace sluice::test {
+
+struct ProcessInfo {
+  pid_t pid;
+  pid_t ppid;
+  char state;  // 'R', 'S', 'Z', ...
+};
+
+// Every live or zombie descendant of `root`, read from /proc.
+std::vector<ProcessInfo> descendants(pid_t root);
+
+// Names in /dev/shm.
+std::set<std::string> dev_shm_entries();
+
+// Polls until `root` has no descendant, at most timeout_ms. Returns what is left.
+std::vector<ProcessInfo> wait_for_no_descendants(pid_t root, int timeout_ms);
+
+}  // namespace sluice::test
