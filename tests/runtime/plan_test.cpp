@@ -10,7 +10,7 @@
 
 using namespace sluice;
 
-TEST_CASE("a permutation is a bijection of [0, n) for every small n", "[plan]") {
+TEST_CASE("a permutation is a bijection of 0..n-1 for every small n", "[plan]") {
   for (std::uint64_t n = 1; n <= 600; ++n) {
     Permutation p(n, n * 31 + 7);
     std::vector<bool> hit(n, false);
@@ -43,7 +43,7 @@ TEST_CASE("a permutation is a bijection for a large odd n and depends on its key
   REQUIRE(fixed_points < 20);
 }
 
-TEST_CASE("a permutation of 10^12 samples needs no table", "[plan]") {
+TEST_CASE("a permutation of a trillion samples needs no table", "[plan]") {
   const std::uint64_t n = 1'000'000'000'000ULL;
   Permutation p(n, 99);
   std::set<std::uint64_t> seen;

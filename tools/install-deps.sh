@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs Sluice's build and test dependencies on Debian 12 (bookworm).
+# Every dependency is a Debian package; the CUDA Toolkit is optional and is
+# picked up from /usr/local/cuda when present.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  libluajit2-5.1-dev      # LuaJIT 2.1 (OpenResty branch), GC64 on amd64
+  libconcurrentqueue-dev  # moodycamel::ConcurrentQueue
+  libuv1-dev
+  catch2                  # Catch2 v2, with CMake integration for CTest
+  libdlpack-dev
+  libxxhash-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all dependencies are installed"
+  exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Builds Sluice and runs the whole test suite: the regular build, then the
+# runtime tests under AddressSanitizer + UndefinedBehaviorSanitizer, then under
+# ThreadSanitizer. Run from anywhere; uses build*/ in the repo.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc)
+
+bash tools/install-deps.sh
+
+echo "== build and test (RelWithDebInfo)"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake --build build -j"$jobs"
+ctest --test-dir build -j"$jobs" --output-on-failure
+
+echo "== runtime tests under ASan + UBSan"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSLUICE_RUNTIME_ONLY=ON \
+  -DSLUICE_SANITIZE=address,undefined
+cmake --build build-asan -j"$jobs"
+ctest --test-dir build-asan -j"$jobs" --output-on-failure
+
+echo "== runtime tests under TSan (rings, release queue, loader)"
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSLUICE_RUNTIME_ONLY=ON \
+  -DSLUICE_SANITIZE=thread
+cmake --build build-tsan -j"$jobs"
+ctest --test-dir build-tsan -j"$jobs" --output-on-failure
