@@ -22,6 +22,10 @@ void Loader::run(const std::function<void(Batch&)>& fn) {
   while (std::optional<Batch> batch = next()) fn(*batch);
 }
 
+void Loader::interrupt() { core_->interrupt(); }
+bool Loader::interrupted() const { return core_->interrupted(); }
+std::vector<int> Loader::worker_pids() const { return core_->worker_pids(); }
+
 const Options& Loader::options() const { return core_->options(); }
 const EpochPlan& Loader::plan() const { return core_->plan(); }
 std::uint64_t Loader::current_epoch() const { return core_->current_epoch(); }

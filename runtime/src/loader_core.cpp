@@ -29,17 +29,28 @@ std::uint64_t elapsed_ns(Clock::time_point since) {
       std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - since).count());
 }
 
+void ring_eventfd(int fd) {
+  std::uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = write(fd, &one, sizeof one);
+}
+
+void init_channel(WorkerChannel* where) {
+  auto* ch = new (where) WorkerChannel{};
+  ch->busy_seq.store(kIdle, std::memory_order_relaxed);
+  ch->busy_position.store(kUnknownPosition, std::memory_order_relaxed);
+}
+
 }  // namespace
 
 LoaderCore::LoaderCore(Options options)
     : options_(std::move(options)), plan_(options_), layout_(ArenaLayout::compute(options_)) {
   if (!options_.producer) throw Error("options.producer is not set: nothing would fill the batches");
+  if (options_.max_retries == 0) throw Error("options.max_retries is 0: a sample must be tried at least once");
   arena_ = std::make_unique<Arena>(layout_.total_bytes, "sluice-arena");
   auto* header = new (arena_->base()) ArenaHeader{};
   header->magic = kArenaMagic;
-  for (std::uint32_t w = 0; w < layout_.workers; ++w) {
-    new (&worker_channel(*arena_, layout_, w)) WorkerChannel{};
-  }
+  new (&skip_list(*arena_, layout_)) SkipList{};
+  for (std::uint32_t w = 0; w < layout_.workers; ++w) init_channel(&worker_channel(*arena_, layout_, w));
   eventfd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (eventfd_ < 0) throw Error(std::string("eventfd failed: ") + std::strerror(errno));
 
@@ -47,8 +58,10 @@ LoaderCore::LoaderCore(Options options)
                                         : options_.epochs * plan_.batches_per_epoch();
   slot_state_.assign(layout_.slots, SlotState::free);
   slot_seq_.assign(layout_.slots, 0);
+  slot_worker_.assign(layout_.slots, 0);
   ready_by_seq_.assign(layout_.slots, kNoSlot);
   outstanding_.assign(layout_.workers, 0);
+  kill_reason_.assign(layout_.workers, "");
   for (std::uint32_t s = layout_.slots; s-- > 0;) free_slots_.push_back(s);
 }
 
@@ -68,8 +81,7 @@ void LoaderCore::start() {
 }
 
 void LoaderCore::shutdown() {
-  if (stopped_) return;
-  stopped_ = true;
+  if (stopped_.exchange(true)) return;
   arena_header(*arena_).stop.store(1, std::memory_order_relaxed);
   for (std::uint32_t w = 0; w < layout_.workers; ++w) worker_channel(*arena_, layout_, w).tasks.wake();
   zygote_.reset();  // the zygote kills and reaps the workers, then is reaped
@@ -80,10 +92,12 @@ void LoaderCore::release(std::uint32_t slot) {
   // Wake the consumer if it sleeps in next() (the batch may be released on
   // another thread); same handshake as a worker's completion.
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (!stopped_ && arena_header(*arena_).parent_sleeping.load(std::memory_order_relaxed)) {
-    std::uint64_t one = 1;
-    [[maybe_unused]] ssize_t n = write(eventfd_, &one, sizeof one);
-  }
+  if (!stopped_ && arena_header(*arena_).parent_sleeping.load(std::memory_order_relaxed)) ring_eventfd(eventfd_);
+}
+
+void LoaderCore::interrupt() {
+  interrupted_.store(true, std::memory_order_relaxed);
+  ring_eventfd(eventfd_);
 }
 
 std::uint64_t LoaderCore::current_epoch() const {
@@ -110,52 +124,188 @@ std::uint32_t LoaderCore::least_loaded_worker() const {
   return static_cast<std::uint32_t>(it - outstanding_.begin());
 }
 
+// Gives batch `seq` in `slot` to the least loaded worker. Its ring never
+// fills: a worker never owes more batches than there are slots.
+void LoaderCore::assign(std::uint32_t slot, std::uint64_t seq) {
+  const std::uint32_t w = least_loaded_worker();
+  worker_channel(*arena_, layout_, w).tasks.try_push(Task{slot, 0, seq});
+  slot_state_[slot] = SlotState::issued;
+  slot_seq_[slot] = seq;
+  slot_worker_[slot] = w;
+  ++outstanding_[w];
+  notify_mask_ |= w < 64 ? (1ULL << w) : ~0ULL;
+}
+
+void LoaderCore::notify_workers() {
+  if (notify_mask_ == 0) return;
+  for (std::uint32_t w = 0; w < layout_.workers; ++w) {
+    if (notify_mask_ & (w < 64 ? (1ULL << w) : ~0ULL)) worker_channel(*arena_, layout_, w).tasks.notify();
+  }
+  notify_mask_ = 0;
+}
+
 void LoaderCore::issue() {
-  bool any = false;
-  std::uint64_t notify_mask = 0;  // workers 0..63 get a precise wake; beyond that, all are woken
   while (!free_slots_.empty() && next_issue_ < total_batches_) {
     const std::uint32_t slot = free_slots_.back();
     free_slots_.pop_back();
-    const std::uint32_t w = least_loaded_worker();
-    worker_channel(*arena_, layout_, w).tasks.try_push(Task{slot, 0, next_issue_});  // never full
-    slot_state_[slot] = SlotState::issued;
-    slot_seq_[slot] = next_issue_;
-    ++outstanding_[w];
-    ++next_issue_;
-    any = true;
-    notify_mask |= w < 64 ? (1ULL << w) : ~0ULL;
+    assign(slot, next_issue_++);
   }
-  if (!any) return;
-  for (std::uint32_t w = 0; w < layout_.workers; ++w) {
-    if (notify_mask & (w < 64 ? (1ULL << w) : ~0ULL)) worker_channel(*arena_, layout_, w).tasks.notify();
-  }
+  notify_workers();
   stats_.max_in_flight =
       std::max<std::uint32_t>(stats_.max_in_flight, layout_.slots - static_cast<std::uint32_t>(free_slots_.size()));
 }
 
 void LoaderCore::collect() {
-  const std::uint64_t per_epoch = plan_.batches_per_epoch();
-  for (std::uint32_t w = 0; w < layout_.workers; ++w) {
-    WorkerChannel& ch = worker_channel(*arena_, layout_, w);
-    Completion c;
-    while (ch.done.try_pop(c)) {
-      if (c.status == Status::start_failed) {
-        fail("worker " + std::to_string(w) + " (pid " + std::to_string(worker_pids_[w]) +
-             ") failed to start: " + ch.start_error);
-      }
-      --outstanding_[w];
-      if (c.status == Status::fill_failed) {
-        const auto& h = *reinterpret_cast<const SlotHeader*>(slot_base(*arena_, layout_, c.slot));
-        fail("worker " + std::to_string(w) + " failed on epoch " + std::to_string(c.seq / per_epoch) +
-             ", batch " + std::to_string(c.seq % per_epoch) + ": " + h.error);
-      }
-      slot_state_[c.slot] = SlotState::ready;
-      if (options_.ordered) {
-        ready_by_seq_[c.seq % layout_.slots] = c.slot;
-      } else {
-        ready_list_.push_back(c.slot);
-      }
+  for (std::uint32_t w = 0; w < layout_.workers; ++w) collect_from(w);
+  notify_workers();  // for batches re-issued after a skipped sample
+}
+
+void LoaderCore::collect_from(std::uint32_t w) {
+  WorkerChannel& ch = worker_channel(*arena_, layout_, w);
+  Completion c;
+  while (ch.done.try_pop(c)) {
+    if (c.status == Status::start_failed) {
+      fail("worker " + std::to_string(w) + " (pid " + std::to_string(worker_pids_[w]) +
+           ") failed to start: " + ch.start_error);
     }
+    --outstanding_[w];
+    deaths_since_progress_ = 0;
+    if (c.status == Status::fill_failed) {
+      on_fill_failed(w, c);
+      continue;
+    }
+    slot_state_[c.slot] = SlotState::ready;
+    if (options_.ordered) {
+      ready_by_seq_[c.seq % layout_.slots] = c.slot;
+    } else {
+      ready_list_.push_back(c.slot);
+    }
+  }
+}
+
+std::string LoaderCore::describe_batch(std::uint64_t seq, std::uint32_t slot) const {
+  const std::uint64_t per_epoch = plan_.batches_per_epoch();
+  std::string text = "epoch " + std::to_string(seq / per_epoch) + ", batch " + std::to_string(seq % per_epoch);
+  const auto& h = *reinterpret_cast<const SlotHeader*>(slot_base(*arena_, layout_, slot));
+  const auto* ids = reinterpret_cast<const std::uint64_t*>(slot_base(*arena_, layout_, slot) + layout_.ids_offset);
+  if (h.seq == seq && h.size > 0) {
+    text += " (samples " + std::to_string(ids[0]);
+    if (h.size > 1) text += " to " + std::to_string(ids[h.size - 1]);
+    text += ")";
+  }
+  return text;
+}
+
+// The producer threw. A producer is deterministic, so retrying cannot help:
+// the policy applies at once to the sample it was making (or, if it never
+// said, to the whole batch).
+void LoaderCore::on_fill_failed(std::uint32_t w, const Completion& c) {
+  std::byte* base = slot_base(*arena_, layout_, c.slot);
+  const auto& h = *reinterpret_cast<const SlotHeader*>(base);
+  const auto* ids = reinterpret_cast<const std::uint64_t*>(base + layout_.ids_offset);
+  const bool named = h.failed_position < h.size;
+  std::string where = named ? "sample " + std::to_string(ids[h.failed_position]) + " (" +
+                                  describe_batch(c.seq, c.slot) + ")"
+                            : describe_batch(c.seq, c.slot);
+  if (options_.on_error == OnError::fail) {
+    fail("worker " + std::to_string(w) + " failed on " + where + ": " + h.error);
+  }
+  if (named) {
+    skip_samples({ids + h.failed_position, 1});
+  } else {
+    skip_samples({ids, h.size});
+  }
+  ++stats_.batches_retried;
+  assign(c.slot, c.seq);
+}
+
+void LoaderCore::skip_samples(std::span<const std::uint64_t> samples) {
+  SkipList& list = skip_list(*arena_, layout_);
+  std::uint32_t count = list.count.load(std::memory_order_relaxed);
+  for (std::uint64_t id : samples) {
+    if (std::find(stats_.skipped_samples.begin(), stats_.skipped_samples.end(), id) !=
+        stats_.skipped_samples.end()) {
+      continue;
+    }
+    if (count == kMaxSkipped) {
+      fail("more than " + std::to_string(kMaxSkipped) + " samples failed and were skipped; the data or the "
+           "pipeline is broken");
+    }
+    list.ids[count++] = id;
+    stats_.skipped_samples.push_back(id);
+  }
+  // Publishes the new ids (see SkipList); every task pushed after this is a
+  // release too, so a worker that pops it sees them.
+  list.count.store(count, std::memory_order_release);
+}
+
+void LoaderCore::on_worker_exit(const ZygoteEvent& e) {
+  const std::uint32_t w = e.worker;
+  collect_from(w);  // completions it pushed before dying still count
+  WorkerChannel& ch = worker_channel(*arena_, layout_, w);
+  const std::string why = kill_reason_[w].empty() ? describe_wait_status(e.status) : kill_reason_[w];
+  kill_reason_[w].clear();
+  ++stats_.worker_restarts;
+  if (++deaths_since_progress_ > layout_.workers * (options_.max_retries + 1) + 2) {
+    fail("workers keep dying without finishing a batch; the last, worker " + std::to_string(w) + " (pid " +
+         std::to_string(e.pid) + "), " + why);
+  }
+
+  // Blame the batch it was filling, and the sample if the producer named it.
+  const std::uint64_t busy = ch.busy_seq.load(std::memory_order_relaxed);
+  const std::uint32_t position = ch.busy_position.load(std::memory_order_relaxed);
+  for (std::uint32_t slot = 0; busy != kIdle && slot < layout_.slots; ++slot) {
+    if (slot_state_[slot] != SlotState::issued || slot_seq_[slot] != busy || slot_worker_[slot] != w) continue;
+    std::byte* base = slot_base(*arena_, layout_, slot);
+    const auto& h = *reinterpret_cast<const SlotHeader*>(base);
+    const auto* ids = reinterpret_cast<const std::uint64_t*>(base + layout_.ids_offset);
+    const bool named = h.seq == busy && position < h.size;
+    const std::uint32_t tries = named ? ++sample_failures_[ids[position]] : ++batch_failures_[busy];
+    if (tries < options_.max_retries) break;
+    std::string culprit = named ? "sample " + std::to_string(ids[position]) + " (" + describe_batch(busy, slot) + ")"
+                                : describe_batch(busy, slot);
+    if (options_.on_error == OnError::fail) {
+      fail(culprit + " failed " + std::to_string(tries) + " times; the last time worker " + std::to_string(w) +
+           " (pid " + std::to_string(e.pid) + ") " + why);
+    }
+    if (named) {
+      skip_samples({ids + position, 1});
+    } else {
+      skip_samples({ids, h.seq == busy ? h.size : 0});
+    }
+    break;
+  }
+
+  // A fresh channel (the dead worker can no longer touch it), a fresh worker,
+  // and every batch the old one owed goes out again.
+  init_channel(&ch);
+  outstanding_[w] = 0;
+  worker_pids_[w] = zygote_->spawn(w);
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> owed;
+  for (std::uint32_t slot = 0; slot < layout_.slots; ++slot) {
+    if (slot_state_[slot] == SlotState::issued && slot_worker_[slot] == w) owed.emplace_back(slot_seq_[slot], slot);
+  }
+  std::sort(owed.begin(), owed.end());
+  for (const auto& [seq, slot] : owed) assign(slot, seq);
+  stats_.batches_retried += owed.size();
+  notify_workers();
+}
+
+void LoaderCore::check_timeouts() {
+  if (options_.batch_timeout_ms == 0) return;
+  const std::uint64_t now = monotonic_ns();
+  const std::uint64_t limit = std::uint64_t{options_.batch_timeout_ms} * 1'000'000ULL;
+  for (std::uint32_t w = 0; w < layout_.workers; ++w) {
+    const WorkerChannel& ch = worker_channel(*arena_, layout_, w);
+    const std::uint64_t busy = ch.busy_seq.load(std::memory_order_relaxed);
+    if (busy == kIdle || !kill_reason_[w].empty()) continue;
+    const std::uint64_t since = ch.busy_since_ns.load(std::memory_order_relaxed);
+    if (now <= since || now - since < limit) continue;
+    const std::uint64_t per_epoch = plan_.batches_per_epoch();
+    kill_reason_[w] = "timed out after " + std::to_string(options_.batch_timeout_ms) + " ms on epoch " +
+                      std::to_string(busy / per_epoch) + ", batch " + std::to_string(busy % per_epoch) +
+                      " (options.batch_timeout_ms) and was killed";
+    zygote_->kill_worker(w);
   }
 }
 
@@ -186,13 +336,15 @@ Batch LoaderCore::deliver(std::uint32_t slot) {
   const auto& h = *reinterpret_cast<const SlotHeader*>(base);
   // The header lives in memory a producer could scribble on; check it before
   // handing out views into the slot.
-  bool sane = h.seq == slot_seq_[slot] && h.field_count == options_.fields.size() && h.ids_offset == layout_.ids_offset;
+  bool sane = h.seq == slot_seq_[slot] && h.field_count == options_.fields.size() &&
+              h.ids_offset == layout_.ids_offset && h.size <= options_.batch_size;
   for (std::uint32_t f = 0; sane && f < h.field_count; ++f) {
-    sane = h.fields[f].offset == layout_.field_offsets[f] && h.fields[f].nbytes <= layout_.slot_bytes - h.fields[f].offset &&
-           h.fields[f].ndim <= kMaxDims;
+    const FieldDesc& d = h.fields[f];
+    sane = d.offset == layout_.field_offsets[f] && d.nbytes == std::uint64_t{h.size} * layout_.sample_bytes[f] &&
+           d.ndim >= 1 && d.ndim <= kMaxDims;
   }
   if (!sane) {
-    fail("the header of slot " + std::to_string(slot) + " (batch sequence " + std::to_string(slot_seq_[slot]) +
+    fail("the header of slot " + std::to_string(slot) + " (" + describe_batch(slot_seq_[slot], slot) +
          ") was overwritten: a producer wrote outside its fields");
   }
   slot_state_[slot] = SlotState::held;
@@ -206,7 +358,7 @@ Batch LoaderCore::deliver(std::uint32_t slot) {
 void LoaderCore::wait_for_workers() {
   ArenaHeader& header = arena_header(*arena_);
   auto work_waiting = [&] {
-    if (released_.size_approx() > 0) return true;
+    if (released_.size_approx() > 0 || interrupted()) return true;
     for (std::uint32_t w = 0; w < layout_.workers; ++w) {
       if (!worker_channel(*arena_, layout_, w).done.empty()) return true;
     }
@@ -217,23 +369,23 @@ void LoaderCore::wait_for_workers() {
     if (work_waiting()) return;
     __builtin_ia32_pause();
   }
+  int sleep_ms = kSleepMs;
+  if (options_.batch_timeout_ms != 0) {
+    sleep_ms = std::min<int>(sleep_ms, std::max<int>(1, static_cast<int>(options_.batch_timeout_ms / 4)));
+  }
   header.parent_sleeping.store(1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (!work_waiting()) {
     pollfd fds[2] = {{eventfd_, POLLIN, 0}, {zygote_->fd(), POLLIN, 0}};
-    poll(fds, 2, kSleepMs);
+    poll(fds, 2, sleep_ms);
     std::uint64_t count;
     [[maybe_unused]] ssize_t n = read(eventfd_, &count, sizeof count);
   }
   header.parent_sleeping.store(0, std::memory_order_relaxed);
-  // A worker that exits while the loader runs is a failure (restarting it is
-  // the reliability layer's job); the zygote reports it at once.
   while (auto e = zygote_->poll_exit()) {
-    if (e->kind != ZygoteEvent::exited) continue;
-    fail("worker " + std::to_string(e->worker) + " (pid " + std::to_string(e->pid) + ") " +
-         describe_wait_status(e->status) + " with " + std::to_string(outstanding_[e->worker]) +
-         " batch(es) in flight");
+    if (e->kind == ZygoteEvent::exited) on_worker_exit(*e);
   }
+  check_timeouts();
 }
 
 std::optional<Batch> LoaderCore::next(std::uint64_t max_epoch) {
@@ -241,6 +393,7 @@ std::optional<Batch> LoaderCore::next(std::uint64_t max_epoch) {
   if (stopped_) throw Error("the loader has been shut down");
   std::optional<Clock::time_point> wait_start;
   for (;;) {
+    if (interrupted()) return std::nullopt;
     reclaim_released();
     issue();
     collect();

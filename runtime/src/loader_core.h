@@ -11,6 +11,13 @@
 //      epoch when unordered), or sleeps on an eventfd until a worker reports.
 // A slot is issued, ready, or held by the consumer; `slots` bounds all three
 // together, which is the prefetch limit and the backpressure.
+//
+// Faults: the zygote reports a worker's death at once. The parent blames the
+// batch and sample the worker was making (WorkerChannel::busy_*), replaces the
+// worker, and re-issues every batch that worker still owed. A batch is a pure
+// function of the plan, so the re-issued batch comes out the same. A sample
+// that crashes or hangs its worker max_retries times, or whose producer
+// throws, gets the on_error policy.
 #pragma once
 
 #include <concurrentqueue/concurrentqueue.h>
@@ -20,6 +27,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "arena.h"
@@ -43,10 +51,14 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   // Stops and reaps every process. Idempotent. Held batches stay readable.
   void shutdown();
 
-  // The next batch whose epoch is at most max_epoch; nullopt when there is none.
+  // The next batch whose epoch is at most max_epoch; nullopt when there is
+  // none, or once interrupted.
   std::optional<Batch> next(std::uint64_t max_epoch);
   // Thread-safe: gives a slot back to the pool.
   void release(std::uint32_t slot);
+  // Async-signal-safe.
+  void interrupt();
+  bool interrupted() const { return interrupted_.load(std::memory_order_relaxed); }
 
   const Options& options() const { return options_; }
   const EpochPlan& plan() const { return plan_; }
@@ -54,13 +66,22 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   const Arena& arena() const { return *arena_; }
   std::uint64_t current_epoch() const;
   Stats stats() const { return stats_; }
+  std::vector<int> worker_pids() const { return {worker_pids_.begin(), worker_pids_.end()}; }
 
  private:
   enum class SlotState : std::uint8_t { free, issued, ready, held };
 
   void reclaim_released();
   void issue();
+  void assign(std::uint32_t slot, std::uint64_t seq);
+  void notify_workers();
   void collect();
+  void collect_from(std::uint32_t w);
+  void on_fill_failed(std::uint32_t w, const Completion& c);
+  void on_worker_exit(const ZygoteEvent& e);
+  void check_timeouts();
+  void skip_samples(std::span<const std::uint64_t> ids);
+  std::string describe_batch(std::uint64_t seq, std::uint32_t slot) const;
   std::optional<std::uint32_t> pick_ready();
   Batch deliver(std::uint32_t slot);
   void wait_for_workers();
@@ -82,12 +103,22 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   std::vector<std::uint32_t> free_slots_;
   std::vector<SlotState> slot_state_;
   std::vector<std::uint64_t> slot_seq_;
+  std::vector<std::uint32_t> slot_worker_;   // issued slots: the worker that owes the batch
   std::vector<std::uint32_t> ready_by_seq_;  // ordered: slot of seq % slots, or kNoSlot
   std::vector<std::uint32_t> ready_list_;    // unordered: ready slots in completion order
   std::vector<std::uint32_t> outstanding_;   // per worker: tasks issued, not yet completed
+  std::uint64_t notify_mask_ = 0;            // workers given tasks since the last notify
   moodycamel::ConcurrentQueue<std::uint32_t> released_;
+
+  // Faults.
+  std::vector<std::string> kill_reason_;                   // per worker: why the parent killed it
+  std::unordered_map<std::uint64_t, std::uint32_t> sample_failures_;
+  std::unordered_map<std::uint64_t, std::uint32_t> batch_failures_;  // when no sample was named
+  std::uint32_t deaths_since_progress_ = 0;
+
   std::string failure_;
   std::atomic<bool> stopped_{false};
+  std::atomic<bool> interrupted_{false};
   Stats stats_;
 };
 

@@ -9,7 +9,10 @@ class PerSample final : public Producer {
   explicit PerSample(std::function<void(const SampleRef&)> fn) : fn_(std::move(fn)) {}
   void fill(BatchContext& batch) override {
     const auto samples = batch.samples();
-    for (std::size_t j = 0; j < samples.size(); ++j) fn_(SampleRef{batch, j, samples[j]});
+    for (std::size_t j = 0; j < samples.size(); ++j) {
+      batch.begin_sample(j);
+      fn_(SampleRef{batch, j, samples[j]});
+    }
   }
 
  private:

@@ -60,7 +60,8 @@ ArenaLayout ArenaLayout::compute(const Options& o) {
     l.slot_bytes = align_up(o.slot_bytes, page);
   }
 
-  l.channels_offset = align_up(sizeof(ArenaHeader), kCacheLine);
+  l.skip_offset = align_up(sizeof(ArenaHeader), kCacheLine);
+  l.channels_offset = align_up(l.skip_offset + sizeof(SkipList), kCacheLine);
   l.slots_offset = align_up(l.channels_offset + std::uint64_t{l.workers} * sizeof(WorkerChannel), page);
   l.total_bytes = l.slots_offset + std::uint64_t{l.slots} * l.slot_bytes;
   return l;

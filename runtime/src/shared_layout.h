@@ -1,6 +1,7 @@
 // shared_layout.h: what the parent and its workers share inside the arena.
 //
 //   offset 0                     ArenaHeader
+//   skip_offset                  SkipList (samples dropped by on_error = skip)
 //   channels_offset              WorkerChannel[workers]  (task ring + completion ring each)
 //   slots_offset                 slot[slots], slot_bytes each, page aligned
 //
@@ -55,10 +56,30 @@ struct Completion {
   std::uint64_t seq;
 };
 
+inline constexpr std::uint64_t kIdle = ~0ULL;
+inline constexpr std::uint32_t kUnknownPosition = ~0u;
+
 struct WorkerChannel {
   SpscRing<Task, kRingCapacity> tasks;         // parent produces, worker consumes
   SpscRing<Completion, kRingCapacity> done;    // worker produces, parent consumes
+  // What the worker is doing, for blaming a crash or a hang on a batch and a
+  // sample. Written by the worker, read by the parent, relaxed: the values are
+  // advisory (the parent acts on them only after the worker is dead or has
+  // been stuck for a whole timeout), and each is a single aligned word.
+  alignas(kCacheLine) std::atomic<std::uint64_t> busy_seq;  // batch being filled, or kIdle
+  std::atomic<std::uint64_t> busy_since_ns;                  // CLOCK_MONOTONIC, when it began
+  std::atomic<std::uint32_t> busy_position;                  // sample being made, or kUnknownPosition
   char start_error[kErrorBytes];
+};
+
+// Samples dropped by the on_error = skip policy. Only the parent appends: it
+// writes ids[count] and then publishes with a release store of count; a
+// worker loads count with acquire before reading ids below it. Append-only, so
+// a reader never sees an entry change.
+inline constexpr std::size_t kMaxSkipped = 16384;
+struct SkipList {
+  alignas(kCacheLine) std::atomic<std::uint32_t> count;
+  std::uint64_t ids[kMaxSkipped];
 };
 
 struct ArenaHeader {
@@ -90,6 +111,8 @@ struct SlotHeader {
   std::uint32_t field_count;
   std::uint32_t worker;
   std::int32_t status;
+  std::uint32_t failed_position;  // with fill_failed: the sample being made, or kUnknownPosition
+  std::uint32_t reserved;
   std::uint64_t ids_offset;   // from the slot's start: size x uint64 sample ids
   FieldDesc fields[kMaxFields];
   char error[kErrorBytes];
@@ -98,6 +121,8 @@ struct SlotHeader {
 static_assert(std::is_standard_layout_v<SpscRing<Task, kRingCapacity>>);
 static_assert(std::is_standard_layout_v<WorkerChannel>);
 static_assert(std::is_standard_layout_v<ArenaHeader>);
+static_assert(std::is_standard_layout_v<SkipList>);
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
 static_assert(std::is_trivially_copyable_v<SlotHeader> && std::is_standard_layout_v<SlotHeader>);
 static_assert(sizeof(Task) == 16 && sizeof(Completion) == 16);
 static_assert(alignof(WorkerChannel) == kCacheLine && sizeof(WorkerChannel) % kCacheLine == 0);
@@ -107,6 +132,7 @@ static_assert(alignof(WorkerChannel) == kCacheLine && sizeof(WorkerChannel) % kC
 struct ArenaLayout {
   std::uint32_t workers = 0;
   std::uint32_t slots = 0;
+  std::uint64_t skip_offset = 0;
   std::uint64_t channels_offset = 0;
   std::uint64_t slots_offset = 0;
   std::uint64_t slot_bytes = 0;

@@ -1,6 +1,9 @@
 #include "worker.h"
 
+#include <algorithm>
 #include <chrono>
+#include <ctime>
+#include <vector>
 #include <cstring>
 #include <exception>
 #include <unistd.h>
@@ -16,7 +19,40 @@ void copy_message(char* dst, std::size_t size, const char* message) {
   dst[n] = '\0';
 }
 
+std::uint64_t monotonic_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ULL + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
 namespace {
+
+// The worker's sorted copy of the shared skip list, refreshed when it grows.
+class SkippedSamples {
+ public:
+  explicit SkippedSamples(const SkipList& shared) : shared_(shared) {}
+
+  // Removes skipped ids from ids[0, size) in place, keeping order; returns the new size.
+  std::uint32_t filter(std::uint64_t* ids, std::uint32_t size) {
+    const std::uint32_t count = shared_.count.load(std::memory_order_acquire);
+    if (count == 0) return size;
+    if (count != seen_) {
+      local_.insert(local_.end(), shared_.ids + seen_, shared_.ids + count);
+      std::sort(local_.begin(), local_.end());
+      seen_ = count;
+    }
+    std::uint32_t kept = 0;
+    for (std::uint32_t j = 0; j < size; ++j) {
+      if (!std::binary_search(local_.begin(), local_.end(), ids[j])) ids[kept++] = ids[j];
+    }
+    return kept;
+  }
+
+ private:
+  const SkipList& shared_;
+  std::uint32_t seen_ = 0;
+  std::vector<std::uint64_t> local_;
+};
 
 // How long an idle worker polls its ring before sleeping: long enough to ride
 // out the gap between two tasks of a busy pipeline, short enough not to burn a
@@ -65,6 +101,7 @@ void describe_batch(SlotHeader& h, const WorkerEnv& env, std::uint32_t id, const
     d.nbytes = std::uint64_t{size} * env.layout.sample_bytes[f];
   }
   h.status = 0;
+  h.failed_position = kUnknownPosition;
   h.error[0] = '\0';
 }
 
@@ -104,20 +141,25 @@ void worker_main(const WorkerEnv& env, std::uint32_t id) {
   }
 
   const std::uint64_t per_epoch = env.plan.batches_per_epoch();
+  SkippedSamples skipped(skip_list(env.arena, env.layout));
   while (wait_for_task(ch, header, parent, task)) {
     std::byte* base = slot_base(env.arena, env.layout, task.slot);
     SlotHeader& h = *reinterpret_cast<SlotHeader*>(base);
     const std::uint64_t epoch = task.seq / per_epoch;
     const std::uint64_t batch = task.seq % per_epoch;
-    const std::uint32_t size = env.plan.batch_length(batch);
     auto* ids = reinterpret_cast<std::uint64_t*>(base + env.layout.ids_offset);
+    std::uint32_t size = env.plan.batch_length(batch);
     env.plan.batch_samples(epoch, batch, {ids, size});
+    size = skipped.filter(ids, size);
     describe_batch(h, env, id, task, epoch, batch, size);
 
+    ch.busy_position.store(kUnknownPosition, std::memory_order_relaxed);
+    ch.busy_since_ns.store(monotonic_ns(), std::memory_order_relaxed);
+    ch.busy_seq.store(task.seq, std::memory_order_relaxed);
     Status status = Status::ok;
     try {
       BatchContext ctx(epoch, batch, id, {ids, size}, env.options.fields, env.layout.sample_bytes,
-                       env.layout.field_offsets, base);
+                       env.layout.field_offsets, base, &ch.busy_position);
       env.options.producer->fill(ctx);
     } catch (const std::exception& e) {
       copy_message(h.error, sizeof h.error, e.what());
@@ -126,7 +168,11 @@ void worker_main(const WorkerEnv& env, std::uint32_t id) {
       copy_message(h.error, sizeof h.error, "unknown exception from the producer");
       status = Status::fill_failed;
     }
+    h.failed_position = ch.busy_position.load(std::memory_order_relaxed);
     h.status = static_cast<std::int32_t>(status);
+    // Idle before reporting: a crash after this point loses the completion,
+    // and the parent re-issues the batch without blaming it.
+    ch.busy_seq.store(kIdle, std::memory_order_relaxed);
     report({task.slot, status, task.seq});
   }
   _exit(0);

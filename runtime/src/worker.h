@@ -28,12 +28,18 @@ struct WorkerEnv {
 // Runs worker `id` until told to stop; then _exit(0). Never returns.
 [[noreturn]] void worker_main(const WorkerEnv& env, std::uint32_t id);
 
+// CLOCK_MONOTONIC in nanoseconds: one clock for every process of the machine.
+std::uint64_t monotonic_ns();
+
 // Writes a NUL-terminated copy of message into dst[size], truncated if needed.
 void copy_message(char* dst, std::size_t size, const char* message);
 
 inline ArenaHeader& arena_header(const Arena& a) { return *reinterpret_cast<ArenaHeader*>(a.base()); }
 inline WorkerChannel& worker_channel(const Arena& a, const ArenaLayout& l, std::uint32_t id) {
   return reinterpret_cast<WorkerChannel*>(a.base() + l.channels_offset)[id];
+}
+inline SkipList& skip_list(const Arena& a, const ArenaLayout& l) {
+  return *reinterpret_cast<SkipList*>(a.base() + l.skip_offset);
 }
 inline std::byte* slot_base(const Arena& a, const ArenaLayout& l, std::uint32_t slot) {
   return a.base() + l.slots_offset + std::uint64_t{slot} * l.slot_bytes;

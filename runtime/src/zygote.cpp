@@ -34,6 +34,17 @@ bool die_with_parent(pid_t expected_parent) {
   return getppid() == expected_parent;
 }
 
+// A worker starts with default signal dispositions, whatever handlers the host
+// installed (a test framework's or a crash reporter's handler must not run in
+// a worker: a crash there is reported by the zygote). SIGINT stays ignored:
+// Ctrl-C reaches the whole process group and the loader decides what it means.
+void reset_signal_handlers() {
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sig == SIGKILL || sig == SIGSTOP || sig == SIGINT) continue;
+    signal(sig, SIG_DFL);
+  }
+}
+
 void send_event(int sock, const ZygoteEvent& e) {
   // MSG_NOSIGNAL: if the loader is gone, this fails instead of raising SIGPIPE.
   while (send(sock, &e, sizeof e, MSG_NOSIGNAL) < 0 && errno == EINTR) {
@@ -80,10 +91,17 @@ void send_event(int sock, const ZygoteEvent& e) {
       std::uint32_t id = 0;
       ssize_t n = recv(sock, &id, sizeof id, 0);
       if (n < 0 && errno == EINTR) continue;
-      if (n != sizeof id || id >= live.size()) break;  // EOF: the loader is done with us
+      if (n != sizeof id) break;  // EOF: the loader is done with us
+      if (id & kKillFlag) {
+        id &= ~kKillFlag;
+        if (id < live.size() && live[id] > 0) kill(live[id], SIGKILL);
+        continue;
+      }
+      if (id >= live.size()) break;
       pid_t pid = fork();
       if (pid == 0) {
         close(sfd);
+        reset_signal_handlers();
         sigprocmask(SIG_UNBLOCK, &chld, nullptr);
         if (!die_with_parent(self)) _exit(1);
         close(sock);
@@ -146,10 +164,16 @@ std::optional<ZygoteEvent> Zygote::receive(bool block) {
   }
 }
 
-pid_t Zygote::spawn(std::uint32_t id) {
-  while (send(sock_, &id, sizeof id, MSG_NOSIGNAL) < 0) {
+void Zygote::request(std::uint32_t word) {
+  while (send(sock_, &word, sizeof word, MSG_NOSIGNAL) < 0) {
     if (errno != EINTR) throw Error("the worker zygote (pid " + std::to_string(pid_) + ") died");
   }
+}
+
+void Zygote::kill_worker(std::uint32_t id) { request(id | kKillFlag); }
+
+pid_t Zygote::spawn(std::uint32_t id) {
+  request(id);
   for (;;) {
     ZygoteEvent e = *receive(true);
     if (e.kind == ZygoteEvent::exited) {

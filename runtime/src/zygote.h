@@ -13,7 +13,7 @@
 // Loader reaps the zygote. No zombie, no orphan.
 //
 // Protocol: a SOCK_SEQPACKET socketpair. Loader -> zygote: a worker id to
-// spawn. Zygote -> loader: ZygoteEvent {spawned | exited}. SIGCHLD reaches the
+// spawn, or to kill (with kKillFlag). Zygote -> loader: ZygoteEvent {spawned | exited}. SIGCHLD reaches the
 // zygote through a signalfd, so a worker's death is reported at once.
 #pragma once
 
@@ -25,6 +25,8 @@
 #include <sys/types.h>
 
 namespace sluice::detail {
+
+inline constexpr std::uint32_t kKillFlag = 0x80000000u;
 
 struct ZygoteEvent {
   enum Kind : std::uint32_t { spawned = 1, exited = 2 } kind;
@@ -49,6 +51,11 @@ class Zygote {
   // Forks worker `id` and returns its pid. Throws Error if the zygote is gone.
   pid_t spawn(std::uint32_t id);
 
+  // Has the zygote SIGKILL worker `id` (race-free: the zygote is its parent and
+  // has not reaped it, so the pid cannot have been reused). Its exit is
+  // reported like any other.
+  void kill_worker(std::uint32_t id);
+
   // Readable when an event is waiting or the zygote has died.
   int fd() const { return sock_; }
 
@@ -59,6 +66,7 @@ class Zygote {
   pid_t pid() const { return pid_; }
 
  private:
+  void request(std::uint32_t word);
   std::optional<ZygoteEvent> receive(bool block);
   pid_t pid_ = -1;
   int sock_ = -1;

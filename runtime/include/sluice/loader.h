@@ -25,6 +25,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "sluice/batch.h"
 #include "sluice/options.h"
@@ -43,6 +44,9 @@ struct Stats {
   std::uint64_t consumer_wait_ns = 0;   // time next() spent blocked waiting for a batch
   std::uint64_t consumer_waits = 0;     // next() calls that had to block
   std::uint32_t max_in_flight = 0;      // most slots ever issued, ready or held at once
+  std::uint32_t worker_restarts = 0;    // workers replaced after a crash or a timeout
+  std::uint64_t batches_retried = 0;    // batches issued again after a failure
+  std::vector<std::uint64_t> skipped_samples;  // dropped by on_error = skip, in the order they were
 };
 
 class Loader {
@@ -65,6 +69,15 @@ class Loader {
   // Push style: calls fn for every remaining batch; each batch is released when
   // fn returns unless fn moved it out.
   void run(const std::function<void(Batch&)>& fn);
+
+  // Makes next() return nullopt as soon as possible (at most one wake-up
+  // later), leaving the loader usable for state queries. Async-signal-safe and
+  // thread-safe: call it from a SIGINT handler.
+  void interrupt();
+  bool interrupted() const;
+
+  // The current worker processes (a replaced worker gets a new pid).
+  std::vector<int> worker_pids() const;
 
   const Options& options() const;
   const EpochPlan& plan() const;

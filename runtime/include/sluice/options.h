@@ -34,6 +34,13 @@ enum class ShardPolicy : std::uint8_t {
   drop,  // every rank gets floor(N / world) samples; the epoch's last N % world samples are skipped
 };
 
+// What happens to a sample that keeps failing: one whose producer throws, or
+// that crashes or hangs its worker max_retries times.
+enum class OnError : std::uint8_t {
+  fail,  // stop the run with an error naming the sample
+  skip,  // drop the sample from its batch (and every later epoch), report it in Stats
+};
+
 struct Options {
   // --- The epoch plan -------------------------------------------------------
   std::uint64_t dataset_size = 0;  // N: samples are the indices [0, N)
@@ -56,6 +63,13 @@ struct Options {
   std::uint64_t slot_bytes = 0;    // bytes per slot; 0 = exactly what the fields need
   bool ordered = true;             // deliver in plan order; false = as batches complete
                                    // (always epoch by epoch)
+
+  // --- Faults ---------------------------------------------------------------
+  // A crashed worker is replaced and its batches re-issued; the consumer sees
+  // the same batches as a run without the crash.
+  std::uint32_t batch_timeout_ms = 0;  // a batch filling longer gets its worker killed and is retried; 0 = never
+  std::uint32_t max_retries = 3;       // crashes or timeouts on one sample before on_error applies
+  OnError on_error = OnError::fail;
 };
 
 }  // namespace sluice

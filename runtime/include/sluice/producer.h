@@ -10,10 +10,14 @@
 // in shared memory: that write is the only copy a batch ever gets.
 //
 // Errors: throw any std::exception from start_worker() or fill(). The worker
-// catches it, and the consumer's Loader::next() throws sluice::Error with the
-// message, the worker, epoch and batch. Exceptions never cross a process.
+// catches it and the Options::on_error policy applies to the sample being made
+// (see BatchContext::begin_sample): with "fail", the consumer's Loader::next()
+// throws sluice::Error with the message, the sample, worker, epoch and batch.
+// Exceptions never cross a process. A producer must be deterministic: a batch
+// may be filled again after a worker crash, and must come out the same.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -46,13 +50,20 @@ class BatchContext {
   template <typename T>
   T* as(std::size_t f, std::size_t j = 0) const { return reinterpret_cast<T*>(data(f, j)); }
 
+  // Tells the runtime that sample j is being made now, so that a crash, hang
+  // or exception is blamed on that sample rather than on the whole batch.
+  // Cheap (one relaxed store); per_sample() calls it for you.
+  void begin_sample(std::size_t j) const {
+    if (progress_) progress_->store(static_cast<std::uint32_t>(j), std::memory_order_relaxed);
+  }
+
   // For the runtime and for tests that drive a Producer directly.
   BatchContext(std::uint64_t epoch, std::uint64_t batch, std::uint32_t worker,
                std::span<const std::uint64_t> samples, std::span<const FieldSpec> fields,
                std::span<const std::size_t> sample_bytes, std::span<const std::uint64_t> offsets,
-               std::byte* base)
+               std::byte* base, std::atomic<std::uint32_t>* progress = nullptr)
       : epoch_(epoch), batch_(batch), worker_(worker), samples_(samples), fields_(fields),
-        sample_bytes_(sample_bytes), offsets_(offsets), base_(base) {}
+        sample_bytes_(sample_bytes), offsets_(offsets), base_(base), progress_(progress) {}
 
  private:
   std::uint64_t epoch_, batch_;
@@ -62,6 +73,7 @@ class BatchContext {
   std::span<const std::size_t> sample_bytes_;
   std::span<const std::uint64_t> offsets_;
   std::byte* base_;
+  std::atomic<std::uint32_t>* progress_;
 };
 
 class Producer {

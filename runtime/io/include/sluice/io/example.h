@@ -1,0 +1,68 @@
+// sluice/io/example.h: tf.train.Example records decoded by feature name.
+//
+// Parsing uses protobuf (lite runtime) with TensorFlow's own example.proto and
+// feature.proto, so the wire format is exactly TensorFlow's. A parsed Example
+// exposes each feature's list: float_list and int64_list as typed spans over
+// the parsed values, bytes_list as string views; copy_to() converts a numeric
+// list into a typed buffer (a batch field) of a given DType.
+//
+// Errors: parse() throws sluice::Error("malformed tf.train.Example ...") and
+// the accessors throw sluice::Error naming the feature when it is absent or of
+// another kind. Callers add the file and record.
+//
+// Thread safety: an Example is not synchronised; use one per thread. Views
+// stay valid until the next parse() or the Example's destruction.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sluice/dtype.h"
+
+namespace sluice::io {
+
+enum class FeatureKind : std::uint8_t { none, bytes_list, float_list, int64_list };
+
+// "bytes_list", "float_list", "int64_list" or "none".
+std::string_view feature_kind_name(FeatureKind kind);
+
+struct FeatureInfo {
+  std::string name;
+  FeatureKind kind;
+  std::size_t count;   // values in the list
+};
+
+class Example {
+ public:
+  Example();
+  ~Example();
+  Example(const Example&) = delete;
+  Example& operator=(const Example&) = delete;
+
+  // Replaces the content with the serialized Example in `bytes`.
+  void parse(std::span<const std::byte> bytes);
+
+  // Every feature, sorted by name.
+  std::vector<FeatureInfo> features() const;
+  FeatureKind kind(std::string_view name) const;  // none when absent
+
+  std::span<const float> floats(std::string_view name) const;
+  std::span<const std::int64_t> int64s(std::string_view name) const;
+  std::vector<std::string_view> bytes(std::string_view name) const;
+
+  // Converts the numeric list `name` to `dtype` into `out`, which must hold
+  // exactly count * dtype_size(dtype) bytes for the list's count. Throws
+  // sluice::Error on a size mismatch, naming the feature and both counts.
+  void copy_to(std::string_view name, DType dtype, std::span<std::byte> out) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace sluice::io

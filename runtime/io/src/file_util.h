@@ -1,0 +1,56 @@
+// Internal: file descriptors and whole reads, with errors naming the file.
+//
+// Thread safety: reentrant.
+#pragma once
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace sluice::io::detail {
+
+// An owned file descriptor, closed on destruction.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() { reset(); }
+  Fd(Fd&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  Fd& operator=(Fd&& o) noexcept {
+    if (this != &o) {
+      reset();
+      fd_ = o.fd_;
+      o.fd_ = -1;
+    }
+    return *this;
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  void reset() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+// Opens `path` read-only; throws sluice::Error "cannot open PATH: reason".
+Fd open_read(const std::string& path);
+
+std::uint64_t file_size(int fd, const std::string& path);
+
+// Reads up to out.size() bytes at `offset`, retrying short reads; returns the
+// count read (less only at end of file). Throws sluice::Error on an I/O error.
+std::size_t pread_full(int fd, std::span<std::byte> out, std::uint64_t offset,
+                       const std::string& path);
+
+// "PATH: byte offset N: what".
+std::string at_offset(const std::string& path, std::uint64_t offset, const std::string& what);
+
+}  // namespace sluice::io::detail

@@ -1,0 +1,25 @@
+#include "sluice/io/on_error.h"
+
+namespace sluice::io {
+
+std::optional<OnError> parse_on_error(std::string_view text) {
+  if (text == "fail") return OnError::fail;
+  if (text == "skip") return OnError::skip;
+  return std::nullopt;
+}
+
+std::string SkipLog::report(std::size_t max_lines) const {
+  std::string s = "skipped " + std::to_string(entries_.size()) +
+                  (entries_.size() == 1 ? " sample" : " samples");
+  if (entries_.empty()) return s;
+  s += ": ids";
+  for (std::size_t i = 0; i < entries_.size(); ++i)
+    s += (i ? ", " : " ") + std::to_string(entries_[i].id);
+  for (std::size_t i = 0; i < entries_.size() && i < max_lines; ++i)
+    s += "\n  " + std::to_string(entries_[i].id) + ": " + entries_[i].reason;
+  if (entries_.size() > max_lines)
+    s += "\n  ... " + std::to_string(entries_.size() - max_lines) + " more";
+  return s;
+}
+
+}  // namespace sluice::io

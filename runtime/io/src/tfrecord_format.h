@@ -1,0 +1,33 @@
+// Internal: TFRecord framing.
+//
+//   uint64 length | uint32 masked_crc32c(length bytes) | data[length] | uint32 masked_crc32c(data)
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+
+namespace sluice::io::detail {
+
+inline constexpr std::size_t kTFRecordHeader = 12;  // length + its CRC
+inline constexpr std::size_t kTFRecordFooter = 4;   // data CRC
+inline constexpr std::size_t kTFRecordOverhead = kTFRecordHeader + kTFRecordFooter;
+
+// The data length in a 12-byte header, or nullopt when the length CRC does
+// not match (`why` then says so with both values).
+std::optional<std::uint64_t> tfrecord_length(std::span<const std::byte, kTFRecordHeader> header,
+                                             std::string* why);
+
+// Whether the data CRC in `footer` matches `data`; `why` as above.
+bool tfrecord_data_ok(std::span<const std::byte> data,
+                      std::span<const std::byte, kTFRecordFooter> footer, std::string* why);
+
+// "PATH: record R at byte offset O: what".
+std::string record_at(const std::string& path, std::uint64_t record, std::uint64_t offset,
+                      const std::string& what);
+
+}  // namespace sluice::io::detail

@@ -1,0 +1,109 @@
+// Building, writing and loading TFRecord offset indexes (see sluice/io/tfrecord.h).
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+
+#include "file_util.h"
+#include "sluice/error.h"
+#include "sluice/io/tfrecord.h"
+#include "tfrecord_format.h"
+
+namespace sluice::io {
+
+TFRecordIndex scan_tfrecord(const std::string& path, OnError on_error, SkipLog* skips) {
+  detail::Fd fd = detail::open_read(path);
+  const std::uint64_t size = detail::file_size(fd.get(), path);
+  posix_fadvise(fd.get(), 0, 0, POSIX_FADV_RANDOM);  // headers only: no read-ahead of the data
+  TFRecordIndex index;
+  std::uint64_t offset = 0;
+  auto stop = [&](const std::string& why) {
+    std::string msg = detail::record_at(path, index.offsets.size(), offset, why);
+    if (on_error == OnError::fail) throw Error(msg);
+    if (skips) skips->add(index.offsets.size(), msg);
+  };
+  while (offset < size) {
+    std::array<std::byte, detail::kTFRecordHeader> header;
+    if (detail::pread_full(fd.get(), header, offset, path) < header.size()) {
+      stop("truncated header (" + std::to_string(size - offset) + " bytes left, 12 needed)");
+      break;
+    }
+    std::string why;
+    std::optional<std::uint64_t> length = detail::tfrecord_length(header, &why);
+    if (!length) {
+      stop(why);
+      break;
+    }
+    const std::uint64_t frame = *length + detail::kTFRecordOverhead;
+    if (*length > size || offset + frame > size) {
+      stop("truncated record: length " + std::to_string(*length) + " needs " +
+           std::to_string(frame) + " bytes, the file has " + std::to_string(size - offset) + " left");
+      break;
+    }
+    index.offsets.push_back(offset);
+    offset += frame;
+  }
+  index.offsets.push_back(offset);  // the end of the last good record
+  return index;
+}
+
+std::string tfrecord_index_path(const std::string& shard, const std::string& index_dir) {
+  if (index_dir.empty()) return shard + ".idx";
+  std::error_code ec;
+  std::string absolute = std::filesystem::absolute(shard, ec).lexically_normal().string();
+  char hash[24];
+  std::snprintf(hash, sizeof hash, "%016zx", std::hash<std::string>{}(absolute));
+  return (std::filesystem::path(index_dir) /
+          (std::filesystem::path(shard).filename().string() + "." + hash + ".idx"))
+      .string();
+}
+
+void write_tfrecord_index(const std::string& index_path, const TFRecordIndex& index) {
+  const std::string tmp = index_path + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    if (!out) throw Error("cannot write index " + tmp + ": " + std::strerror(errno));
+    for (std::uint64_t i = 0; i < index.records(); ++i)
+      out << index.offsets[i] << ' ' << index.offsets[i + 1] - index.offsets[i] << '\n';
+    out.flush();
+    if (!out) {
+      std::remove(tmp.c_str());
+      throw Error("cannot write index " + tmp + ": " + std::strerror(errno));
+    }
+  }
+  if (std::rename(tmp.c_str(), index_path.c_str()) != 0) {
+    int err = errno;
+    std::remove(tmp.c_str());
+    throw Error("cannot write index " + index_path + ": " + std::strerror(err));
+  }
+}
+
+std::optional<TFRecordIndex> load_tfrecord_index(const std::string& index_path,
+                                                 const std::string& shard) {
+  struct stat is, ss;
+  if (::stat(index_path.c_str(), &is) != 0 || ::stat(shard.c_str(), &ss) != 0) return std::nullopt;
+  if (is.st_mtim.tv_sec < ss.st_mtim.tv_sec ||
+      (is.st_mtim.tv_sec == ss.st_mtim.tv_sec && is.st_mtim.tv_nsec < ss.st_mtim.tv_nsec))
+    return std::nullopt;
+  std::ifstream in(index_path);
+  if (!in) return std::nullopt;
+  TFRecordIndex index;
+  std::uint64_t offset, frame, expected = 0;
+  while (in >> offset >> frame) {
+    if (offset != expected || frame < detail::kTFRecordOverhead) return std::nullopt;
+    index.offsets.push_back(offset);
+    expected = offset + frame;
+  }
+  if (!in.eof()) return std::nullopt;
+  if (expected != static_cast<std::uint64_t>(ss.st_size)) return std::nullopt;
+  index.offsets.push_back(expected);
+  return index;
+}
+
+}  // namespace sluice::io
