@@ -26,6 +26,8 @@ void Loader::interrupt() { core_->interrupt(); }
 bool Loader::interrupted() const { return core_->interrupted(); }
 std::vector<int> Loader::worker_pids() const { return core_->worker_pids(); }
 
+LoaderState Loader::state() const { return core_->state(); }
+
 const Options& Loader::options() const { return core_->options(); }
 const EpochPlan& Loader::plan() const { return core_->plan(); }
 std::uint64_t Loader::current_epoch() const { return core_->current_epoch(); }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <new>
@@ -63,6 +64,64 @@ LoaderCore::LoaderCore(Options options)
   outstanding_.assign(layout_.workers, 0);
   kill_reason_.assign(layout_.workers, "");
   for (std::uint32_t s = layout_.slots; s-- > 0;) free_slots_.push_back(s);
+  if (options_.resume) resume_from(*options_.resume);
+}
+
+namespace {
+const char* policy_name(ShardPolicy p) { return p == ShardPolicy::pad ? "pad" : "drop"; }
+}  // namespace
+
+void LoaderCore::resume_from(const LoaderState& s) {
+  auto mismatch = [](const std::string& what, const std::string& state, const std::string& now) {
+    throw Error("cannot resume: the state was saved with " + what + " = " + state + " but options." + what +
+                " is " + now);
+  };
+  const Options& o = options_;
+  if (s.seed != o.seed) mismatch("seed", std::to_string(s.seed), std::to_string(o.seed));
+  if (s.dataset_size != o.dataset_size) {
+    mismatch("dataset_size", std::to_string(s.dataset_size), std::to_string(o.dataset_size));
+  }
+  if (s.batch_size != o.batch_size) mismatch("batch_size", std::to_string(s.batch_size), std::to_string(o.batch_size));
+  if (s.shuffle != o.shuffle) mismatch("shuffle", s.shuffle ? "true" : "false", o.shuffle ? "true" : "false");
+  if (s.drop_last != o.drop_last) mismatch("drop_last", s.drop_last ? "true" : "false", o.drop_last ? "true" : "false");
+  if (s.rank != o.rank) mismatch("rank", std::to_string(s.rank), std::to_string(o.rank));
+  if (s.world_size != o.world_size) mismatch("world_size", std::to_string(s.world_size), std::to_string(o.world_size));
+  if (s.shard_policy != policy_name(o.shard_policy)) mismatch("shard_policy", s.shard_policy, policy_name(o.shard_policy));
+  const std::uint64_t per_epoch = plan_.batches_per_epoch();
+  if (s.batch > per_epoch) {
+    throw Error("cannot resume: the state's batch " + std::to_string(s.batch) + " is past the epoch's " +
+                std::to_string(per_epoch) + " batches");
+  }
+  const std::uint64_t start = s.epoch * per_epoch + s.batch;
+  for (std::uint64_t b : s.delivered_ahead) {
+    if (b <= s.batch || b >= per_epoch) throw Error("cannot resume: delivered_ahead holds batch " + std::to_string(b));
+    resumed_ahead_.push_back(s.epoch * per_epoch + b);
+  }
+  std::sort(resumed_ahead_.begin(), resumed_ahead_.end());
+  next_issue_ = next_deliver_ = start;
+  delivered_ = start + resumed_ahead_.size();
+  delivered_seqs_ = resumed_ahead_;
+  // Batches skipped over also sit between next_deliver_ and next_issue_.
+  ready_by_seq_.assign(layout_.slots + resumed_ahead_.size(), kNoSlot);
+  skip_samples(s.skipped_samples);
+}
+
+LoaderState LoaderCore::state() const {
+  LoaderState s;
+  s.seed = options_.seed;
+  s.dataset_size = options_.dataset_size;
+  s.batch_size = options_.batch_size;
+  s.shuffle = options_.shuffle;
+  s.drop_last = options_.drop_last;
+  s.rank = options_.rank;
+  s.world_size = options_.world_size;
+  s.shard_policy = policy_name(options_.shard_policy);
+  const std::uint64_t per_epoch = plan_.batches_per_epoch();
+  s.epoch = next_deliver_ / per_epoch;
+  s.batch = next_deliver_ % per_epoch;
+  for (std::uint64_t seq : delivered_seqs_) s.delivered_ahead.push_back(seq - s.epoch * per_epoch);
+  s.skipped_samples = stats_.skipped_samples;
+  return s;
 }
 
 LoaderCore::~LoaderCore() {
@@ -146,6 +205,11 @@ void LoaderCore::notify_workers() {
 
 void LoaderCore::issue() {
   while (!free_slots_.empty() && next_issue_ < total_batches_) {
+    if (!resumed_ahead_.empty() && resumed_ahead_.front() == next_issue_) {
+      resumed_ahead_.erase(resumed_ahead_.begin());  // delivered before the checkpoint
+      ++next_issue_;
+      continue;
+    }
     const std::uint32_t slot = free_slots_.back();
     free_slots_.pop_back();
     assign(slot, next_issue_++);
@@ -176,7 +240,7 @@ void LoaderCore::collect_from(std::uint32_t w) {
     }
     slot_state_[c.slot] = SlotState::ready;
     if (options_.ordered) {
-      ready_by_seq_[c.seq % layout_.slots] = c.slot;
+      ready_by_seq_[c.seq % ready_by_seq_.size()] = c.slot;
     } else {
       ready_list_.push_back(c.slot);
     }
@@ -309,12 +373,46 @@ void LoaderCore::check_timeouts() {
   }
 }
 
+// Private memory of a process: resident pages less those shared with others
+// (the arena, libraries), from /proc/PID/statm. 0 if it cannot be read.
+std::uint64_t private_bytes(pid_t pid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/statm", static_cast<int>(pid));
+  std::FILE* f = std::fopen(path, "r");
+  if (!f) return 0;
+  unsigned long long size = 0, resident = 0, shared = 0;
+  int got = std::fscanf(f, "%llu %llu %llu", &size, &resident, &shared);
+  std::fclose(f);
+  if (got != 3 || resident < shared) return 0;
+  return (resident - shared) * static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+// At most every 100 ms: a worker over worker_memory_limit_mb is killed; its
+// death is then handled like a crash, blamed on the sample it was making.
+void LoaderCore::check_memory() {
+  if (options_.worker_memory_limit_mb == 0) return;
+  const std::uint64_t now = monotonic_ns();
+  if (now - last_memory_check_ns_ < 100'000'000ULL) return;
+  last_memory_check_ns_ = now;
+  const std::uint64_t limit = options_.worker_memory_limit_mb << 20;
+  for (std::uint32_t w = 0; w < layout_.workers; ++w) {
+    if (!kill_reason_[w].empty()) continue;
+    const std::uint64_t used = private_bytes(worker_pids_[w]);
+    if (used <= limit) continue;
+    kill_reason_[w] = "used " + std::to_string(used >> 20) + " MiB of private memory, over options.worker_memory_limit_mb = " +
+                      std::to_string(options_.worker_memory_limit_mb) + ", and was killed";
+    zygote_->kill_worker(w);
+  }
+}
+
 // Ordered: the batches issued but not yet delivered are exactly the sequence
-// numbers [next_deliver_, next_issue_), each holding a slot, so there are at
-// most `slots` of them and seq % slots indexes them without collision.
+// numbers [next_deliver_, next_issue_) less those delivered before a resume;
+// each holds a slot, so seq % (slots + resumed-ahead count) indexes them
+// without collision.
 std::optional<std::uint32_t> LoaderCore::pick_ready() {
   if (options_.ordered) {
-    std::uint32_t& entry = ready_by_seq_[next_deliver_ % layout_.slots];
+    advance_delivered_prefix();
+    std::uint32_t& entry = ready_by_seq_[next_deliver_ % ready_by_seq_.size()];
     if (entry == kNoSlot) return std::nullopt;
     std::uint32_t slot = std::exchange(entry, kNoSlot);
     ++next_deliver_;
@@ -326,9 +424,21 @@ std::optional<std::uint32_t> LoaderCore::pick_ready() {
     if (slot_seq_[*it] / plan_.batches_per_epoch() != epoch) continue;
     std::uint32_t slot = *it;
     ready_list_.erase(it);
+    const std::uint64_t seq = slot_seq_[slot];
+    delivered_seqs_.insert(std::upper_bound(delivered_seqs_.begin(), delivered_seqs_.end(), seq), seq);
+    advance_delivered_prefix();
     return slot;
   }
   return std::nullopt;
+}
+
+// next_deliver_ is the first batch not yet delivered; batches delivered past
+// it (unordered, or before a resume) wait in delivered_seqs_ until it catches up.
+void LoaderCore::advance_delivered_prefix() {
+  while (!delivered_seqs_.empty() && delivered_seqs_.front() == next_deliver_) {
+    delivered_seqs_.erase(delivered_seqs_.begin());
+    ++next_deliver_;
+  }
 }
 
 Batch LoaderCore::deliver(std::uint32_t slot) {
@@ -373,6 +483,7 @@ void LoaderCore::wait_for_workers() {
   if (options_.batch_timeout_ms != 0) {
     sleep_ms = std::min<int>(sleep_ms, std::max<int>(1, static_cast<int>(options_.batch_timeout_ms / 4)));
   }
+  if (options_.worker_memory_limit_mb != 0) sleep_ms = std::min(sleep_ms, 100);
   header.parent_sleeping.store(1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (!work_waiting()) {
@@ -386,6 +497,7 @@ void LoaderCore::wait_for_workers() {
     if (e->kind == ZygoteEvent::exited) on_worker_exit(*e);
   }
   check_timeouts();
+  check_memory();
 }
 
 std::optional<Batch> LoaderCore::next(std::uint64_t max_epoch) {
@@ -394,6 +506,7 @@ std::optional<Batch> LoaderCore::next(std::uint64_t max_epoch) {
   std::optional<Clock::time_point> wait_start;
   for (;;) {
     if (interrupted()) return std::nullopt;
+    check_memory();
     reclaim_released();
     issue();
     collect();

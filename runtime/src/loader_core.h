@@ -65,12 +65,14 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   const ArenaLayout& layout() const { return layout_; }
   const Arena& arena() const { return *arena_; }
   std::uint64_t current_epoch() const;
+  LoaderState state() const;
   Stats stats() const { return stats_; }
   std::vector<int> worker_pids() const { return {worker_pids_.begin(), worker_pids_.end()}; }
 
  private:
   enum class SlotState : std::uint8_t { free, issued, ready, held };
 
+  void resume_from(const LoaderState& state);
   void reclaim_released();
   void issue();
   void assign(std::uint32_t slot, std::uint64_t seq);
@@ -80,9 +82,11 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   void on_fill_failed(std::uint32_t w, const Completion& c);
   void on_worker_exit(const ZygoteEvent& e);
   void check_timeouts();
+  void check_memory();
   void skip_samples(std::span<const std::uint64_t> ids);
   std::string describe_batch(std::uint64_t seq, std::uint32_t slot) const;
   std::optional<std::uint32_t> pick_ready();
+  void advance_delivered_prefix();
   Batch deliver(std::uint32_t slot);
   void wait_for_workers();
   [[noreturn]] void fail(const std::string& message);
@@ -104,8 +108,10 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   std::vector<SlotState> slot_state_;
   std::vector<std::uint64_t> slot_seq_;
   std::vector<std::uint32_t> slot_worker_;   // issued slots: the worker that owes the batch
-  std::vector<std::uint32_t> ready_by_seq_;  // ordered: slot of seq % slots, or kNoSlot
+  std::vector<std::uint32_t> ready_by_seq_;  // ordered: slot of seq % size, or kNoSlot
   std::vector<std::uint32_t> ready_list_;    // unordered: ready slots in completion order
+  std::vector<std::uint64_t> delivered_seqs_;  // unordered: delivered batches at or past next_deliver_
+  std::vector<std::uint64_t> resumed_ahead_;   // unordered resume: batches not to issue again
   std::vector<std::uint32_t> outstanding_;   // per worker: tasks issued, not yet completed
   std::uint64_t notify_mask_ = 0;            // workers given tasks since the last notify
   moodycamel::ConcurrentQueue<std::uint32_t> released_;
@@ -115,6 +121,7 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   std::unordered_map<std::uint64_t, std::uint32_t> sample_failures_;
   std::unordered_map<std::uint64_t, std::uint32_t> batch_failures_;  // when no sample was named
   std::uint32_t deaths_since_progress_ = 0;
+  std::uint64_t last_memory_check_ns_ = 0;
 
   std::string failure_;
   std::atomic<bool> stopped_{false};

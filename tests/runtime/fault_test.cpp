@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -261,4 +262,27 @@ TEST_CASE("worker memory does not grow over 20 epochs", "[faults][memory]") {
     REQUIRE(now > 0);
     REQUIRE(now <= after_epoch_1[w] + 256);  // KiB
   }
+}
+
+TEST_CASE("a sample that makes its worker balloon is killed by the memory limit, then skipped", "[faults][memory]") {
+  Options o = base_options(60, 6, 2);
+  o.worker_memory_limit_mb = 64;
+  o.on_error = OnError::skip;
+  o.producer = per_sample([](const SampleRef& s) {
+    if (s.index == 13) {
+      // Leaks 16 MiB every 10 ms, touched so it is resident, until killed.
+      for (;;) {
+        auto* p = static_cast<char*>(std::malloc(16 << 20));
+        std::memset(p, 1, 16 << 20);
+        std::this_thread::sleep_for(10ms);
+      }
+    }
+    write_sample(s);
+  });
+  Loader loader(o);
+  std::set<std::uint64_t> seen;
+  while (auto b = loader.next()) seen.insert(b->sample_ids().begin(), b->sample_ids().end());
+  REQUIRE(seen.size() == 59);
+  REQUIRE(loader.stats().skipped_samples == std::vector<std::uint64_t>{13});
+  REQUIRE(loader.stats().worker_restarts >= 3);
 }

@@ -30,6 +30,7 @@
 #include "sluice/batch.h"
 #include "sluice/options.h"
 #include "sluice/plan.h"
+#include "sluice/state.h"
 
 namespace sluice {
 
@@ -78,6 +79,10 @@ class Loader {
 
   // The current worker processes (a replaced worker gets a new pid).
   std::vector<int> worker_pids() const;
+
+  // Where the run stands: enough to build a Loader (Options::resume) that
+  // delivers exactly the batches this one would deliver next.
+  LoaderState state() const;
 
   const Options& options() const;
   const EpochPlan& plan() const;

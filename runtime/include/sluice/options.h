@@ -8,10 +8,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "sluice/dtype.h"
+#include "sluice/state.h"
 
 namespace sluice {
 
@@ -53,6 +55,10 @@ struct Options {
   std::uint32_t world_size = 1;
   ShardPolicy shard_policy = ShardPolicy::pad;
 
+  // Continue a run from Loader::state() instead of its first batch. The plan
+  // (seed, dataset_size, batch_size, shuffle, drop_last, shard) must match.
+  std::optional<LoaderState> resume;
+
   // --- What a batch holds ---------------------------------------------------
   std::vector<FieldSpec> fields;
   std::shared_ptr<Producer> producer;  // runs in the workers; see sluice/producer.h
@@ -68,7 +74,9 @@ struct Options {
   // A crashed worker is replaced and its batches re-issued; the consumer sees
   // the same batches as a run without the crash.
   std::uint32_t batch_timeout_ms = 0;  // a batch filling longer gets its worker killed and is retried; 0 = never
-  std::uint32_t max_retries = 3;       // crashes or timeouts on one sample before on_error applies
+  std::uint32_t max_retries = 3;       // crashes, timeouts or memory kills on one sample before on_error applies
+  std::uint64_t worker_memory_limit_mb = 0;  // a worker whose private memory (RSS less shared pages)
+                                             // passes this is killed and replaced; 0 = no limit
   OnError on_error = OnError::fail;
 };
 

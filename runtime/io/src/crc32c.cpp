@@ -101,6 +101,34 @@ struct ShiftTable {
   }
 };
 
+inline std::uint64_t load64(const unsigned char* q) {
+  std::uint64_t w;
+  std::memcpy(&w, q, 8);
+  return w;
+}
+
+// Consumes 3 * block bytes at a time while n allows, updating crc, p and n.
+__attribute__((target("sse4.2"))) void interleave(std::uint64_t& crc, const unsigned char*& p,
+                                                  std::size_t& n, std::size_t block,
+                                                  const ShiftTable& table) {
+  std::uint64_t c0 = crc;
+  while (n >= 3 * block) {
+    std::uint64_t c1 = 0, c2 = 0;
+    const unsigned char* end = p + block;
+    do {
+      c0 = _mm_crc32_u64(c0, load64(p));
+      c1 = _mm_crc32_u64(c1, load64(p + block));
+      c2 = _mm_crc32_u64(c2, load64(p + 2 * block));
+      p += 8;
+    } while (p < end);
+    c0 = table.shift(static_cast<std::uint32_t>(c0)) ^ c1;
+    c0 = table.shift(static_cast<std::uint32_t>(c0)) ^ c2;
+    p += 2 * block;
+    n -= 3 * block;
+  }
+  crc = c0;
+}
+
 __attribute__((target("sse4.2"))) std::uint32_t hardware(const unsigned char* p, std::size_t n,
                                                          std::uint32_t crc) {
   static const ShiftTable long_shift(kLong);
@@ -110,31 +138,10 @@ __attribute__((target("sse4.2"))) std::uint32_t hardware(const unsigned char* p,
     c0 = _mm_crc32_u8(static_cast<std::uint32_t>(c0), *p++);
     --n;
   }
-  auto word = [](const unsigned char* q) {
-    std::uint64_t w;
-    std::memcpy(&w, q, 8);
-    return w;
-  };
-  auto interleave = [&](std::size_t block, const ShiftTable& table) {
-    while (n >= 3 * block) {
-      std::uint64_t c1 = 0, c2 = 0;
-      const unsigned char* end = p + block;
-      do {
-        c0 = _mm_crc32_u64(c0, word(p));
-        c1 = _mm_crc32_u64(c1, word(p + block));
-        c2 = _mm_crc32_u64(c2, word(p + 2 * block));
-        p += 8;
-      } while (p < end);
-      c0 = table.shift(static_cast<std::uint32_t>(c0)) ^ c1;
-      c0 = table.shift(static_cast<std::uint32_t>(c0)) ^ c2;
-      p += 2 * block;
-      n -= 3 * block;
-    }
-  };
-  interleave(kLong, long_shift);
-  interleave(kShort, short_shift);
+  interleave(c0, p, n, kLong, long_shift);
+  interleave(c0, p, n, kShort, short_shift);
   while (n >= 8) {
-    c0 = _mm_crc32_u64(c0, word(p));
+    c0 = _mm_crc32_u64(c0, load64(p));
     p += 8;
     n -= 8;
   }

@@ -23,15 +23,14 @@ std::span<const std::byte> SequentialFile::take(std::size_t n) {
       std::memcpy(bigger.get(), buf_.get() + begin_, have);
       buf_ = std::move(bigger);
       capacity_ = cap;
-    } else if (begin_ + n > capacity_) {
+      begin_ = 0;
+      end_ = have;
+    } else if (begin_ + n > capacity_ || capacity_ - end_ < capacity_ / 4) {
+      // Move the unread tail to the front so reads stay large.
       std::memmove(buf_.get(), buf_.get() + begin_, have);
-    } else {
-      // n fits after begin_: read into the free space behind end_.
-      goto fill;
+      begin_ = 0;
+      end_ = have;
     }
-    begin_ = 0;
-    end_ = have;
-  fill:
     while (end_ - begin_ < n) {
       ssize_t r = ::read(fd_.get(), buf_.get() + end_, capacity_ - end_);
       if (r < 0) {

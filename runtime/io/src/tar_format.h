@@ -1,0 +1,47 @@
+// Internal: tar headers (ustar, pax, GNU) and WebDataset key/field naming.
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace sluice::io::detail {
+
+inline constexpr std::size_t kTarBlock = 512;
+
+enum class TarEntry : std::uint8_t {
+  file,         // a regular file: its data follows
+  end,          // an all-zero block: end of archive
+  pax,          // a pax extended header for the next member (data: records)
+  gnu_longname, // GNU 'L': the data is the next member's path
+  other,        // directories, links, pax globals, ...: data (if any) skipped
+};
+
+struct TarHeader {
+  TarEntry entry = TarEntry::other;
+  std::string path;
+  std::uint64_t size = 0;  // data bytes that follow the header
+};
+
+// Parses one 512-byte header; false (with `why`) when its checksum or size
+// field is corrupt.
+bool parse_tar_header(std::span<const std::byte, kTarBlock> block, TarHeader& out,
+                      std::string& why);
+
+// The "path" of pax extended header records, or "" when it has none.
+std::string pax_path(std::string_view records);
+
+// Data plus padding to the next block boundary.
+inline std::uint64_t tar_padded(std::uint64_t size) {
+  return (size + kTarBlock - 1) / kTarBlock * kTarBlock;
+}
+
+// WebDataset naming: "dir/base.ext.more" -> key "dir/base", field "ext.more".
+// A name without '.' has the whole path as key and an empty field.
+void webdataset_split(std::string_view path, std::string_view& key, std::string_view& field);
+
+}  // namespace sluice::io::detail

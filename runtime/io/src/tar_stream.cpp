@@ -1,0 +1,201 @@
+#include "sluice/io/tar_stream.h"
+
+#include <zlib.h>
+
+#include <array>
+#include <cstring>
+
+#include "file_util.h"
+#include "sluice/error.h"
+#include "stream_order.h"
+#include "tar_format.h"
+
+namespace sluice::io {
+
+TarStream::TarStream(std::vector<std::string> shards, StreamOptions options)
+    : shards_(std::move(shards)), options_(options) {
+  reset(0);
+}
+
+TarStream::~TarStream() { close_shard(); }
+
+void TarStream::close_shard() {
+  if (gz_) gzclose(static_cast<gzFile>(gz_));
+  gz_ = nullptr;
+  have_lookahead_ = false;
+}
+
+void TarStream::reset(std::uint64_t epoch) {
+  close_shard();
+  order_ = detail::stream_shards(static_cast<std::uint32_t>(shards_.size()), options_, epoch);
+  rng_.seed(detail::stream_seed(options_, epoch));
+  next_shard_ = 0;
+  read_count_ = 0;
+  buffer_.clear();
+  skips_.clear();
+}
+
+bool TarStream::open_next_shard() {
+  close_shard();
+  while (next_shard_ < order_.size()) {
+    shard_ = order_[next_shard_++];
+    position_ = 0;
+    record_ = 0;
+    gzFile gz = gzopen(shards_[shard_].c_str(), "rb");
+    if (gz) {
+      gzbuffer(gz, 256 * 1024);
+      gz_ = gz;
+      return true;
+    }
+    std::string msg = "cannot open " + shards_[shard_] + ": " + std::strerror(errno);
+    if (options_.on_error == OnError::fail) throw Error(msg);
+    skips_.add(read_count_, msg);
+  }
+  return false;
+}
+
+// Reads the next regular member of the open shard; false at its end (or, under
+// on_error = skip, at a corrupt spot, after noting it).
+bool TarStream::read_member(std::string& key, Member& member, std::uint64_t& offset) {
+  gzFile gz = static_cast<gzFile>(gz_);
+  const std::string& path = shards_[shard_];
+  auto read_exact = [&](void* dst, std::uint64_t n) -> bool {
+    auto* p = static_cast<char*>(dst);
+    while (n > 0) {
+      unsigned chunk = static_cast<unsigned>(std::min<std::uint64_t>(n, 1u << 30));
+      int r = gzread(gz, p, chunk);
+      if (r <= 0) return false;
+      p += r;
+      n -= static_cast<std::uint64_t>(r);
+      position_ += static_cast<std::uint64_t>(r);
+    }
+    return true;
+  };
+  auto bad = [&](const std::string& why) {
+    int errnum = 0;
+    const char* zmsg = gzerror(gz, &errnum);
+    std::string msg = detail::at_offset(path, position_, why);
+    if (errnum != Z_OK && errnum != Z_STREAM_END) msg += std::string(" (gzip: ") + zmsg + ")";
+    if (options_.on_error == OnError::fail) throw Error(msg);
+    skips_.add(read_count_, msg);
+    return false;
+  };
+  std::string next_path;
+  std::array<std::byte, detail::kTarBlock> block;
+  for (;;) {
+    const std::uint64_t header_at = position_;
+    int r = gzread(gz, block.data(), detail::kTarBlock);
+    if (r == 0) return false;  // end of the stream without end blocks: accept
+    if (r < static_cast<int>(detail::kTarBlock)) return bad("truncated tar header");
+    position_ += detail::kTarBlock;
+    detail::TarHeader h;
+    std::string why;
+    if (!detail::parse_tar_header(block, h, why)) {
+      position_ = header_at;
+      return bad(why);
+    }
+    if (h.entry == detail::TarEntry::end) return false;
+    const std::uint64_t padded = detail::tar_padded(h.size);
+    if (h.entry == detail::TarEntry::file) {
+      const std::string name = next_path.empty() ? h.path : next_path;
+      std::string_view k, f;
+      detail::webdataset_split(name, k, f);
+      key.assign(k);
+      member.field.assign(f);
+      member.bytes.resize(h.size);
+      offset = position_;
+      if (!read_exact(member.bytes.data(), h.size))
+        return bad("truncated tar member " + name + " (" + std::to_string(h.size) + " bytes declared)");
+      std::array<std::byte, detail::kTarBlock> pad;
+      if (padded > h.size && !read_exact(pad.data(), padded - h.size))
+        return bad("truncated padding after tar member " + name);
+      return true;
+    }
+    std::string data(padded, '\0');
+    if (!read_exact(data.data(), padded)) return bad("truncated tar member " + h.path);
+    data.resize(h.size);
+    if (h.entry == detail::TarEntry::pax)
+      next_path = detail::pax_path(data);
+    else if (h.entry == detail::TarEntry::gnu_longname)
+      next_path = data.c_str();
+    else
+      next_path.clear();
+  }
+}
+
+bool TarStream::read_group(Group& group) {
+  group.members.clear();
+  for (;;) {
+    if (!gz_ && !open_next_shard()) return false;
+    if (!have_lookahead_) {
+      if (!read_member(lookahead_key_, lookahead_, lookahead_offset_)) {
+        close_shard();
+        continue;
+      }
+      have_lookahead_ = true;
+    }
+    // The lookahead member starts this group; gather members with its key.
+    group.key = lookahead_key_;
+    group.shard = shard_;
+    group.record = record_++;
+    group.offset = lookahead_offset_;
+    group.id = read_count_++;
+    std::size_t used = 0;
+    auto take = [&](Member& from) {
+      if (used == group.members.size()) group.members.emplace_back();
+      std::swap(group.members[used++], from);
+    };
+    take(lookahead_);
+    have_lookahead_ = false;
+    std::string key;
+    Member m;
+    std::uint64_t off;
+    while (gz_ && read_member(key, m, off)) {
+      if (key != group.key) {
+        lookahead_key_ = std::move(key);
+        std::swap(lookahead_, m);
+        lookahead_offset_ = off;
+        have_lookahead_ = true;
+        break;
+      }
+      take(m);
+    }
+    if (!have_lookahead_) close_shard();
+    group.members.resize(used);
+    return true;
+  }
+}
+
+bool TarStream::next(Sample& out) {
+  Group* g = &current_;
+  if (options_.shuffle_buffer == 0) {
+    if (!read_group(current_)) return false;
+  } else {
+    while (buffer_.size() < options_.shuffle_buffer) {
+      Group fresh;
+      if (!read_group(fresh)) break;
+      buffer_.push_back(std::move(fresh));
+    }
+    if (buffer_.empty()) return false;
+    std::uniform_int_distribution<std::size_t> pick(0, buffer_.size() - 1);
+    const std::size_t j = pick(rng_);
+    std::swap(current_, buffer_[j]);
+    if (!read_group(buffer_[j])) {
+      std::swap(buffer_[j], buffer_.back());
+      buffer_.pop_back();
+    }
+  }
+  out.id = g->id;
+  out.path = shards_[g->shard];
+  out.key = g->key;
+  out.label = -1;
+  out.record = g->record;
+  out.offset = g->offset;
+  out.skipped = false;
+  out.error.clear();
+  out.fields.clear();
+  for (const Member& m : g->members) out.fields.push_back({m.field, m.bytes});
+  return true;
+}
+
+}  // namespace sluice::io
