@@ -24,7 +24,9 @@
 
 namespace sluice::io {
 
+namespace detail {
 class SequentialFile;
+}
 
 class TFRecordStream final : public RecordStream {
  public:
@@ -51,7 +53,7 @@ class TFRecordStream final : public RecordStream {
   StreamOptions options_;
   std::vector<std::uint32_t> order_;    // this worker's shards for the epoch
   std::size_t next_shard_ = 0;
-  std::unique_ptr<SequentialFile> file_;
+  std::unique_ptr<detail::SequentialFile> file_;
   std::uint32_t shard_ = 0;             // shard of file_
   std::uint64_t record_ = 0;            // next record number in file_
   std::uint64_t read_count_ = 0;        // records read this epoch (ids)

@@ -1,0 +1,186 @@
+#include "sluice/record.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <vector>
+
+#include "json.h"
+#include "sluice/error.h"
+
+namespace sluice {
+
+namespace {
+
+constexpr const char* kVersion = "0.1.0";
+
+std::string hex64(std::uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+struct RecordedBatch {
+  std::size_t line = 0;  // 1-based line in its file
+  std::uint64_t epoch = 0, batch = 0;
+  std::vector<std::uint64_t> samples;
+  std::vector<std::pair<std::string, std::string>> digests;  // field name, hex digest
+};
+
+struct Record {
+  detail::JsonValue header;
+  std::vector<RecordedBatch> batches;
+};
+
+Record read_record(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(path + ": cannot open: " + std::strerror(errno));
+  Record r;
+  std::string line;
+  std::size_t number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.empty()) continue;
+    try {
+      detail::JsonValue v = detail::parse_json(line);
+      if (number == 1) {
+        if (!v.find("sluice_record")) throw Error("not a Sluice run record (no \"sluice_record\" header)");
+        r.header = std::move(v);
+        continue;
+      }
+      RecordedBatch b;
+      b.line = number;
+      b.epoch = v.at("epoch").as_u64("epoch");
+      b.batch = v.at("batch").as_u64("batch");
+      for (const auto& s : v.at("samples").as_array("samples")) b.samples.push_back(s.as_u64("samples"));
+      const detail::JsonValue& d = v.at("digests");
+      for (const auto& [name, value] : d.members) b.digests.emplace_back(name, value.as_string("digest"));
+      r.batches.push_back(std::move(b));
+    } catch (const Error& e) {
+      throw Error(path + ":" + std::to_string(number) + ": " + e.what());
+    }
+  }
+  if (number == 0) throw Error(path + ": empty file, not a Sluice run record");
+  return r;
+}
+
+std::string where(const RecordedBatch& b) {
+  return "epoch " + std::to_string(b.epoch) + ", batch " + std::to_string(b.batch);
+}
+
+}  // namespace
+
+std::uint64_t digest_bytes(const void* data, std::size_t size) { return XXH64(data, size, 0); }
+
+RunRecorder::RunRecorder(const std::string& path, const RecordHeader& h) : path_(path) {
+  file_ = std::fopen(path.c_str(), "w");
+  if (!file_) throw Error(path + ": cannot create the run record: " + std::strerror(errno));
+  std::string line = "{\"sluice_record\":1,\"version\":";
+  detail::append_json_string(line, kVersion);
+  line += ",\"script_hash\":";
+  detail::append_json_string(line, h.script_hash);
+  line += ",\"seed\":" + std::to_string(h.seed) + ",\"rank\":" + std::to_string(h.rank) +
+          ",\"world_size\":" + std::to_string(h.world_size) + ",\"options\":";
+  line += h.options_json.empty() ? "{}" : h.options_json;
+  line += "}\n";
+  if (std::fputs(line.c_str(), file_) < 0) throw Error(path_ + ": write failed: " + std::strerror(errno));
+}
+
+RunRecorder::~RunRecorder() {
+  if (file_) std::fclose(file_);
+}
+
+void RunRecorder::record(const Batch& b) {
+  std::string line = "{\"epoch\":" + std::to_string(b.epoch()) + ",\"batch\":" + std::to_string(b.index()) +
+                     ",\"samples\":[";
+  auto ids = b.sample_ids();
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (i) line += ',';
+    line += std::to_string(ids[i]);
+  }
+  line += "],\"digests\":{";
+  for (std::size_t f = 0; f < b.field_count(); ++f) {
+    FieldView v = b.field(f);
+    if (f) line += ',';
+    detail::append_json_string(line, v.name);
+    line += ":\"" + hex64(digest_bytes(v.data, v.nbytes)) + "\"";
+  }
+  line += "}}\n";
+  if (!file_ || std::fputs(line.c_str(), file_) < 0) throw Error(path_ + ": write failed: " + std::strerror(errno));
+}
+
+void RunRecorder::close() {
+  if (!file_) return;
+  std::FILE* f = file_;
+  file_ = nullptr;
+  if (std::fclose(f) != 0) throw Error(path_ + ": closing the run record failed: " + std::strerror(errno));
+}
+
+VerifyResult verify_records(const std::string& path_a, const std::string& path_b) {
+  Record a = read_record(path_a), b = read_record(path_b);
+  VerifyResult result;
+  // The determinism contract holds after ordering: compare by (epoch, batch).
+  auto key = [](const RecordedBatch& x) { return std::pair(x.epoch, x.batch); };
+  auto by_key = [&](const RecordedBatch& x, const RecordedBatch& y) { return key(x) < key(y); };
+  const bool a_sorted = std::is_sorted(a.batches.begin(), a.batches.end(), by_key);
+  const bool b_sorted = std::is_sorted(b.batches.begin(), b.batches.end(), by_key);
+  std::stable_sort(a.batches.begin(), a.batches.end(), by_key);
+  std::stable_sort(b.batches.begin(), b.batches.end(), by_key);
+
+  const std::size_t n = std::min(a.batches.size(), b.batches.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    const RecordedBatch& x = a.batches[i];
+    const RecordedBatch& y = b.batches[i];
+    result.batches_compared = i + 1;
+    std::string at = "batch #" + std::to_string(i) + " (" + path_a + ":" + std::to_string(x.line) + ", " + path_b +
+                     ":" + std::to_string(y.line) + ")";
+    if (key(x) != key(y)) {
+      result.message = at + ": " + path_a + " has " + where(x) + " where " + path_b + " has " + where(y);
+      return result;
+    }
+    if (x.samples != y.samples) {
+      std::vector<std::uint64_t> sx = x.samples, sy = y.samples;
+      std::sort(sx.begin(), sx.end());
+      std::sort(sy.begin(), sy.end());
+      if (sx == sy) {
+        result.message = at + ", " + where(x) + ": order differs: the same samples in another order";
+      } else {
+        std::size_t j = 0;
+        while (j < x.samples.size() && j < y.samples.size() && x.samples[j] == y.samples[j]) ++j;
+        auto show = [&](const std::vector<std::uint64_t>& s) {
+          return j < s.size() ? std::to_string(s[j]) : std::string("(end)");
+        };
+        result.message = at + ", " + where(x) + ": samples differ: position " + std::to_string(j) + " holds " +
+                         show(x.samples) + " in " + path_a + " and " + show(y.samples) + " in " + path_b;
+      }
+      return result;
+    }
+    if (x.digests != y.digests) {
+      std::string field = "?";
+      for (std::size_t f = 0; f < std::min(x.digests.size(), y.digests.size()); ++f) {
+        if (x.digests[f] != y.digests[f]) {
+          field = x.digests[f].first == y.digests[f].first ? x.digests[f].first
+                                                           : x.digests[f].first + "/" + y.digests[f].first;
+          break;
+        }
+      }
+      if (field == "?") field = "(the field lists differ)";
+      result.message = at + ", " + where(x) + ": content differs: same samples, field '" + field + "' differs";
+      return result;
+    }
+  }
+  if (a.batches.size() != b.batches.size()) {
+    result.message = path_a + " has " + std::to_string(a.batches.size()) + " batches and " + path_b + " has " +
+                     std::to_string(b.batches.size()) + "; the first " + std::to_string(n) + " are identical";
+    return result;
+  }
+  result.identical = true;
+  result.message = "identical: " + std::to_string(n) + " batches, same samples and field digests";
+  if (a_sorted != b_sorted) result.message += " (delivered in a different order; identical after ordering)";
+  return result;
+}
+
+}  // namespace sluice
