@@ -25,6 +25,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "sluice/batch.h"
@@ -76,6 +77,11 @@ class Loader {
   // thread-safe: call it from a SIGINT handler.
   void interrupt();
   bool interrupted() const;
+
+  // The shared-memory arena every batch lives in, e.g. to register it once
+  // as pinned memory (cudaHostRegister) so batches copy to a GPU directly.
+  // Valid as long as the Loader or any of its batches lives.
+  std::span<std::byte> memory() const;
 
   // The current worker processes (a replaced worker gets a new pid).
   std::vector<int> worker_pids() const;
