@@ -12,6 +12,7 @@ packages=(
   catch2                  # Catch2 v2, with CMake integration for CTest
   libdlpack-dev
   libxxhash-dev
+  clang libclang-rt-14-dev  # libFuzzer for tools/fuzz.sh
 )
 
 missing=()

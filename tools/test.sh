@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds Sluice and runs the whole test suite: the regular build, then the
 # runtime tests under AddressSanitizer + UndefinedBehaviorSanitizer, then under
-# ThreadSanitizer. Run from anywhere; uses build*/ in the repo.
+# ThreadSanitizer, then each fuzz target briefly. Run from anywhere; uses
+# build*/ in the repo.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -24,3 +25,6 @@ cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSLUICE_RUNTIME_ONLY
   -DSLUICE_SANITIZE=thread
 cmake --build build-tsan -j"$jobs"
 ctest --test-dir build-tsan -j"$jobs" --output-on-failure
+
+echo "== fuzz targets, briefly (libFuzzer)"
+bash tools/fuzz.sh

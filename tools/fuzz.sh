@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Builds every fuzz target with clang's libFuzzer (+ASan+UBSan) and runs each
+# for a short time (FUZZ_SECONDS, default 20) from its seed corpus. A crash
+# fails the run and leaves the input in tests/fuzz/regressions/TARGET/, where
+# the regular test suite replays it from then on.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${FUZZ_SECONDS:-20}
+
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DSLUICE_FUZZ=ON -DSLUICE_RUNTIME_ONLY=ON -DSLUICE_BUILD_CUDA=OFF
+targets=$(sed -n 's/^set(SLUICE_FUZZ_TARGETS \(.*\))$/\1/p' tests/fuzz/CMakeLists.txt)
+for t in $targets; do
+  cmake --build build-fuzz -j"$(nproc)" --target "fuzz_$t"
+done
+for t in $targets; do
+  echo "== fuzz $t for ${seconds}s"
+  work="build-fuzz/corpus/$t"
+  mkdir -p "$work" "tests/fuzz/regressions/$t"
+  cp -n tests/fuzz/corpus/"$t"/* "$work"/ 2>/dev/null || true
+  "build-fuzz/tests/fuzz/fuzz_$t" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 \
+    -artifact_prefix="tests/fuzz/regressions/$t/" "$work"
+done
+echo "fuzz: no crash in $(echo $targets | wc -w) targets"

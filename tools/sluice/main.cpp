@@ -1,0 +1,57 @@
+// sluice: the command line.
+//
+//   sluice run pipeline.lua [options]   run a pipeline, report throughput and bottlenecks
+//   sluice bench transport|handoff      runtime benchmarks against memcpy and PyTorch
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+
+#include "bench.h"
+#include "commands.h"
+#include "verify_command.h"
+
+namespace {
+
+constexpr const char* kUsage = R"(sluice: feeds ML training with batches, from pipelines written in Lua.
+
+usage: sluice <command> [options]
+
+commands:
+  run PIPELINE.lua    run a pipeline: progress while it runs, then throughput,
+                      where the time went and what bounds the pipeline
+                      (sluice run --help lists its options)
+  bench CASE          runtime benchmarks, as ratios against baselines measured
+                      in the same run: transport (64 MiB batches vs memcpy),
+                      handoff (small batches per second); both vs PyTorch's
+                      DataLoader when it is installed (sluice bench --help)
+
+  verify A B          whether two run records (run --record) saw identical data;
+                      otherwise the first batch that differs, and how
+
+options:
+  -h, --help          this text
+  --version           the Sluice version
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  std::string_view command = argv[1];
+  if (command == "-h" || command == "--help" || command == "help") {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (command == "--version") {
+    std::printf("sluice %s\n", SLUICE_VERSION);
+    return 0;
+  }
+  if (command == "run") return sluice::cli::run_command(argc - 1, argv + 1);
+  if (command == "bench") return sluice::bench::bench_command(argc - 1, argv + 1);
+  if (command == "verify") return sluice::cli::verify_command(argc - 1, argv + 1);
+  std::fprintf(stderr, "sluice: unknown command '%s'\n\n%s", argv[1], kUsage);
+  return 2;
+}
