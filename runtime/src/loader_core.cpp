@@ -493,7 +493,14 @@ void LoaderCore::wait_for_workers() {
     [[maybe_unused]] ssize_t n = read(eventfd_, &count, sizeof count);
   }
   header.parent_sleeping.store(0, std::memory_order_relaxed);
-  while (auto e = zygote_->poll_exit()) {
+  for (;;) {
+    std::optional<ZygoteEvent> e;
+    try {
+      e = zygote_->poll_exit();
+    } catch (const Error& err) {
+      fail(err.what());  // the zygote itself is gone: no worker can be replaced
+    }
+    if (!e) break;
     if (e->kind == ZygoteEvent::exited) on_worker_exit(*e);
   }
   check_timeouts();

@@ -286,3 +286,18 @@ TEST_CASE("a sample that makes its worker balloon is killed by the memory limit,
   REQUIRE(loader.stats().skipped_samples == std::vector<std::uint64_t>{13});
   REQUIRE(loader.stats().worker_restarts >= 3);
 }
+
+TEST_CASE("if the zygote is killed, its workers die with it and next() says so", "[faults]") {
+  Options o = base_options(100000, 10, 2);
+  o.epochs = 0;
+  Loader loader(o);
+  REQUIRE(loader.next());
+  pid_t zygote = 0;
+  for (const auto& p : test::descendants(getpid())) {
+    if (p.ppid == getpid()) zygote = p.pid;
+  }
+  REQUIRE(zygote > 0);
+  REQUIRE(kill(zygote, SIGKILL) == 0);
+  REQUIRE_THROWS_WITH([&] { while (loader.next()) {} }(), Catch::Contains("zygote"));
+  REQUIRE(test::wait_for_no_descendants(getpid(), 1000).empty());
+}
