@@ -1,0 +1,77 @@
+// sluice/script.h: a pipeline.lua as sluice::Options, for `sluice run` and for
+// C++ trainers alike.
+//
+//   sluice::Script script = sluice::load_script({.path = "pipeline.lua"});
+//   sluice::Loader loader(script.options);
+//   while (auto batch = loader.next()) train(*batch);
+//
+// load_script runs pipeline.lua once in the calling process, on a Lua state it
+// closes before returning: it reads the pipeline, infers the fields from sample
+// 0 if they are not declared, and makes sample 0 once so that a broken map
+// fails here, before any worker exists. The Producer it puts in the Options
+// creates a fresh LuaJIT state in every worker (after fork) and runs the script
+// there again; workers share no Lua state and take no lock.
+//
+// What comes from the script and must not be edited in the returned Options:
+// dataset_size, fields, seed (the seed also keys ctx.rng inside the workers;
+// override it through ScriptOptions::seed). Everything else (batch_size,
+// workers, slots, epochs, ordered, ...) may be changed before building a Loader.
+//
+// Errors: load_script throws sluice::Error with one message naming the script
+// and line (syntax errors, a failing map with its traceback, wrong dtypes or
+// shapes, a map that returns nothing, bad options). A failure inside a worker
+// reaches Loader::next() as sluice::Error carrying the same kind of message.
+//
+// Thread safety: load_script may be called from any thread; a Script is plain
+// data plus counters that worker processes update atomically.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sluice/options.h"
+
+namespace sluice {
+
+namespace detail {
+class FillCounters;
+}
+
+// Which script to load, and overrides of what it says (unset: the script's value).
+struct ScriptOptions {
+  std::string path = {};                   // the pipeline.lua
+  std::optional<std::uint32_t> epochs = std::nullopt;     // 0 = until the loader is destroyed
+  std::optional<std::uint32_t> workers = std::nullopt;    // >= 1
+  std::optional<std::uint32_t> prefetch = std::nullopt;   // batch slots in flight; 0 = runtime default
+  std::optional<std::uint64_t> seed = std::nullopt;       // < 2^53 (seeds are Lua numbers)
+};
+
+// Where the workers' time went, summed over every worker of every Loader built
+// from the Script's Options.
+struct ScriptWorkerTimes {
+  std::uint64_t start_ns = 0;  // creating each worker's Lua state and running pipeline.lua
+  std::uint64_t fill_ns = 0;   // making batches: source, map, map_batch, checks, copies
+  std::uint64_t batches = 0;   // batches made
+  std::uint64_t samples = 0;   // samples made
+  std::uint32_t workers = 0;   // workers that started
+};
+
+struct Script {
+  Options options;                 // ready for sluice::Loader
+  std::string path;                // the script, as named in ScriptOptions
+  std::string device;              // where batches are delivered: "cpu"
+  std::vector<std::string> notes;  // worth telling the user: inferred fields, device fallback
+
+  // Reads the workers' counters (shared memory); valid while the Script lives.
+  ScriptWorkerTimes worker_times() const;
+
+  std::shared_ptr<const detail::FillCounters> counters;
+};
+
+// Loads and checks a pipeline.lua. Throws Error.
+Script load_script(const ScriptOptions& options);
+
+}  // namespace sluice

@@ -1,0 +1,445 @@
+-- sluice.engine: runs a pipeline.lua for the C++ host. Not for pipelines.
+--
+-- In the launching process:
+--   load(path, dir)                          run pipeline.lua, keep its pipeline
+--   describe(epochs, workers, prefetch, seed) -> plain table for sluice::Options
+--                                            (arguments: overrides or nil); it also
+--                                            makes sample 0 once, to infer the fields
+--                                            and to fail early and clearly
+-- In each worker process, on its own fresh Lua state:
+--   load(path, dir); start_worker(spec); then fill(view) per batch
+-- Everywhere: message_handler(e), the lua_pcall handler that turns any error into
+-- the one message the user sees.
+--
+-- Contracts with the host: every function here is called under lua_pcall with
+-- message_handler; tables returned to the host are plain (no metatables).
+local ffi = require("ffi")
+local native = require("sluice.native")
+local tensor = require("sluice.tensor")
+local rngs = require("sluice.rng")
+local sluice = require("sluice")
+
+local api = native.api
+local floor, format = math.floor, string.format
+local is_tensor = tensor.is_tensor
+local char_ptr = ffi.typeof("char*")
+
+local M = {}
+
+-- An error sluice raises itself: its message is complete, no traceback added.
+local SluiceError = {}
+local function fail(fmt, ...)
+  error(setmetatable({ message = format(fmt, ...) }, SluiceError), 0)
+end
+
+-- What is running, for message_handler: `stage` names the user function
+-- ("map (pipeline.lua:12)"); `index` is the dataset index of the sample being
+-- made, or nil in map_batch, where `batch` is set.
+local current = { stage = nil, index = nil, batch = nil, epoch = nil }
+
+-- The traceback of user code only, from stack level `level` up: frames inside
+-- sluice's own chunks and C frames say nothing to the user. A user function
+-- called by sluice is named by its stage (LuaJIT would name it after sluice's
+-- local variable).
+local function is_user(info)
+  return info ~= nil and info.what ~= "C" and info.short_src:sub(1, 8) ~= "[sluice."
+end
+
+local function user_traceback(level)
+  local lines = {}
+  level = level + 1
+  local info = debug.getinfo(level, "Sln")
+  while info do
+    local caller = debug.getinfo(level + 1, "Sln")
+    if is_user(info) then
+      local name
+      if info.what == "main" then
+        name = "main chunk"
+      elseif is_user(caller) and info.name then
+        name = "function '" .. info.name .. "'"
+      else
+        name = "function <" .. info.short_src .. ":" .. info.linedefined .. ">"
+      end
+      lines[#lines + 1] = "\t" .. info.short_src .. ":" .. info.currentline .. ": in " .. name
+    end
+    level, info = level + 1, caller
+  end
+  if #lines == 0 then return "" end
+  return "\nstack traceback:\n" .. table.concat(lines, "\n")
+end
+
+function M.message_handler(e)
+  local mt = type(e) == "table" and getmetatable(e)
+  if mt == SluiceError or mt == sluice.ConfigError then return e.message end
+  local message = tostring(e) .. user_traceback(2)
+  local stage = current.stage
+  if stage == nil then return message end
+  if current.index ~= nil then
+    return format("%s failed on sample %d (epoch %d): %s", stage, current.index, current.epoch, message)
+  elseif current.batch ~= nil then
+    return format("%s failed on batch %d (epoch %d): %s", stage, current.batch, current.epoch, message)
+  end
+  return format("%s failed: %s", stage, message)
+end
+
+local function where(fn)
+  local info = debug.getinfo(fn, "S")
+  return info.short_src .. ":" .. info.linedefined
+end
+
+local P          -- the pipeline returned by pipeline.lua
+local path_name  -- pipeline.lua as the user named it
+
+function M.load(path, dir)
+  path_name = path
+  sluice.script_dir, sluice.script_name = dir, path
+  package.path = dir .. "/?.lua;" .. dir .. "/?/init.lua;" .. package.path
+  local chunk, err = loadfile(path)
+  if not chunk then
+    if err:find("^cannot open") then fail("cannot open pipeline %s", (err:gsub("^cannot open ", ""))) end
+    fail("syntax error: %s", err)
+  end
+  current.stage = "running " .. path
+  local p = chunk()
+  current.stage = nil
+  if getmetatable(p) ~= sluice.Pipeline then
+    fail("%s must return sluice.pipeline{...}; it returned %s", path,
+      p == nil and "nothing" or ("a " .. type(p)))
+  end
+  P = p
+end
+
+-- The machinery that makes batches, set up by prepare().
+local fields        -- array of {name, dtype, shape, numel, nbytes}
+local field_named   -- name -> field
+local field_list    -- "image, label", for messages
+local seed
+local arena = tensor.arena()
+local rng = rngs.new(0, 0, 0, 0)
+local ctx = { rng = rng }
+local out = {}      -- name -> tensor view of the current sample's row in the slot
+local bases = {}    -- bases[k]: char* to field k of the batch being filled
+local source_stage, map_stage, batch_stage
+
+function ctx.tensor(_, dtype, shape)
+  return arena:tensor(dtype, shape)
+end
+
+local function same_shape(a, b)
+  if #a ~= #b then return false end
+  for i = 1, #a do
+    if a[i] ~= b[i] then return false end
+  end
+  return true
+end
+
+local function who()
+  return P.map and map_stage or source_stage
+end
+
+local function store_scalar(f, v, dst)
+  local dt = f.dtype
+  local p = ffi.cast(dt.pointer, dst)
+  local kind = dt.kind
+  if kind == "bool" then
+    if type(v) == "boolean" then p[0] = v
+    elseif v == 0 or v == 1 then p[0] = (v == 1)
+    else fail("%s: field '%s' of sample %d is bool; got %s", who(), f.name, current.index, tostring(v)) end
+    return
+  end
+  if type(v) == "boolean" then
+    fail("%s: field '%s' of sample %d is %s; got a boolean", who(), f.name, current.index, dt.name)
+  end
+  if kind == "int" then
+    if type(v) == "number" and (v ~= floor(v) or v < dt.min or v >= dt.limit) then
+      fail("%s: field '%s' of sample %d is %s; %s is not a value of that type",
+        who(), f.name, current.index, dt.name, tostring(v))
+    end
+    p[0] = v
+  elseif kind == "f16" then p[0] = api.f32_to_f16(tonumber(v))
+  elseif kind == "bf16" then p[0] = api.f32_to_bf16(tonumber(v))
+  else p[0] = v end
+end
+
+local function is_scalar(v)
+  local t = type(v)
+  return t == "number" or t == "boolean"
+    or (t == "cdata" and (ffi.istype("int64_t", v) or ffi.istype("uint64_t", v)))
+end
+
+-- Put value v of field f of one sample at dst (a char* into the slot).
+local function store(f, v, dst)
+  if is_tensor(v) then
+    if v.dtype ~= f.dtype.name or not same_shape(v.shape, f.shape) then
+      fail("%s: field '%s' of sample %d must be %s, got %s", who(), f.name, current.index,
+        tensor.describe(f.dtype.name, f.shape), tensor.describe(v.dtype, v.shape))
+    end
+    local src = ffi.cast(char_ptr, v.data)
+    if src ~= dst then ffi.copy(dst, src, f.nbytes) end  -- equal: written in place
+  elseif is_scalar(v) then
+    if f.numel ~= 1 then
+      fail("%s: field '%s' of sample %d must be %s, got the scalar %s", who(), f.name, current.index,
+        tensor.describe(f.dtype.name, f.shape), tostring(v))
+    end
+    store_scalar(f, v, dst)
+  else
+    fail("%s: field '%s' of sample %d is a %s; a field value is a tensor (ctx.out.%s, ctx:tensor, "
+      .. "sluice.tensor) or a number", who(), f.name, current.index,
+      type(v) == "cdata" and tostring(ffi.typeof(v)) or ("Lua " .. type(v)), f.name)
+  end
+end
+
+-- Check and write what map returned for the sample in row `row` of the batch.
+local function write_result(result, row)
+  if result == nil then
+    fail("%s returned nothing for sample %d; it must return a table of fields (%s)",
+      who(), current.index, field_list)
+  end
+  if type(result) ~= "table" or is_tensor(result) then
+    fail("%s returned a %s for sample %d; it must return a table {field = value} with fields (%s)",
+      who(), is_tensor(result) and "tensor" or type(result), current.index, field_list)
+  end
+  for k = 1, #fields do
+    local f = fields[k]
+    local v = result[f.name]
+    if v ~= nil then
+      store(f, v, bases[k] + row * f.nbytes)
+    elseif not P.map_batch then
+      fail("%s returned no field '%s' for sample %d (fields: %s)", who(), f.name, current.index, field_list)
+    end
+  end
+  for key in pairs(result) do
+    if not field_named[key] then
+      fail("%s returned '%s' for sample %d, which is not a field (fields: %s)",
+        who(), tostring(key), current.index, field_list)
+    end
+  end
+end
+
+local function read_file(path, index)
+  local size = api.file_size(path)
+  if size < 0 then
+    fail("cannot read %s (sample %d): %s", path, index, ffi.string(api.error_string(size)))
+  end
+  local bytes = arena:tensor("uint8", { tonumber(size) })
+  local n = api.read_file(path, bytes.data, size)
+  if n ~= size then
+    fail("cannot read %s (sample %d): %s", path, index,
+      n < 0 and ffi.string(api.error_string(n)) or "the file changed size while being read")
+  end
+  return { path = path, bytes = bytes, index = index }
+end
+
+-- The sample with dataset index `index`, before map.
+local function make_sample(index)
+  local source = P.source
+  if source.kind == "files" then return read_file(source.paths[index + 1], index) end
+  if source.make == nil then return index end
+  current.stage = source_stage
+  return source.make(index, ctx)
+end
+
+-- Make sample `index` of `epoch` and return what map returned for it.
+local function run_map(index, epoch, row)
+  current.index, current.epoch, current.batch = index, epoch, nil
+  ctx.index, ctx.position = index, row
+  rng:reset(seed, rngs.SAMPLE, epoch, index)
+  arena:reset()
+  local sample = make_sample(index)
+  local map = P.map
+  if map == nil then return sample end
+  current.stage = map_stage
+  return map(sample, ctx)
+end
+
+local function set_fields(list)
+  fields, field_named = {}, {}
+  local names = {}
+  for k, f in ipairs(list) do
+    local entry = {
+      name = f.name, dtype = f.dtype, shape = f.shape,
+      numel = tensor.numel(f.shape), nbytes = tensor.numel(f.shape) * f.dtype.size,
+    }
+    fields[k], field_named[f.name], names[k] = entry, entry, f.name
+  end
+  field_list = #names > 0 and table.concat(names, ", ") or "name = value, ..."
+end
+
+local function prepare(list, the_seed)
+  seed = the_seed
+  source_stage = P.source.make and ("source (" .. where(P.source.make) .. ")") or "source"
+  map_stage = P.map and ("map (" .. where(P.map) .. ")") or nil
+  batch_stage = P.map_batch and ("map_batch (" .. where(P.map_batch) .. ")") or nil
+  set_fields(list)
+end
+
+-- Fill one batch: view is a const sluice_fill_view* (lightuserdata or cdata).
+function M.fill(view)
+  view = ffi.cast("const sluice_fill_view*", view)
+  local epoch, n = tonumber(view.epoch), view.size
+  ctx.epoch, ctx.batch, ctx.worker, ctx.size = epoch, tonumber(view.batch), view.worker, n
+  for k = 1, #fields do bases[k] = ffi.cast(char_ptr, view.data[k - 1]) end
+  for row = 0, n - 1 do
+    for k = 1, #fields do
+      local f = fields[k]
+      out[f.name].data = ffi.cast(f.dtype.pointer, bases[k] + row * f.nbytes)
+    end
+    local result = run_map(tonumber(view.samples[row]), epoch, row)
+    current.stage = nil
+    write_result(result, row)
+  end
+  current.index = nil
+  if P.map_batch then
+    local batch = {}
+    for k = 1, #fields do
+      local f = fields[k]
+      local shape = { n }
+      for i = 1, #f.shape do shape[i + 1] = f.shape[i] end
+      batch[f.name] = tensor.view(f.dtype.name, shape, bases[k])
+    end
+    ctx.index, ctx.position = nil, nil
+    current.batch, current.epoch, current.stage = ctx.batch, epoch, batch_stage
+    rng:reset(seed, rngs.BATCH, epoch, ctx.batch)
+    arena:reset()
+    P.map_batch(batch, ctx)
+    current.stage, current.batch = nil, nil
+  end
+end
+
+local function make_out_views()
+  out = {}
+  for _, f in ipairs(fields) do
+    out[f.name] = tensor.view(f.dtype.name, f.shape, nil)
+  end
+  ctx.out = out
+end
+
+-- ctx.out before the fields are known (while inferring them).
+local function undeclared_out()
+  return setmetatable({}, { __index = function(_, name)
+    fail("%s: ctx.out.%s needs declared fields; declare `fields` in %s, or return tensors "
+      .. "made with ctx:tensor(dtype, shape) and let sluice infer the fields", map_stage or source_stage,
+      tostring(name), path_name)
+  end })
+end
+
+-- Fields from what map returned for sample 0, in name order.
+local function infer_fields(result)
+  if result == nil or type(result) ~= "table" or is_tensor(result) then
+    write_result(result, 0)  -- fails with the message for a missing or non-table result
+  end
+  local names = {}
+  for name in pairs(result) do
+    if type(name) ~= "string" then
+      fail("%s returned a table with the non-string key %s for sample 0; fields are named by strings",
+        who(), tostring(name))
+    end
+    names[#names + 1] = name
+  end
+  if #names == 0 then fail("%s returned an empty table for sample 0; it must return fields", who()) end
+  table.sort(names)
+  local list, notes = {}, {}
+  for i, name in ipairs(names) do
+    local v = result[name]
+    local dt, shape
+    if is_tensor(v) then
+      dt, shape = tensor.dtype(v.dtype), v.shape
+    elseif type(v) == "boolean" then
+      dt, shape = tensor.dtype("bool"), {}
+    elseif type(v) == "number" then
+      dt, shape = tensor.dtype(v == floor(v) and "int64" or "float64"), {}
+      notes[#notes + 1] = format("field '%s' inferred as %s from the number %s; declare fields to choose "
+        .. "another dtype", name, dt.name, tostring(v))
+    elseif type(v) == "cdata" and ffi.istype("int64_t", v) then
+      dt, shape = tensor.dtype("int64"), {}
+    elseif type(v) == "cdata" and ffi.istype("uint64_t", v) then
+      dt, shape = tensor.dtype("uint64"), {}
+    else
+      fail("%s: field '%s' of sample 0 is a %s; a field value is a tensor (ctx:tensor, sluice.tensor) "
+        .. "or a number", who(), name, type(v) == "cdata" and tostring(ffi.typeof(v)) or ("Lua " .. type(v)))
+    end
+    list[i] = { name = name, dtype = dt, shape = shape }
+  end
+  return list, notes
+end
+
+-- Make sample 0 (epoch 0) as a one-sample batch in scratch memory: every
+-- check a worker makes, before any worker exists.
+local function dry_run()
+  local buffers, data = {}, ffi.new("void*[?]", math.max(#fields, 1))
+  for k, f in ipairs(fields) do
+    buffers[k] = sluice.tensor("uint8", { math.max(f.nbytes, 1) })
+    data[k - 1] = buffers[k].data
+  end
+  local samples = ffi.new("uint64_t[1]", 0)
+  local view = ffi.new("sluice_fill_view", { epoch = 0, batch = 0, worker = 0, size = 1,
+    samples = samples, data = data })
+  M.fill(view)
+end
+
+function M.describe(epochs, workers, prefetch, seed_override)
+  local notes = {}
+  if P.device == "cuda" then
+    fail('%s: device = "cuda" is not supported yet: sluice delivers batches in host memory; '
+      .. 'use device = "cpu"', path_name)
+  elseif P.device == "auto" then
+    notes[#notes + 1] = 'device = "auto" runs on the cpu: GPU delivery is not supported yet'
+  end
+  local the_seed = seed_override or P.seed
+  local list = P.fields
+  if list == nil then
+    prepare({}, the_seed)
+    ctx.out = undeclared_out()
+    ctx.epoch, ctx.batch, ctx.worker, ctx.size = 0, 0, 0, 1
+    local result = run_map(0, 0, 0)
+    current.stage = nil
+    local inferred
+    list, inferred = infer_fields(result)
+    local described = {}
+    for i, f in ipairs(list) do described[i] = f.name .. " " .. tensor.describe(f.dtype.name, f.shape) end
+    notes[#notes + 1] = "fields inferred from sample 0: " .. table.concat(described, ", ")
+    for _, n in ipairs(inferred) do notes[#notes + 1] = n end
+  end
+  prepare(list, the_seed)
+  make_out_views()
+  dry_run()
+
+  local plain = {}
+  for i, f in ipairs(fields) do
+    local shape = {}
+    for d = 1, #f.shape do shape[d] = f.shape[d] end
+    plain[i] = { name = f.name, dtype = f.dtype.code, shape = shape }
+  end
+  return {
+    dataset_size = P.source.size,
+    batch_size = P.batch_size,
+    drop_last = P.drop_last,
+    shuffle = P.shuffle,
+    seed = the_seed,
+    epochs = epochs or P.epochs,
+    workers = workers or P.workers,
+    prefetch = prefetch or P.prefetch,
+    ordered = P.ordered,
+    device = "cpu",
+    fields = plain,
+    notes = notes,
+  }
+end
+
+-- spec (from the host, what describe returned in the launching process):
+-- { dataset_size, seed, fields = {{name, dtype = code, shape}} }.
+function M.start_worker(spec)
+  if P.source.size ~= spec.dataset_size then
+    fail("%s describes %d samples in this worker but %d in the launching process; "
+      .. "a pipeline script must describe the same pipeline every time it runs",
+      path_name, P.source.size, spec.dataset_size)
+  end
+  local list = {}
+  for i, f in ipairs(spec.fields) do
+    list[i] = { name = f.name, dtype = tensor.DTYPES[f.dtype + 1], shape = f.shape }
+  end
+  prepare(list, spec.seed)
+  make_out_views()
+end
+
+return M

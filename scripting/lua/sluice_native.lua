@@ -1,0 +1,49 @@
+-- sluice.native: the C functions the host hands to Lua, typed for the FFI.
+--
+-- The host (scripting/src/lua_state.cpp) calls init() once per Lua state with a
+-- pointer to its sluice_ffi_api table (scripting/src/ffi_api.h); the
+-- declarations below must match that header field for field.
+local ffi = require("ffi")
+
+ffi.cdef[[
+typedef struct sluice_rng { uint64_t key; uint64_t counter; } sluice_rng;
+
+typedef struct sluice_ffi_api {
+  uint64_t (*rng_key)(uint64_t seed, uint64_t domain, uint64_t epoch, uint64_t index);
+  uint64_t (*rng_next)(sluice_rng* rng);
+  double (*rng_uniform)(sluice_rng* rng);
+  double (*rng_normal)(sluice_rng* rng);
+  uint16_t (*f32_to_f16)(float x);
+  float (*f16_to_f32)(uint16_t h);
+  uint16_t (*f32_to_bf16)(float x);
+  float (*bf16_to_f32)(uint16_t b);
+  int64_t (*file_size)(const char* path);
+  int64_t (*read_file)(const char* path, void* dst, uint64_t capacity);
+  void* (*alloc)(uint64_t bytes);
+  void (*release)(void* p);
+  const char* (*error_string)(int64_t code);
+} sluice_ffi_api;
+
+typedef struct sluice_fill_view {
+  uint64_t epoch;
+  uint64_t batch;
+  uint32_t worker;
+  uint32_t size;
+  const uint64_t* samples;
+  void* const* data;
+} sluice_fill_view;
+]]
+
+local M = {}
+
+-- api: the cdata table of functions; list_dir(dir) -> sorted array of entry names
+-- (a C function; raises on error).
+function M.init(api_pointer, api_size, list_dir)
+  if ffi.sizeof("sluice_ffi_api") ~= api_size then
+    error("sluice.native: sluice_ffi_api layout differs between C++ and Lua", 0)
+  end
+  M.api = ffi.cast("const sluice_ffi_api*", api_pointer)
+  M.list_dir = list_dir
+end
+
+return M

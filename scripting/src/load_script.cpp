@@ -1,0 +1,168 @@
+// load_script: runs pipeline.lua once in the launching process and turns the
+// engine's description of it into sluice::Options with a ScriptProducer.
+#include <lua.hpp>
+
+#include <filesystem>
+#include <string>
+#include <system_error>
+
+#include "fill_counters.h"
+#include "lua_state.h"
+#include "script_producer.h"
+#include "sluice/error.h"
+#include "sluice/script.h"
+
+namespace sluice {
+namespace {
+
+constexpr std::uint64_t kMaxSeed = std::uint64_t{1} << 53;
+constexpr int kLastDType = static_cast<int>(DType::boolean);
+
+// Readers of the plain table engine.describe returns (no metatables: reads
+// cannot run Lua code). Each leaves the stack as it found it.
+double number_field(lua_State* L, int table, const char* key) {
+  lua_getfield(L, table, key);
+  const double value = lua_tonumber(L, -1);
+  lua_pop(L, 1);
+  return value;
+}
+
+bool bool_field(lua_State* L, int table, const char* key) {
+  lua_getfield(L, table, key);
+  const bool value = lua_toboolean(L, -1) != 0;
+  lua_pop(L, 1);
+  return value;
+}
+
+std::string string_at(lua_State* L, int index) {
+  std::size_t size = 0;
+  const char* text = lua_tolstring(L, index, &size);
+  return text ? std::string(text, size) : std::string();
+}
+
+std::string string_field(lua_State* L, int table, const char* key) {
+  lua_getfield(L, table, key);
+  std::string value = string_at(L, -1);
+  lua_pop(L, 1);
+  return value;
+}
+
+std::vector<FieldSpec> read_fields(lua_State* L, int description) {
+  std::vector<FieldSpec> fields;
+  lua_getfield(L, description, "fields");
+  const int list = lua_gettop(L);
+  const int count = static_cast<int>(lua_objlen(L, list));
+  for (int i = 1; i <= count; ++i) {
+    lua_rawgeti(L, list, i);
+    const int entry = lua_gettop(L);
+    FieldSpec field;
+    field.name = string_field(L, entry, "name");
+    const int code = static_cast<int>(number_field(L, entry, "dtype"));
+    if (code < 0 || code > kLastDType) throw Error("sluice: internal: bad dtype code from the engine");
+    field.dtype = static_cast<DType>(code);
+    lua_getfield(L, entry, "shape");
+    const int dims = static_cast<int>(lua_objlen(L, -1));
+    for (int d = 1; d <= dims; ++d) {
+      lua_rawgeti(L, -1, d);
+      field.shape.push_back(static_cast<std::int64_t>(lua_tonumber(L, -1)));
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 2);
+    fields.push_back(std::move(field));
+  }
+  lua_pop(L, 1);
+  return fields;
+}
+
+std::vector<std::string> read_notes(lua_State* L, int description) {
+  std::vector<std::string> notes;
+  lua_getfield(L, description, "notes");
+  const int count = static_cast<int>(lua_objlen(L, -1));
+  for (int i = 1; i <= count; ++i) {
+    lua_rawgeti(L, -1, i);
+    notes.push_back(string_at(L, -1));
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  return notes;
+}
+
+void push_optional(lua_State* L, const std::optional<std::uint32_t>& value) {
+  if (value) {
+    lua_pushnumber(L, *value);
+  } else {
+    lua_pushnil(L);
+  }
+}
+
+std::string absolute_dir(const std::string& path) {
+  std::error_code error;
+  std::filesystem::path absolute = std::filesystem::absolute(path, error);
+  if (error) throw Error("sluice: cannot resolve " + path + ": " + error.message());
+  return absolute.parent_path().lexically_normal().string();
+}
+
+}  // namespace
+
+ScriptWorkerTimes Script::worker_times() const {
+  return counters ? counters->totals() : ScriptWorkerTimes{};
+}
+
+Script load_script(const ScriptOptions& options) {
+  if (options.path.empty()) throw Error("sluice: ScriptOptions.path names no pipeline script");
+  if (options.seed && *options.seed >= kMaxSeed) {
+    throw Error("sluice: seed " + std::to_string(*options.seed) + " is too large (seeds are below 2^53)");
+  }
+  if (options.workers && *options.workers == 0) throw Error("sluice: workers must be at least 1");
+
+  scripting::WorkerSpec spec;
+  spec.path = options.path;
+  spec.dir = absolute_dir(options.path);
+
+  scripting::LuaState lua;
+  lua_State* L = lua.get();
+  lua.push_engine_function("load");
+  lua_pushlstring(L, spec.path.data(), spec.path.size());
+  lua_pushlstring(L, spec.dir.data(), spec.dir.size());
+  if (auto error = lua.call(2, 0)) throw Error(*error);
+
+  lua.push_engine_function("describe");
+  push_optional(L, options.epochs);
+  push_optional(L, options.workers);
+  push_optional(L, options.prefetch);
+  if (options.seed) {
+    lua_pushnumber(L, static_cast<lua_Number>(*options.seed));
+  } else {
+    lua_pushnil(L);
+  }
+  if (auto error = lua.call(4, 1)) throw Error(*error);
+  const int description = lua_gettop(L);
+
+  Script script;
+  script.path = options.path;
+  script.device = string_field(L, description, "device");
+  script.notes = read_notes(L, description);
+
+  Options& o = script.options;
+  o.dataset_size = static_cast<std::uint64_t>(number_field(L, description, "dataset_size"));
+  o.batch_size = static_cast<std::uint32_t>(number_field(L, description, "batch_size"));
+  o.drop_last = bool_field(L, description, "drop_last");
+  o.shuffle = bool_field(L, description, "shuffle");
+  o.seed = static_cast<std::uint64_t>(number_field(L, description, "seed"));
+  o.epochs = static_cast<std::uint32_t>(number_field(L, description, "epochs"));
+  o.workers = static_cast<std::uint32_t>(number_field(L, description, "workers"));
+  o.slots = static_cast<std::uint32_t>(number_field(L, description, "prefetch"));
+  o.ordered = bool_field(L, description, "ordered");
+  o.fields = read_fields(L, description);
+  lua_pop(L, 1);
+
+  spec.seed = o.seed;
+  spec.dataset_size = o.dataset_size;
+  spec.fields = o.fields;
+  auto counters = std::make_shared<detail::FillCounters>();
+  o.producer = std::make_shared<scripting::ScriptProducer>(std::move(spec), counters);
+  script.counters = std::move(counters);
+  return script;
+}
+
+}  // namespace sluice

@@ -1,0 +1,43 @@
+// float16 and bfloat16 conversions for fields of those dtypes.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+
+#include "half.h"
+
+using namespace sluice::scripting;
+
+TEST_CASE("float16 encodes exact values, rounds, saturates to infinity", "[half]") {
+  CHECK(float_to_half(0.0f) == 0x0000);
+  CHECK(float_to_half(-0.0f) == 0x8000);
+  CHECK(float_to_half(1.0f) == 0x3C00);
+  CHECK(float_to_half(-2.0f) == 0xC000);
+  CHECK(float_to_half(65504.0f) == 0x7BFF);
+  CHECK(float_to_half(65520.0f) == 0x7C00);  // rounds past the largest half
+  CHECK(float_to_half(std::numeric_limits<float>::infinity()) == 0x7C00);
+  CHECK(float_to_half(5.9604645e-8f) == 0x0001);  // smallest subnormal
+  CHECK(float_to_half(1e-9f) == 0x0000);
+  CHECK(float_to_half(1.0f + 0x1.0p-11f) == 0x3C00);  // tie: to even
+  CHECK(float_to_half(1.0f + 0x1.8p-11f) == 0x3C01);
+  const std::uint16_t nan = float_to_half(std::numeric_limits<float>::quiet_NaN());
+  CHECK((nan & 0x7C00) == 0x7C00);
+  CHECK((nan & 0x03FF) != 0);
+}
+
+TEST_CASE("every float16 value survives a round trip through float", "[half]") {
+  for (std::uint32_t h = 0; h < 0x10000; ++h) {
+    const auto bits = static_cast<std::uint16_t>(h);
+    const float f = half_to_float(bits);
+    if (std::isnan(f)) continue;
+    REQUIRE(float_to_half(f) == bits);
+  }
+}
+
+TEST_CASE("bfloat16 rounds to nearest even and keeps NaN", "[half]") {
+  CHECK(float_to_bfloat16(1.0f) == 0x3F80);
+  CHECK(bfloat16_to_float(0x3F80) == 1.0f);
+  CHECK(float_to_bfloat16(1.0f + 0x1.0p-8f) == 0x3F80);  // tie: to even
+  CHECK(float_to_bfloat16(1.0f + 0x1.8p-8f) == 0x3F81);
+  CHECK(std::isnan(bfloat16_to_float(float_to_bfloat16(std::numeric_limits<float>::quiet_NaN()))));
+}
