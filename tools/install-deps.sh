@@ -12,6 +12,8 @@ packages=(
   catch2                  # Catch2 v2, with CMake integration for CTest
   libdlpack-dev
   libxxhash-dev
+  zlib1g-dev              # gzip-compressed tar shards
+  libprotobuf-dev protobuf-compiler  # tf.train.Example (lite runtime)
   clang libclang-rt-14-dev  # libFuzzer for tools/fuzz.sh
 )
 

@@ -8,6 +8,7 @@
 
 #include "bench.h"
 #include "commands.h"
+#include "io_commands.h"
 #include "verify_command.h"
 
 namespace {
@@ -25,6 +26,9 @@ commands:
                       handoff (small batches per second); both vs PyTorch's
                       DataLoader when it is installed (sluice bench --help)
 
+  inspect FILE...     format, record count, the first records' fields and sizes
+                      (TFRecord, WebDataset tar, .npy, plain files)
+  index FILE...       build TFRecord offset indexes (FILE.idx) for random access
   verify A B          whether two run records (run --record) saw identical data;
                       otherwise the first batch that differs, and how
 
@@ -51,6 +55,8 @@ int main(int argc, char** argv) {
   }
   if (command == "run") return sluice::cli::run_command(argc - 1, argv + 1);
   if (command == "bench") return sluice::bench::bench_command(argc - 1, argv + 1);
+  if (command == "inspect") return sluice::cli::inspect_command(argc - 1, argv + 1);
+  if (command == "index") return sluice::cli::index_command(argc - 1, argv + 1);
   if (command == "verify") return sluice::cli::verify_command(argc - 1, argv + 1);
   std::fprintf(stderr, "sluice: unknown command '%s'\n\n%s", argv[1], kUsage);
   return 2;

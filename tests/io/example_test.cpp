@@ -1,0 +1,73 @@
+#include <catch2/catch.hpp>
+#include <cstring>
+
+#include "io_test_support.h"
+#include "sluice/error.h"
+#include "sluice/io/example.h"
+#include "sluice/io/tfrecord.h"
+
+using namespace sluice::io;
+using Catch::Matchers::Contains;
+
+TEST_CASE("example: pytorch-data's records decode by feature name", "[example]") {
+  SLUICE_REQUIRE_SHARED_DATA(data);
+  test::TempDir tmp;
+  TFRecordOptions options;
+  options.index_dir = tmp.path().string();
+  TFRecordSource source({(data / "tfrecord/pytorch-data/example.tfrecord").string()}, options);
+  REQUIRE(source.size() == 4);
+  std::vector<std::byte> buf;
+  Sample s;
+  Example ex;
+  for (std::uint64_t i = 0; i < 4; ++i) {
+    INFO("record " << i);
+    read_sample(source, i, buf, s);
+    ex.parse(s.fields[0].bytes);
+    auto features = ex.features();
+    REQUIRE(features.size() == 3);
+    CHECK(features[0].name == "x_byte");
+    CHECK(features[0].kind == FeatureKind::bytes_list);
+    CHECK(features[1].name == "x_float");
+    CHECK(features[1].kind == FeatureKind::float_list);
+    CHECK(features[2].name == "x_int");
+    CHECK(features[2].kind == FeatureKind::int64_list);
+
+    auto x = ex.floats("x_float");
+    auto xi = ex.int64s("x_int");
+    REQUIRE(x.size() == xi.size());
+    REQUIRE(!x.empty());
+    CHECK(x[0] == Approx(10.0 * static_cast<double>(i)));
+    for (std::size_t k = 0; k < x.size(); ++k) CHECK(xi[k] == static_cast<std::int64_t>(x[k] * 10));
+    auto b = ex.bytes("x_byte");
+    REQUIRE(b.size() == 1);
+    CHECK(b[0] == "test str");
+
+    // Typed copy into a batch-field buffer.
+    std::vector<std::byte> out(xi.size() * 4);
+    ex.copy_to("x_int", sluice::DType::i32, out);
+    std::int32_t first;
+    std::memcpy(&first, out.data(), 4);
+    CHECK(first == xi[0]);
+    std::vector<std::byte> wrong(3);
+    CHECK_THROWS_WITH(ex.copy_to("x_int", sluice::DType::i32, wrong), Contains("x_int"));
+  }
+  CHECK_THROWS_WITH(ex.floats("nope"), Contains("no feature 'nope'"));
+  CHECK_THROWS_WITH(ex.floats("x_int"), Contains("int64_list"));
+  CHECK(ex.kind("nope") == FeatureKind::none);
+}
+
+TEST_CASE("example: a malformed Example is an error", "[example]") {
+  SLUICE_REQUIRE_SHARED_DATA(data);
+  test::TempDir tmp;
+  TFRecordOptions options;
+  options.index_dir = tmp.path().string();
+  TFRecordSource source({(data / "tfrecord/pytorch-data/example.tfrecord").string()}, options);
+  std::vector<std::byte> buf;
+  Sample s;
+  read_sample(source, 0, buf, s);
+  auto payload = s.fields[0].bytes;
+  Example ex;
+  CHECK_THROWS_WITH(ex.parse(payload.first(payload.size() - 7)), Contains("malformed tf.train.Example"));
+  std::vector<std::byte> garbage(40, std::byte{0xff});
+  CHECK_THROWS_WITH(ex.parse(garbage), Contains("malformed"));
+}

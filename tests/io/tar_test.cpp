@@ -1,0 +1,159 @@
+#include <catch2/catch.hpp>
+#include <algorithm>
+#include <cstring>
+
+#include "io_test_support.h"
+#include "sluice/error.h"
+#include "sluice/io/tar.h"
+#include "sluice/io/tar_stream.h"
+
+using namespace sluice::io;
+using Catch::Matchers::Contains;
+
+namespace {
+
+// What a stream gave, copied out of its views (which the next sample reuses).
+struct Got {
+  std::string key;
+  std::vector<std::string> fields;  // names, in member order
+};
+
+std::vector<Got> stream_all(TarStream& st, std::vector<std::vector<std::string>>* texts = nullptr) {
+  std::vector<Got> out;
+  Sample s;
+  while (st.next(s)) {
+    Got g{std::string(s.key), {}};
+    std::vector<std::string> t;
+    for (auto& f : s.fields) {
+      g.fields.emplace_back(f.name);
+      t.push_back(std::string(f.name) + "=" + test::text_of(f.bytes));
+    }
+    if (texts) texts->push_back(t);
+    out.push_back(g);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("tar: wds.tar groups data/N.txt and data/N.bin into 10 samples", "[tar]") {
+  SLUICE_REQUIRE_SHARED_DATA(data);
+  auto path = (data / "webdataset/pytorch-data/wds.tar").string();
+  TarSource source({path});
+  REQUIRE(source.size() == 10);
+  std::vector<std::byte> buf;
+  Sample s;
+  for (std::uint64_t i = 0; i < 10; ++i) {
+    read_sample(source, i, buf, s);
+    CHECK(s.key == "data/" + std::to_string(i));
+    REQUIRE(s.fields.size() == 2);
+    CHECK(s.fields[0].name == "txt");
+    CHECK(test::text_of(s.fields[0].bytes) == "text" + std::to_string(i));
+    CHECK(s.fields[1].name == "bin");
+    CHECK(test::text_of(s.fields[1].bytes) == "bin" + std::to_string(i));
+    CHECK(s.record == i);
+  }
+  // The same through the streaming reader.
+  TarStream st({path});
+  std::vector<std::vector<std::string>> texts;
+  auto all = stream_all(st, &texts);
+  REQUIRE(all.size() == 10);
+  CHECK(texts[3] == std::vector<std::string>{"txt=text3", "bin=bin3"});
+}
+
+TEST_CASE("tar: the webdataset test shards have the documented samples", "[tar]") {
+  SLUICE_REQUIRE_SHARED_DATA(data);
+  const auto dir = data / "webdataset";
+  struct Case { const char* file; std::uint64_t samples; std::size_t fields; const char* first_field; };
+  for (const Case& c : {Case{"pytorch-data/csv.tar", 3, 1, "csv"},
+                        Case{"webdataset-testdata/compressed.tar", 3, 1, "txt.gz"},
+                        Case{"webdataset-testdata/mpdata.tar", 100, 1, "mp"},
+                        Case{"webdataset-testdata/tendata.tar", 100, 1, "ten"},
+                        Case{"webdataset-testdata/testgz.tar", 1000, 1, "txt.gz"}}) {
+    INFO(c.file);
+    TarSource source({(dir / c.file).string()});
+    CHECK(source.size() == c.samples);
+    std::vector<std::byte> buf;
+    Sample s;
+    read_sample(source, source.size() - 1, buf, s);
+    CHECK(s.fields.size() == c.fields);
+    CHECK(s.fields[0].name == c.first_field);
+    TarStream st({(dir / c.file).string()});
+    CHECK(stream_all(st).size() == c.samples);
+  }
+  TarSource ten({(dir / "webdataset-testdata/tendata.tar").string()});
+  std::vector<std::byte> buf;
+  Sample s;
+  read_sample(ten, 42, buf, s);
+  CHECK(s.key == "000042");
+  CHECK(s.fields[0].bytes.size() == 12736);
+}
+
+TEST_CASE("tar: gzip-compressed shards stream, and are refused for random access", "[tar]") {
+  SLUICE_REQUIRE_SHARED_DATA(data);
+  auto path = (data / "webdataset/webdataset-testdata/sample.tgz").string();
+  CHECK_THROWS_WITH(TarSource({path}), Contains(path) && Contains("gzip") && Contains("TarStream"));
+  TarStream st({path});
+  std::vector<std::vector<std::string>> texts;
+  auto all = stream_all(st, &texts);
+  REQUIRE(all.size() == 90);
+  for (const Got& g : all) CHECK(g.fields == std::vector<std::string>{"cls", "png"});
+  CHECK(all[0].key == "10");
+  CHECK(texts[0][0] == "cls=0");
+  // PNG signature in the png field.
+  CHECK(texts[0][1].rfind("png=\x89PNG", 0) == 0);
+
+  StreamOptions so;
+  so.shuffle_buffer = 10;
+  so.seed = 3;
+  TarStream shuffled({path}, so);
+  auto mixed = stream_all(shuffled);
+  REQUIRE(mixed.size() == 90);
+  std::vector<std::string> plain_keys, mixed_keys;
+  for (auto& g : all) plain_keys.push_back(g.key);
+  for (auto& g : mixed) mixed_keys.push_back(g.key);
+  CHECK(mixed_keys != plain_keys);
+  std::sort(plain_keys.begin(), plain_keys.end());
+  std::sort(mixed_keys.begin(), mixed_keys.end());
+  CHECK(mixed_keys == plain_keys);
+}
+
+TEST_CASE("tar: a corrupt header names the file and byte offset", "[tar]") {
+  SLUICE_REQUIRE_SHARED_DATA(data);
+  test::TempDir tmp;
+  auto bytes = test::read_file((data / "webdataset/pytorch-data/wds.tar").string());
+  // Members are 512 header + 512 data: the 5th header (data/2.txt) is at 4096.
+  bytes[4096 + 5] ^= std::byte{0x20};
+  auto path = tmp.file("bad.tar");
+  test::write_file(path, bytes);
+  CHECK_THROWS_WITH(TarSource({path}), Contains(path) && Contains("byte offset 4096") &&
+                                           Contains("corrupt tar header"));
+  TarOptions skip;
+  skip.on_error = OnError::skip;
+  TarSource cut({path}, skip);
+  CHECK(cut.size() == 2);
+  CHECK(cut.index_skips().count() == 1);
+
+  TarStream st({path});
+  Sample s;
+  CHECK(st.next(s));
+  CHECK_THROWS_WITH(stream_all(st), Contains("byte offset 4096") && Contains("corrupt tar header"));
+  StreamOptions so;
+  so.on_error = OnError::skip;
+  TarStream skipping({path}, so);
+  CHECK(stream_all(skipping).size() == 2);
+  CHECK(skipping.skips().count() == 1);
+}
+
+TEST_CASE("tar: a truncated member is reported", "[tar]") {
+  SLUICE_REQUIRE_SHARED_DATA(data);
+  test::TempDir tmp;
+  auto bytes = test::read_file((data / "webdataset/webdataset-testdata/tendata.tar").string());
+  bytes.resize(512 + 12800 + 512 + 1000);  // inside the second member's data
+  auto path = tmp.file("cut.tar");
+  test::write_file(path, bytes);
+  CHECK_THROWS_WITH(TarSource({path}), Contains(path) && Contains("truncated tar member 000001.ten"));
+  TarStream st({path});
+  Sample s;
+  CHECK_THROWS_WITH(stream_all(st), Contains("truncated tar member 000001.ten"));
+}

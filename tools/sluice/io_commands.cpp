@@ -1,0 +1,238 @@
+#include "io_commands.h"
+
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sluice/error.h"
+#include "sluice/io/example.h"
+#include "sluice/io/file_source.h"
+#include "sluice/io/npy.h"
+#include "sluice/io/tar.h"
+#include "sluice/io/tar_stream.h"
+#include "sluice/io/tfrecord.h"
+
+namespace sluice::cli {
+namespace {
+
+using namespace sluice::io;
+
+constexpr const char* kInspectUsage = R"(usage: sluice inspect [--records N] FILE...
+
+Prints each file's format (TFRecord, WebDataset tar, gzip tar, .npy, or a
+plain file), its record count, and the fields and sizes of its first records
+(tf.train.Example features by name and kind). Checks TFRecord CRCs and tar
+header checksums on the way.
+
+options:
+  --records N   records to show per file (default 3)
+)";
+
+constexpr const char* kIndexUsage = R"(usage: sluice index [--index-dir DIR] FILE...
+
+Builds the offset index of each TFRecord file: a sidecar FILE.idx with one
+"offset frame_size" line per record (the format of DALI's tfrecord2idx), which
+gives random access and global shuffling. Reads only record headers.
+
+options:
+  --index-dir DIR   write the indexes in DIR instead of beside each file
+)";
+
+enum class Format { tfrecord, tar, tar_gz, npy, file };
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+Format detect(const std::string& path) {
+  unsigned char head[8] = {};
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot open " + path);
+  in.read(reinterpret_cast<char*>(head), sizeof head);
+  const auto got = static_cast<std::size_t>(in.gcount());
+  if (got >= 6 && std::memcmp(head, "\x93NUMPY", 6) == 0) return Format::npy;
+  if (got >= 2 && head[0] == 0x1f && head[1] == 0x8b &&
+      (ends_with(path, ".tgz") || ends_with(path, ".tar.gz")))
+    return Format::tar_gz;
+  if (ends_with(path, ".tar")) return Format::tar;
+  if (ends_with(path, ".tfrecord") || ends_with(path, ".tfrecords") || ends_with(path, ".tfr"))
+    return Format::tfrecord;
+  // Otherwise a TFRecord is recognised by a valid first header.
+  try {
+    if (scan_tfrecord(path).records() > 0) return Format::tfrecord;
+  } catch (const Error&) {
+  }
+  return Format::file;
+}
+
+void print_fields(const Sample& s) {
+  for (const Field& f : s.fields)
+    std::printf("    %-12.*s %zu bytes\n", static_cast<int>(f.name.size()), f.name.data(),
+                f.bytes.size());
+}
+
+void inspect_tfrecord(const std::string& path, std::size_t show) {
+  TFRecordOptions options;
+  options.write_index = false;
+  TFRecordSource source({path}, options);
+  std::printf("%s: TFRecord, %llu records\n", path.c_str(),
+              static_cast<unsigned long long>(source.size()));
+  std::vector<std::byte> buf;
+  Sample s;
+  Example ex;
+  for (std::uint64_t i = 0; i < source.size() && i < show; ++i) {
+    read_sample(source, i, buf, s);
+    std::printf("  record %llu at byte offset %llu: %zu bytes\n", static_cast<unsigned long long>(i),
+                static_cast<unsigned long long>(s.offset), s.fields[0].bytes.size());
+    std::vector<FeatureInfo> features;
+    try {
+      ex.parse(s.fields[0].bytes);
+      features = ex.features();
+    } catch (const Error&) {
+    }
+    if (features.empty()) {
+      std::printf("    (not a tf.train.Example)\n");
+      continue;
+    }
+    for (const FeatureInfo& f : features)
+      std::printf("    %-24s %-10s %zu values\n", f.name.c_str(),
+                  std::string(feature_kind_name(f.kind)).c_str(), f.count);
+  }
+}
+
+void inspect_tar(const std::string& path, std::size_t show) {
+  TarSource source({path});
+  std::printf("%s: WebDataset tar, %llu samples\n", path.c_str(),
+              static_cast<unsigned long long>(source.size()));
+  std::vector<std::byte> buf;
+  Sample s;
+  for (std::uint64_t i = 0; i < source.size() && i < show; ++i) {
+    read_sample(source, i, buf, s);
+    std::printf("  sample %llu key %.*s:\n", static_cast<unsigned long long>(i),
+                static_cast<int>(s.key.size()), s.key.data());
+    print_fields(s);
+  }
+}
+
+void inspect_tar_gz(const std::string& path, std::size_t show) {
+  TarStream stream({path});
+  Sample s;
+  std::uint64_t n = 0;
+  std::string shown;  // printed after the count, which needs the whole stream
+  while (stream.next(s)) {
+    if (n < show) {
+      shown += "  sample " + std::to_string(n) + " key " + std::string(s.key) + ":\n";
+      for (const Field& f : s.fields)
+        shown += "    " + std::string(f.name) + " " + std::to_string(f.bytes.size()) + " bytes\n";
+    }
+    ++n;
+  }
+  std::printf("%s: gzip-compressed WebDataset tar (streaming only), %llu samples\n%s", path.c_str(),
+              static_cast<unsigned long long>(n), shown.c_str());
+}
+
+void inspect_npy(const std::string& path, std::size_t show) {
+  NpyArray a(path);
+  std::string shape;
+  for (std::int64_t d : a.shape()) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
+  std::printf("%s: .npy %s [%s] %s order, %llu rows of %zu bytes\n", path.c_str(),
+              std::string(dtype_name(a.dtype())).c_str(), shape.c_str(),
+              a.fortran_order() ? "Fortran" : "C", static_cast<unsigned long long>(a.rows()),
+              a.row_bytes());
+  (void)show;
+}
+
+void inspect_file(const std::string& path) {
+  auto source = FileSource::from_list({path});
+  std::vector<std::byte> buf;
+  Sample s;
+  read_sample(*source, 0, buf, s);
+  std::printf("%s: plain file, 1 sample of %zu bytes\n", path.c_str(), s.fields[0].bytes.size());
+}
+
+}  // namespace
+
+int inspect_command(int argc, char** argv) {
+  std::size_t show = 3;
+  std::vector<std::string> files;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    if (a == "-h" || a == "--help") {
+      std::fputs(kInspectUsage, stdout);
+      return 0;
+    }
+    if (a == "--records" && i + 1 < argc) {
+      show = std::strtoull(argv[++i], nullptr, 10);
+    } else if (!a.empty() && a[0] == '-') {
+      std::fprintf(stderr, "sluice inspect: unknown option '%s'\n\n%s", argv[i], kInspectUsage);
+      return 2;
+    } else {
+      files.emplace_back(a);
+    }
+  }
+  if (files.empty()) {
+    std::fputs(kInspectUsage, stderr);
+    return 2;
+  }
+  int status = 0;
+  for (const std::string& path : files) {
+    try {
+      switch (detect(path)) {
+        case Format::tfrecord: inspect_tfrecord(path, show); break;
+        case Format::tar: inspect_tar(path, show); break;
+        case Format::tar_gz: inspect_tar_gz(path, show); break;
+        case Format::npy: inspect_npy(path, show); break;
+        case Format::file: inspect_file(path); break;
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "sluice inspect: %s\n", e.what());
+      status = 1;
+    }
+  }
+  return status;
+}
+
+int index_command(int argc, char** argv) {
+  std::string index_dir;
+  std::vector<std::string> files;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    if (a == "-h" || a == "--help") {
+      std::fputs(kIndexUsage, stdout);
+      return 0;
+    }
+    if (a == "--index-dir" && i + 1 < argc) {
+      index_dir = argv[++i];
+    } else if (!a.empty() && a[0] == '-') {
+      std::fprintf(stderr, "sluice index: unknown option '%s'\n\n%s", argv[i], kIndexUsage);
+      return 2;
+    } else {
+      files.emplace_back(a);
+    }
+  }
+  if (files.empty()) {
+    std::fputs(kIndexUsage, stderr);
+    return 2;
+  }
+  int status = 0;
+  for (const std::string& path : files) {
+    try {
+      TFRecordIndex index = scan_tfrecord(path);
+      const std::string out = tfrecord_index_path(path, index_dir);
+      write_tfrecord_index(out, index);
+      std::printf("%s: %llu records -> %s\n", path.c_str(),
+                  static_cast<unsigned long long>(index.records()), out.c_str());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "sluice index: %s\n", e.what());
+      status = 1;
+    }
+  }
+  return status;
+}
+
+}  // namespace sluice::cli
