@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <deque>
 #include <vector>
 #include <cstring>
 #include <exception>
@@ -75,6 +76,53 @@ bool wait_for_task(WorkerChannel& ch, const ArenaHeader& header, pid_t parent, T
   }
 }
 
+// The tasks a worker holds: what it has popped from its ring and not filled
+// yet. Each batch is announced to the producer (Producer::upcoming) once, when
+// it is popped, so reads for later batches start before the current fill.
+class TaskQueue {
+ public:
+  TaskQueue(WorkerChannel& ch, const ArenaHeader& header, pid_t parent, const WorkerEnv& env, Producer& producer)
+      : ch_(ch), header_(header), parent_(parent), env_(env), producer_(producer),
+        ids_(env.options.batch_size) {}
+
+  // The next task to fill; false when the worker must stop.
+  bool next(Task& task) {
+    if (held_.empty()) {
+      Task t;
+      if (!wait_for_task(ch_, header_, parent_, t)) return false;
+      take(t);
+    }
+    Task more;
+    while (ch_.tasks.try_pop(more)) take(more);  // everything already queued, for read-ahead
+    if (header_.stop.load(std::memory_order_relaxed)) return false;
+    task = held_.front();
+    held_.pop_front();
+    return true;
+  }
+
+ private:
+  void take(const Task& t) {
+    held_.push_back(t);
+    const std::uint64_t per_epoch = env_.plan.batches_per_epoch();
+    const std::uint64_t batch = t.seq % per_epoch;
+    const std::uint32_t size = env_.plan.batch_length(batch);
+    env_.plan.batch_samples(t.seq / per_epoch, batch, {ids_.data(), size});
+    try {
+      producer_.upcoming(t.seq / per_epoch, batch, {ids_.data(), size});
+    } catch (...) {
+      // Advisory only: a real problem with these samples surfaces in fill().
+    }
+  }
+
+  WorkerChannel& ch_;
+  const ArenaHeader& header_;
+  pid_t parent_;
+  const WorkerEnv& env_;
+  Producer& producer_;
+  std::deque<Task> held_;
+  std::vector<std::uint64_t> ids_;
+};
+
 void describe_batch(SlotHeader& h, const WorkerEnv& env, std::uint32_t id, const Task& task,
                     std::uint64_t epoch, std::uint64_t batch, std::uint32_t size) {
   h.epoch = epoch;
@@ -142,7 +190,8 @@ void worker_main(const WorkerEnv& env, std::uint32_t id) {
 
   const std::uint64_t per_epoch = env.plan.batches_per_epoch();
   SkippedSamples skipped(skip_list(env.arena, env.layout));
-  while (wait_for_task(ch, header, parent, task)) {
+  TaskQueue queue(ch, header, parent, env, *env.options.producer);
+  while (queue.next(task)) {
     std::byte* base = slot_base(env.arena, env.layout, task.slot);
     SlotHeader& h = *reinterpret_cast<SlotHeader*>(base);
     const std::uint64_t epoch = task.seq / per_epoch;

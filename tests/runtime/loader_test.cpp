@@ -355,3 +355,31 @@ TEST_CASE("ranks of a sharded run see disjoint samples and the same batch count"
   }
   REQUIRE(all.size() == 99);  // 100 // 3 * 3: one sample dropped by policy
 }
+
+TEST_CASE("workers are told of the batches they hold before they fill them, for read-ahead", "[loader]") {
+  // Each batch records how many batches its worker had been told of when its
+  // fill began: with several batches queued, that runs ahead of the fills.
+  struct Announced : Producer {
+    std::uint64_t announced = 0;
+    void upcoming(std::uint64_t, std::uint64_t, std::span<const std::uint64_t> samples) override {
+      if (!samples.empty()) ++announced;
+    }
+    void fill(BatchContext& b) override {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      for (std::size_t j = 0; j < b.size(); ++j) *b.as<std::int64_t>(0, j) = static_cast<std::int64_t>(announced);
+    }
+  };
+  Options o = id_options(200, 10, 1);
+  o.fields = {{"announced", DType::i64, {}}};
+  o.slots = 6;
+  o.producer = std::make_shared<Announced>();
+  Loader loader(o);
+  std::int64_t most_ahead = 0;
+  std::int64_t filled = 0;
+  while (auto b = loader.next()) {
+    ++filled;
+    most_ahead = std::max(most_ahead, b->field(0).as<const std::int64_t>()[0] - filled);
+  }
+  REQUIRE(filled == 20);
+  REQUIRE(most_ahead >= 3);  // announced at least three batches beyond the one being filled
+}

@@ -83,6 +83,14 @@ class Producer {
   virtual void start_worker(std::uint32_t /*worker_id*/) {}
   // Write every field of every sample of the batch.
   virtual void fill(BatchContext& batch) = 0;
+  // Announces a batch this worker will fill later, in fill order, as soon as
+  // the worker is given it (possibly several batches ahead). A producer that
+  // reads files starts their reads here, so the I/O of later batches overlaps
+  // the work on the current one. `samples` is valid during the call only.
+  // Advisory: the batch may end up filled by another worker after a crash,
+  // and samples skipped by on_error may be missing from the fill.
+  virtual void upcoming(std::uint64_t /*epoch*/, std::uint64_t /*batch*/,
+                        std::span<const std::uint64_t> /*samples*/) {}
 };
 
 // One sample of a batch being filled, for per-sample producers.
