@@ -47,6 +47,7 @@ LoaderCore::LoaderCore(Options options)
     : options_(std::move(options)), plan_(options_), layout_(ArenaLayout::compute(options_)) {
   if (!options_.producer) throw Error("options.producer is not set: nothing would fill the batches");
   if (options_.max_retries == 0) throw Error("options.max_retries is 0: a sample must be tried at least once");
+  created_ns_ = monotonic_ns();
   arena_ = std::make_unique<Arena>(layout_.total_bytes, "sluice-arena");
   auto* header = new (arena_->base()) ArenaHeader{};
   header->magic = kArenaMagic;
@@ -63,6 +64,8 @@ LoaderCore::LoaderCore(Options options)
   ready_by_seq_.assign(layout_.slots, kNoSlot);
   outstanding_.assign(layout_.workers, 0);
   kill_reason_.assign(layout_.workers, "");
+  retired_fill_ns_.assign(layout_.workers, 0);
+  retired_idle_ns_.assign(layout_.workers, 0);
   for (std::uint32_t s = layout_.slots; s-- > 0;) free_slots_.push_back(s);
   if (options_.resume) resume_from(*options_.resume);
 }
@@ -176,6 +179,21 @@ void LoaderCore::reclaim_released() {
     slot_state_[slot] = SlotState::free;
     free_slots_.push_back(slot);
   }
+  if (slots_full_since_ns_ != 0 && !free_slots_.empty()) {
+    stats_.slots_full_ns += monotonic_ns() - slots_full_since_ns_;
+    slots_full_since_ns_ = 0;
+  }
+}
+
+Stats LoaderCore::stats() const {
+  Stats s = stats_;
+  for (std::uint32_t w = 0; w < layout_.workers; ++w) {
+    const WorkerChannel& ch = worker_channel(*arena_, layout_, w);
+    s.worker_fill_ns += retired_fill_ns_[w] + ch.fill_ns.load(std::memory_order_relaxed);
+    s.worker_idle_ns += retired_idle_ns_[w] + ch.idle_ns.load(std::memory_order_relaxed);
+  }
+  if (slots_full_since_ns_ != 0) s.slots_full_ns += monotonic_ns() - slots_full_since_ns_;
+  return s;
 }
 
 std::uint32_t LoaderCore::least_loaded_worker() const {
@@ -217,6 +235,8 @@ void LoaderCore::issue() {
   notify_workers();
   stats_.max_in_flight =
       std::max<std::uint32_t>(stats_.max_in_flight, layout_.slots - static_cast<std::uint32_t>(free_slots_.size()));
+  const bool full = free_slots_.empty() && next_issue_ < total_batches_;
+  if (full && slots_full_since_ns_ == 0) slots_full_since_ns_ = monotonic_ns();
 }
 
 void LoaderCore::collect() {
@@ -342,6 +362,8 @@ void LoaderCore::on_worker_exit(const ZygoteEvent& e) {
 
   // A fresh channel (the dead worker can no longer touch it), a fresh worker,
   // and every batch the old one owed goes out again.
+  retired_fill_ns_[w] += ch.fill_ns.load(std::memory_order_relaxed);
+  retired_idle_ns_[w] += ch.idle_ns.load(std::memory_order_relaxed);
   init_channel(&ch);
   outstanding_[w] = 0;
   worker_pids_[w] = zygote_->spawn(w);
@@ -458,6 +480,7 @@ Batch LoaderCore::deliver(std::uint32_t slot) {
          ") was overwritten: a producer wrote outside its fields");
   }
   slot_state_[slot] = SlotState::held;
+  if (stats_.batches_delivered == 0) stats_.first_batch_ns = monotonic_ns() - created_ns_;
   ++delivered_;
   ++stats_.batches_delivered;
   stats_.samples_delivered += h.size;

@@ -66,7 +66,7 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   const Arena& arena() const { return *arena_; }
   std::uint64_t current_epoch() const;
   LoaderState state() const;
-  Stats stats() const { return stats_; }
+  Stats stats() const;
   std::vector<int> worker_pids() const { return {worker_pids_.begin(), worker_pids_.end()}; }
 
  private:
@@ -122,6 +122,11 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   std::unordered_map<std::uint64_t, std::uint32_t> batch_failures_;  // when no sample was named
   std::uint32_t deaths_since_progress_ = 0;
   std::uint64_t last_memory_check_ns_ = 0;
+
+  // Timing.
+  std::uint64_t created_ns_ = 0;
+  std::uint64_t slots_full_since_ns_ = 0;  // 0 while a slot is free or nothing is left to issue
+  std::vector<std::uint64_t> retired_fill_ns_, retired_idle_ns_;  // per worker, from replaced processes
 
   std::string failure_;
   std::atomic<bool> stopped_{false};

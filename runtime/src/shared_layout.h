@@ -69,6 +69,10 @@ struct WorkerChannel {
   alignas(kCacheLine) std::atomic<std::uint64_t> busy_seq;  // batch being filled, or kIdle
   std::atomic<std::uint64_t> busy_since_ns;                  // CLOCK_MONOTONIC, when it began
   std::atomic<std::uint32_t> busy_position;                  // sample being made, or kUnknownPosition
+  // Where the worker's time went, for Stats: written by the worker only,
+  // read by the parent whenever; relaxed, since each is a lone counter.
+  alignas(kCacheLine) std::atomic<std::uint64_t> fill_ns;
+  std::atomic<std::uint64_t> idle_ns;
   char start_error[kErrorBytes];
 };
 

@@ -191,7 +191,10 @@ void worker_main(const WorkerEnv& env, std::uint32_t id) {
   const std::uint64_t per_epoch = env.plan.batches_per_epoch();
   SkippedSamples skipped(skip_list(env.arena, env.layout));
   TaskQueue queue(ch, header, parent, env, *env.options.producer);
+  std::uint64_t idle_since = monotonic_ns();
   while (queue.next(task)) {
+    const std::uint64_t fill_start = monotonic_ns();
+    ch.idle_ns.fetch_add(fill_start - idle_since, std::memory_order_relaxed);
     std::byte* base = slot_base(env.arena, env.layout, task.slot);
     SlotHeader& h = *reinterpret_cast<SlotHeader*>(base);
     const std::uint64_t epoch = task.seq / per_epoch;
@@ -217,6 +220,8 @@ void worker_main(const WorkerEnv& env, std::uint32_t id) {
       copy_message(h.error, sizeof h.error, "unknown exception from the producer");
       status = Status::fill_failed;
     }
+    idle_since = monotonic_ns();
+    ch.fill_ns.fetch_add(idle_since - fill_start, std::memory_order_relaxed);
     h.failed_position = ch.busy_position.load(std::memory_order_relaxed);
     h.status = static_cast<std::int32_t>(status);
     // Idle before reporting: a crash after this point loses the completion,

@@ -179,7 +179,14 @@ TEST_CASE("prefetch is bounded by slots and fills them while the consumer is bus
     b->release();
     ++released;
   }
-  REQUIRE(loader.stats().max_in_flight == 5);
+  const Stats stats = loader.stats();
+  REQUIRE(stats.max_in_flight == 5);
+  // The consumer was the bottleneck: slots were full most of its 150 ms of
+  // sleep, and the workers mostly idle.
+  REQUIRE(stats.slots_full_ns > 75'000'000);
+  REQUIRE(stats.worker_idle_ns > stats.worker_fill_ns);
+  REQUIRE(stats.worker_fill_ns > 0);
+  REQUIRE(stats.first_batch_ns > 0);
 
   // While the consumer slept, the workers filled every free slot: the next
   // four batches are ready without waiting.

@@ -46,6 +46,11 @@ struct Stats {
   std::uint64_t consumer_wait_ns = 0;   // time next() spent blocked waiting for a batch
   std::uint64_t consumer_waits = 0;     // next() calls that had to block
   std::uint32_t max_in_flight = 0;      // most slots ever issued, ready or held at once
+  std::uint64_t first_batch_ns = 0;     // from the Loader's construction to its first batch
+  std::uint64_t slots_full_ns = 0;      // time all slots were taken while batches remained to
+                                        // issue: workers could not run ahead (backpressure)
+  std::uint64_t worker_fill_ns = 0;     // summed over workers: time filling batches
+  std::uint64_t worker_idle_ns = 0;     // summed over workers: time with no batch to fill
   std::uint32_t worker_restarts = 0;    // workers replaced after a crash or a timeout
   std::uint64_t batches_retried = 0;    // batches issued again after a failure
   std::vector<std::uint64_t> skipped_samples;  // dropped by on_error = skip, in the order they were

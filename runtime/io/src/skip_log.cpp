@@ -1,4 +1,4 @@
-#include "sluice/io/on_error.h"
+#include "sluice/io/skip_log.h"
 
 namespace sluice::io {
 

@@ -36,7 +36,7 @@
 #include <memory>
 #include <span>
 
-#include "sluice/io/on_error.h"
+#include "sluice/io/skip_log.h"
 #include "sluice/io/record_source.h"
 
 namespace sluice::io {

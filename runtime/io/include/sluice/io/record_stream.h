@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "sluice/io/on_error.h"
+#include "sluice/io/skip_log.h"
 #include "sluice/io/sample.h"
 
 namespace sluice::io {

@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "sluice/io/on_error.h"
+#include "sluice/io/skip_log.h"
 #include "sluice/io/record_source.h"
 
 namespace sluice::io {

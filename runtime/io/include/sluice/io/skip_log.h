@@ -1,10 +1,11 @@
-// sluice/io/on_error.h: what a reader does with a bad sample, and the record of
-// samples it skipped.
+// sluice/io/skip_log.h: the record of samples a reader skipped, and the
+// on_error policy readers share with the runtime.
 //
-// OnError::fail (the default) throws sluice::Error at the first bad sample,
-// naming its file and byte offset or record number. OnError::skip drops the
-// sample, notes it in a SkipLog, and carries on; report() gives the count and
-// ids at the end of an epoch.
+// Readers take sluice::OnError (sluice/options.h), the runtime's own policy
+// type: OnError::fail (the default) throws sluice::Error at the first bad
+// sample, naming its file and byte offset or record number; OnError::skip
+// drops the sample, notes it in a SkipLog, and carries on. report() gives the
+// count and ids at the end of an epoch.
 //
 // Thread safety: SkipLog is not synchronised; each reader owns its own.
 #pragma once
@@ -15,9 +16,9 @@
 #include <string_view>
 #include <vector>
 
-namespace sluice::io {
+#include "sluice/options.h"
 
-enum class OnError : std::uint8_t { fail, skip };
+namespace sluice::io {
 
 // "fail" or "skip"; nullopt for anything else.
 std::optional<OnError> parse_on_error(std::string_view text);
