@@ -15,12 +15,12 @@ cmake --build build -j"$jobs"
 ctest --test-dir build -j"$jobs" --output-on-failure
 
 echo "== runtime tests under ASan + UBSan"
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSLUICE_RUNTIME_ONLY=ON \
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSLUICE_RUNTIME_ONLY=ON -DSLUICE_BUILD_CUDA=OFF \
   -DSLUICE_SANITIZE=address,undefined
 cmake --build build-asan -j"$jobs"
 ctest --test-dir build-asan -j"$jobs" --output-on-failure
 
-echo "== runtime tests under TSan (rings, release queue, loader)"
+echo "== runtime tests under TSan (rings, release queue, loader, CUDA staging thread)"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSLUICE_RUNTIME_ONLY=ON \
   -DSLUICE_SANITIZE=thread
 cmake --build build-tsan -j"$jobs"

@@ -1,6 +1,6 @@
 #include "sluice/batch.h"
 
-#include <dlpack/dlpack.h>
+#include "sluice/dlpack.h"
 
 #include <string>
 
@@ -16,20 +16,6 @@ namespace {
 const SlotLease& checked(const std::shared_ptr<SlotLease>& lease) {
   if (!lease) throw Error("use of an empty or released Batch");
   return *lease;
-}
-
-DLDataType dlpack_dtype(DType t) {
-  const auto bits = static_cast<std::uint8_t>(dtype_size(t) * 8);
-  switch (t) {
-    case DType::i8: case DType::i16: case DType::i32: case DType::i64:
-      return {kDLInt, bits, 1};
-    case DType::f16: case DType::f32: case DType::f64:
-      return {kDLFloat, bits, 1};
-    case DType::bf16:
-      return {kDLBfloat, bits, 1};
-    default:  // unsigned integers; bool travels as uint8 (DLPack 0.6 has no bool)
-      return {kDLUInt, bits, 1};
-  }
 }
 
 }  // namespace
@@ -77,7 +63,7 @@ DLManagedTensor* Batch::to_dlpack(std::size_t i) const {
   t->dl_tensor.data = v.data;
   t->dl_tensor.device = {kDLCPU, 0};
   t->dl_tensor.ndim = static_cast<std::int32_t>(v.shape.size());
-  t->dl_tensor.dtype = dlpack_dtype(v.dtype);
+  t->dl_tensor.dtype = to_dlpack_dtype(v.dtype);
   // The shape and strides live in the slot's header, which the lease keeps.
   t->dl_tensor.shape = const_cast<std::int64_t*>(v.shape.data());
   t->dl_tensor.strides = const_cast<std::int64_t*>(v.strides.data());

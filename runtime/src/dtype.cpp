@@ -1,5 +1,7 @@
 #include "sluice/dtype.h"
 
+#include "sluice/dlpack.h"
+
 #include <array>
 
 namespace sluice {
@@ -38,6 +40,20 @@ std::optional<DType> parse_dtype(std::string_view name) {
   if (name == "double") return DType::f64;
   if (name == "half") return DType::f16;
   return std::nullopt;
+}
+
+DLDataType to_dlpack_dtype(DType t) {
+  const auto bits = static_cast<std::uint8_t>(dtype_size(t) * 8);
+  switch (t) {
+    case DType::i8: case DType::i16: case DType::i32: case DType::i64:
+      return {kDLInt, bits, 1};
+    case DType::f16: case DType::f32: case DType::f64:
+      return {kDLFloat, bits, 1};
+    case DType::bf16:
+      return {kDLBfloat, bits, 1};
+    default:  // unsigned integers, and bool
+      return {kDLUInt, bits, 1};
+  }
 }
 
 }  // namespace sluice

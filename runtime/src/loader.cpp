@@ -24,6 +24,7 @@ void Loader::run(const std::function<void(Batch&)>& fn) {
 
 void Loader::interrupt() { core_->interrupt(); }
 bool Loader::interrupted() const { return core_->interrupted(); }
+std::uint32_t Loader::slots() const { return core_->layout().slots; }
 std::span<std::byte> Loader::memory() const { return {core_->arena().base(), core_->arena().size()}; }
 std::vector<int> Loader::worker_pids() const { return core_->worker_pids(); }
 

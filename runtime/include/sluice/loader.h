@@ -83,6 +83,9 @@ class Loader {
   void interrupt();
   bool interrupted() const;
 
+  // Batch slots of the arena: options().slots, or its default when that is 0.
+  std::uint32_t slots() const;
+
   // The shared-memory arena every batch lives in, e.g. to register it once
   // as pinned memory (cudaHostRegister) so batches copy to a GPU directly.
   // Valid as long as the Loader or any of its batches lives.
