@@ -1,6 +1,6 @@
 #include "sluice/cuda/device_batch.h"
 
-#include <dlpack/dlpack.h>
+#include "sluice/dlpack.h"
 
 #include <string>
 
@@ -16,20 +16,6 @@ namespace {
 const BufferLease& checked(const std::shared_ptr<BufferLease>& lease) {
   if (!lease) throw Error("use of an empty or released DeviceBatch");
   return *lease;
-}
-
-DLDataType dlpack_dtype(DType t) {
-  const auto bits = static_cast<std::uint8_t>(dtype_size(t) * 8);
-  switch (t) {
-    case DType::i8: case DType::i16: case DType::i32: case DType::i64:
-      return {kDLInt, bits, 1};
-    case DType::f16: case DType::f32: case DType::f64:
-      return {kDLFloat, bits, 1};
-    case DType::bf16:
-      return {kDLBfloat, bits, 1};
-    default:  // unsigned integers; bool travels as uint8 (DLPack 0.6 has no bool)
-      return {kDLUInt, bits, 1};
-  }
 }
 
 }  // namespace
@@ -78,7 +64,7 @@ DLManagedTensor* DeviceBatch::to_dlpack(std::size_t i) const {
   t->dl_tensor.data = f.data;
   t->dl_tensor.device = where.kind == DeviceKind::cuda ? DLDevice{kDLCUDA, where.ordinal} : DLDevice{kDLCPU, 0};
   t->dl_tensor.ndim = static_cast<std::int32_t>(f.shape.size());
-  t->dl_tensor.dtype = dlpack_dtype(f.dtype);
+  t->dl_tensor.dtype = to_dlpack_dtype(f.dtype);
   // The shape and strides live in the ring entry, which the lease keeps.
   t->dl_tensor.shape = const_cast<std::int64_t*>(f.shape.data());
   t->dl_tensor.strides = const_cast<std::int64_t*>(f.strides.data());

@@ -32,8 +32,7 @@ class StageCore {
       : loader_(loader), options_(std::move(options)), backend_(std::move(backend)), note_(std::move(note)) {
     if (options_.depth == 0) throw Error("StageOptions::depth must be at least 1");
     const Options& lo = loader_.options();
-    const std::uint32_t slots = lo.slots != 0 ? lo.slots : 2 * lo.workers + 2;  // the Loader's default
-    host_slot_budget_ = slots - 1;
+    host_slot_budget_ = loader_.slots() - 1;
     ring_ = std::make_shared<StagingRing>(backend_, plan_staged_layout(lo, options_.normalize), options_.depth);
     arena_ = loader_.memory();
     backend_->register_host(arena_);

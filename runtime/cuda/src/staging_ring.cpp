@@ -45,8 +45,12 @@ StagingRing::StagingRing(std::shared_ptr<Backend> backend, StagedLayout layout, 
 StagingRing::~StagingRing() { teardown(); }
 
 void StagingRing::teardown() noexcept {
+  backend_->destroy_stream(copy_stream_);  // waits for every copy and finishing job
+  copy_stream_ = nullptr;
+  backend_->deallocate(scratch_);
+  scratch_ = nullptr;
   for (RingEntry& entry : entries_) {
-    if (entry.ready) quietly([&] { backend_->synchronize(entry.ready); });
+    // The last consumer's reads of the buffer must have run before it is freed.
     if (entry.released) quietly([&] { backend_->synchronize(entry.released); });
     entry.host.reset();
     backend_->destroy_event(entry.ready);
@@ -54,10 +58,6 @@ void StagingRing::teardown() noexcept {
     backend_->deallocate(entry.buffer);
     entry = RingEntry{};
   }
-  backend_->destroy_stream(copy_stream_);  // waits for the copy stream's work
-  copy_stream_ = nullptr;
-  backend_->deallocate(scratch_);
-  scratch_ = nullptr;
 }
 
 std::optional<std::size_t> StagingRing::acquire() {

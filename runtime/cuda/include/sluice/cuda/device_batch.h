@@ -25,6 +25,7 @@
 #include <memory>
 #include <span>
 #include <string_view>
+#include <utility>
 
 #include "sluice/cuda/backend.h"
 #include "sluice/dtype.h"

@@ -15,6 +15,7 @@
 // Thread safety: every method may be called from any thread.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 
 #include "sluice/cuda/backend.h"
