@@ -14,7 +14,9 @@ packages=(
   libxxhash-dev
   zlib1g-dev              # gzip-compressed tar shards
   libprotobuf-dev protobuf-compiler  # tf.train.Example (lite runtime)
+  libturbojpeg0-dev libspng-dev      # image decode ops
   clang libclang-rt-14-dev  # libFuzzer for tools/fuzz.sh
+  openmpi-bin             # mpirun, for the distributed test
 )
 
 missing=()

@@ -1,0 +1,100 @@
+// sluice/ops/decode.h: JPEG (libjpeg-turbo) and PNG (libspng) decoding.
+//
+//   sluice::ops::ImageDecoder decoder;                  // one per worker
+//   ImageInfo info = decoder.info(bytes, size, path);   // header only
+//   DecodedImage d = decoder.decode(bytes, size, path, {.channels = 3, .scale = 0.3});
+//   // d.image: 3-channel uint8, 1/2 size (the DCT downscale that keeps >= 0.3)
+//
+// Any stored layout (grayscale, gray + alpha, RGB, RGBA, palette, CMYK/YCCK
+// JPEG, 16-bit PNG, interlaced/progressive) comes out as `channels` (1 gray,
+// 3 RGB, 4 RGBA) elements of `dtype` (u8, or u16 where 8-bit values v become
+// v * 257). Gray from colour is ITU-R 601 luma (L = (299 R + 587 G + 114 B) /
+// 1000), the formula PIL uses; alpha is dropped or set opaque; CMYK is
+// taken as Adobe-inverted, R = C' K' / 255, as PIL does.
+//
+// Errors: a file that is not a JPEG or PNG, truncated, corrupt, or whose
+// header claims more than `max_pixels` pixels throws sluice::Error whose
+// message starts with the name given for the file. The pixel limit is checked
+// on the header, before any pixel memory is allocated. JPEG warnings that
+// leave the image complete (extraneous bytes, an odd marker) are tolerated;
+// a JPEG that ends early is an error.
+//
+// Memory: the decoded image lives in the decoder's own scratch and stays valid
+// until its next decode(). Scratch grows to the largest image decoded and is
+// then reused: steady-state decoding of JPEGs allocates nothing (libspng
+// allocates its own small per-file state for each PNG).
+//
+// Thread safety: an ImageDecoder is not thread-safe; give each thread or worker
+// its own. Decoders in different threads are independent. Create decoders
+// after fork() (in Producer::start_worker or the worker's Lua state), not
+// before: each holds a libjpeg-turbo handle.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "sluice/ops/image.h"
+
+namespace sluice::ops {
+
+enum class ImageFormat : std::uint8_t { jpeg, png };
+
+// What the header says, before decoding.
+struct ImageInfo {
+  ImageFormat format = ImageFormat::jpeg;
+  int width = 0;            // as displayed: swapped for EXIF orientations 5-8
+  int height = 0;           // when DecodeOptions::apply_exif_orientation is set
+  int channels = 0;         // as stored: 1 gray, 2 gray + alpha, 3 RGB/YCbCr, 4 RGBA/CMYK
+  int bit_depth = 8;        // 8 or 16 (PNG 1/2/4-bit report 8)
+  int orientation = 1;      // EXIF orientation 1..8 (1 when absent)
+};
+
+// 128 Mi pixels: 384 MiB of RGB at 8 bits.
+inline constexpr std::uint64_t kDefaultMaxPixels = std::uint64_t{1} << 27;
+
+struct DecodeOptions {
+  int channels = 3;                       // 1, 3 or 4
+  DType dtype = DType::u8;                // u8 or u16
+  // Downscale a JPEG in the DCT by the smallest of 1/8, 1/4, 1/2 that still
+  // keeps `scale` of the full size (1: full size). A caller that will shrink a
+  // region by a factor s passes s: 0.3 decodes at 1/2, 0.1 at 1/8.
+  // PNG ignores it. The decoded Image's size says what was chosen.
+  double scale = 1.0;
+  bool apply_exif_orientation = false;    // rotate/flip as the EXIF tag says
+  std::uint64_t max_pixels = kDefaultMaxPixels;
+};
+
+struct DecodedImage {
+  Image image;            // in the decoder's scratch
+  ImageInfo info;         // the header (width, height as displayed at full size)
+  // The DCT downscale applied: image is info's size divided by this, rounded up.
+  // A region (x0, y0, x1, y1) of the full-size image is (x0 / d, ...) in image.
+  int scale_divisor = 1;
+};
+
+class ImageDecoder {
+ public:
+  ImageDecoder();
+  ~ImageDecoder();
+  ImageDecoder(const ImageDecoder&) = delete;
+  ImageDecoder& operator=(const ImageDecoder&) = delete;
+
+  // Reads the header. `name` names the file in errors. Throws Error.
+  ImageInfo info(const void* bytes, std::size_t size, std::string_view name,
+                 bool apply_exif_orientation = false);
+
+  // Decodes into the decoder's scratch (valid until the next decode). Throws Error.
+  DecodedImage decode(const void* bytes, std::size_t size, std::string_view name,
+                      const DecodeOptions& options = {});
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The DCT downscale decode() picks for `scale`: 1, 2, 4 or 8 (the divisor).
+int jpeg_scale_divisor(double scale);
+
+}  // namespace sluice::ops

@@ -1,0 +1,117 @@
+// ImageDecoder: format sniffing, then libjpeg-turbo or libspng, then channel
+// conversion and orientation, each into the decoder's reused buffers.
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "buffer.h"
+#include "color.h"
+#include "exif.h"
+#include "fail.h"
+#include "jpeg.h"
+#include "orientation.h"
+#include "png.h"
+#include "sluice/ops/decode.h"
+
+namespace sluice::ops {
+namespace {
+
+const std::uint8_t kPngSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+
+ImageFormat sniff(const std::uint8_t* p, std::size_t size, std::string_view name) {
+  if (size == 0) fail_file(name, "the file is empty");
+  if (size >= 3 && p[0] == 0xFF && p[1] == 0xD8 && p[2] == 0xFF) return ImageFormat::jpeg;
+  if (size >= 8 && std::memcmp(p, kPngSignature, 8) == 0) return ImageFormat::png;
+  char start[40];
+  std::snprintf(start, sizeof start, "%02x %02x %02x %02x", p[0], size > 1 ? p[1] : 0, size > 2 ? p[2] : 0,
+                size > 3 ? p[3] : 0);
+  fail_file(name, std::string("not a JPEG or PNG file (it starts with bytes ") + start + ")");
+}
+
+bool matches(StoredLayout layout, int channels) {
+  return (layout == StoredLayout::gray && channels == 1) || (layout == StoredLayout::rgb && channels == 3) ||
+         (layout == StoredLayout::rgba && channels == 4);
+}
+
+void check_options(const DecodeOptions& o) {
+  if (o.channels != 1 && o.channels != 3 && o.channels != 4) {
+    fail_op("decode", "channels must be 1, 3 or 4, not " + std::to_string(o.channels));
+  }
+  if (o.dtype != DType::u8 && o.dtype != DType::u16) {
+    fail_op("decode", "decodes to uint8 or uint16, not " + std::string(dtype_name(o.dtype)));
+  }
+  if (!(o.scale > 0)) fail_op("decode", "scale must be positive");
+}
+
+}  // namespace
+
+struct ImageDecoder::Impl {
+  JpegDecoder jpeg;
+  Buffer decoded, converted, oriented;
+};
+
+ImageDecoder::ImageDecoder() : impl_(std::make_unique<Impl>()) {}
+ImageDecoder::~ImageDecoder() = default;
+
+int jpeg_scale_divisor(double scale) {
+  for (int divisor : {8, 4, 2}) {
+    if (1.0 / divisor >= scale) return divisor;
+  }
+  return 1;
+}
+
+ImageInfo ImageDecoder::info(const void* bytes, std::size_t size, std::string_view name,
+                             bool apply_exif_orientation) {
+  const auto* p = static_cast<const std::uint8_t*>(bytes);
+  ImageInfo info;
+  if (sniff(p, size, name) == ImageFormat::jpeg) {
+    const JpegHeader h = impl_->jpeg.header(p, size, name);
+    info.width = h.width, info.height = h.height, info.channels = h.channels;
+    if (apply_exif_orientation) info.orientation = jpeg_exif_orientation(p, size);
+  } else {
+    info = png_info(p, size, name, apply_exif_orientation);
+  }
+  if (orientation_transposes(info.orientation)) std::swap(info.width, info.height);
+  return info;
+}
+
+DecodedImage ImageDecoder::decode(const void* bytes, std::size_t size, std::string_view name,
+                                  const DecodeOptions& options) {
+  check_options(options);
+  const auto* p = static_cast<const std::uint8_t*>(bytes);
+  DecodedImage result;
+  StoredLayout layout;
+  Image image;
+  if (sniff(p, size, name) == ImageFormat::jpeg) {
+    const JpegHeader h = impl_->jpeg.header(p, size, name);
+    check_pixel_limit(name, h.width, h.height, options.max_pixels);
+    result.info.width = h.width, result.info.height = h.height, result.info.channels = h.channels;
+    if (options.apply_exif_orientation) result.info.orientation = jpeg_exif_orientation(p, size);
+    result.scale_divisor = jpeg_scale_divisor(options.scale);
+    image = impl_->jpeg.decode(p, size, name, h, result.scale_divisor, options.channels, impl_->decoded, layout);
+  } else {
+    result.info = png_info(p, size, name, false);
+    image = png_decode(p, size, name, options, impl_->decoded, layout, result.info.orientation);
+  }
+  if (!matches(layout, options.channels) || image.dtype != options.dtype) {
+    Image converted = packed_image(nullptr, image.height, image.width, options.channels, options.dtype);
+    converted.data = impl_->converted.reserve(converted.stride * static_cast<std::size_t>(converted.height));
+    convert_pixels(image, layout, converted);
+    image = converted;
+  }
+  const int orientation = result.info.orientation;
+  if (orientation != 1) {
+    const bool transposes = orientation_transposes(orientation);
+    Image oriented = packed_image(nullptr, transposes ? image.width : image.height,
+                                  transposes ? image.height : image.width, image.channels, image.dtype);
+    oriented.data = impl_->oriented.reserve(oriented.stride * static_cast<std::size_t>(oriented.height));
+    apply_orientation(image, orientation, oriented);
+    image = oriented;
+    if (transposes) std::swap(result.info.width, result.info.height);
+  }
+  result.image = image;
+  return result;
+}
+
+}  // namespace sluice::ops
