@@ -2,7 +2,7 @@
 --
 --   local sluice = require("sluice")
 --   return sluice.pipeline {
---     source = sluice.range(50000),              -- or sluice.files{...}
+--     source = sluice.range(50000),              -- or a data set: see Sources
 --     map = function(i, ctx)                     -- one sample, written in place
 --       local x = ctx.out.x                      -- float32[16] view into the batch slot
 --       for k = 0, 15 do x.data[k] = ctx.rng:normal() end
@@ -16,6 +16,55 @@
 -- the fields from sample 0 if they are not declared, and make sample 0 once as
 -- a check) and once in every worker process, each with its own LuaJIT state, so
 -- it must describe the same pipeline every time.
+--
+-- Sources (paths are relative to pipeline.lua; `*`, `?`, `[...]` and `**` glob):
+--   sluice.range(n [, make])                      the indices [0, n); the sample is i or make(i, ctx)
+--   sluice.files{ "a.jpg", "b/*.jpg" }            whole files; or { dir = "train", match = "**/*.jpg" }
+--   sluice.folders("train")                       ImageNet layout: train/CLASS/...; sample.label = class index
+--   sluice.tfrecord{ "shards/*.tfrecord" }        one record per sample; index = true (default) or false
+--   sluice.tar{ "shards/*.tar" }                  WebDataset: sample.fields.jpg, .cls, ... by extension
+--   sluice.npy{ "x.npy", "y.npy" }                rows along axis 0: sample.fields.x, sample.fields.y
+-- A record reaches map(sample, ctx) as (valid during that call only):
+--   sample.bytes     uint8 tensor over the record (files, folders, tfrecord): .data, .nbytes
+--   sample.fields    name -> tensor: "data" for files and tfrecord, extensions for tar
+--                    (uint8, read-only), array names for npy (typed rows, read-only)
+--   sample.index     the dataset index          sample.path    the file it came from
+--   sample.label     class index (folders), -1 otherwise
+--   sample.key       WebDataset key (tar)        sample.record  record/sample/row number in path
+--   sample.offset    byte offset in path
+-- sluice.example(sample) parses a tf.train.Example record; ex:floats("x"),
+-- ex:int64s("y"), ex:bytes("img") give tensors in place, ex:read("x", ctx.out.x)
+-- converts into a field (see sluice.example below).
+--
+-- Reading: records are read ahead of map on each worker's own libuv loop
+-- (`read_ahead` records, `io_threads` pool threads), for the batches the
+-- worker holds and the next ones, so I/O overlaps the transforms. Data larger
+-- than memory is fine: records are read into per-worker buffers, never whole
+-- files (npy arrays are mapped; their pages are page cache).
+--
+-- Ordering and guarantees. Indexed sources (files, folders, tfrecord with
+-- index = true, uncompressed tar, npy) are random access: `shuffle = true`
+-- shuffles globally across files and shards, every sample appears exactly
+-- once per epoch, and batches are the same on every run and after a worker
+-- crash. Streaming sources (tfrecord with index = false, gzip tar, or tar with
+-- index = false) read shards front to back: each worker streams its own
+-- partition of the shards (shard p goes to worker p % workers; workers beyond
+-- the shard count are dropped at load, with a note), shuffled per pass when
+-- shuffle_shards = true, and through a buffer of shuffle_buffer records; a
+-- batch takes the next records of the stream of whichever worker fills it,
+-- whatever its sample indices (so `shuffle` does not reorder records). An
+-- epoch delivers dataset_size samples (given as size = N, or counted in one
+-- pass at load); each worker's pass over its partition yields each of its
+-- records once, but which records form an epoch, and which batch gets them,
+-- depends on how the runtime spreads batches over workers: streaming is
+-- neither exactly-once per epoch nor deterministic, nor repeatable after a
+-- worker crash. Use index = true where those matter.
+--
+-- Bad records (missing file, truncated record, CRC mismatch, corrupt tar
+-- header, bad npy header, malformed Example) raise an error naming the file
+-- and the byte offset or record; on_error (below) says whether it stops the
+-- run or drops the sample. A length CRC mismatch or a truncated record found
+-- while indexing or streaming loses the rest of its shard (noted at load).
 --
 -- What map(sample, ctx) receives in ctx (valid during the call only):
 --   ctx.index      the sample's dataset index          ctx.epoch   the epoch
@@ -35,6 +84,7 @@
 -- (p + p + p, or px = px + 3): LuaJIT computes 3 * p in floating point.
 local tensor = require("sluice.tensor")
 local native = require("sluice.native")
+local ffi = require("ffi")
 
 local M = {}
 
@@ -79,31 +129,235 @@ function M.range(n, make)
   return { kind = "range", size = n, make = make }
 end
 
--- Source: a list of files, one sample each. A sample is
---   { path = "...", bytes = <uint8 tensor of the whole file>, index = i }
--- (bytes in scratch memory, valid during that sample's map). Either an array of
--- paths, or { dir = "data", match = "%.bin$" } for the matching files of a
--- directory in name order (match is a Lua pattern; default: every file).
-function M.files(spec)
-  if type(spec) ~= "table" then fail(1, "sluice.files: expected an array of paths or {dir = ..., match = ...}") end
-  local paths = {}
-  if spec.dir ~= nil then
-    local dir = M.path(spec.dir)
-    local ok, names = pcall(native.list_dir, dir)
-    if not ok then fail(1, "sluice.files: %s", tostring(names)) end
-    local match = spec.match
-    for _, name in ipairs(names) do
-      if match == nil or name:find(match) then paths[#paths + 1] = dir .. "/" .. name end
-    end
-    if #paths == 0 then fail(1, "sluice.files: no file in %s matches %s", dir, tostring(match or "*")) end
-  else
-    for i = 1, #spec do
-      if type(spec[i]) ~= "string" then fail(1, "sluice.files: entry %d is a %s, not a path", i, type(spec[i])) end
-      paths[i] = M.path(spec[i])
-    end
-    if #paths == 0 then fail(1, "sluice.files: the list of files is empty") end
+-- Native sources: records read by sluice's C++ readers (runtime/io), ahead of
+-- map, on each worker's own libuv loop. The launching process opens the data
+-- set once (expands globs, loads or builds indexes, maps arrays); workers
+-- share what it found. A spec table lists paths (relative to pipeline.lua;
+-- `*`, `?`, `[...]` and a recursive `**` expand, sorted) plus options.
+local function native_source(kind, spec, paths)
+  local parts = { kind }
+  for _, p in ipairs(paths) do parts[#parts + 1] = p end
+  for _, key in ipairs({ "index", "index_dir", "verify_crc", "shuffle_shards", "shuffle_buffer", "size" }) do
+    if spec[key] ~= nil then parts[#parts + 1] = key .. "=" .. tostring(spec[key]) end
   end
-  return { kind = "files", size = #paths, paths = paths }
+  for _, list in ipairs({ spec.names or {}, spec.extensions or {} }) do
+    for _, v in ipairs(list) do parts[#parts + 1] = v end
+  end
+  spec.kind, spec.paths = kind, paths
+  return { kind = kind, native = true, spec = spec, signature = table.concat(parts, "\n") }
+end
+
+-- The string paths of spec[1..n] (or a lone string), relative to pipeline.lua.
+local function path_list(fn, spec)
+  if type(spec) == "string" then spec = { spec } end
+  if type(spec) ~= "table" then fail(2, "%s: expected a path or a table {paths..., options}", fn) end
+  local paths = {}
+  for i = 1, #spec do
+    if type(spec[i]) ~= "string" then fail(2, "%s: entry %d is a %s, not a path", fn, i, type(spec[i])) end
+    paths[i] = M.path(spec[i])
+  end
+  return paths, spec
+end
+
+local function check_keys(fn, spec, allowed)
+  for key in pairs(spec) do
+    if type(key) ~= "number" and not allowed[key] then
+      local names = {}
+      for k in pairs(allowed) do names[#names + 1] = k end
+      table.sort(names)
+      fail(2, "%s: unknown option '%s' (options: %s)", fn, tostring(key), table.concat(names, ", "))
+    end
+  end
+end
+
+local function check_type(fn, spec, key, want)
+  local v = spec[key]
+  if v == nil then return end
+  local ok = type(v) == want
+  if want == "count" then ok = is_integer(v) and v >= 0 end
+  if not ok then fail(2, "%s: %s must be %s, got %s", fn, key, want == "count" and "a non-negative integer"
+    or ("a " .. want), tostring(v)) end
+end
+
+-- Streaming options shared by tfrecord and tar.
+local STREAM_KEYS = { index = true, shuffle_shards = true, shuffle_buffer = true, size = true }
+local function check_stream(fn, spec)
+  check_type(fn, spec, "index", "boolean")
+  check_type(fn, spec, "shuffle_shards", "boolean")
+  check_type(fn, spec, "shuffle_buffer", "count")
+  check_type(fn, spec, "size", "count")
+end
+
+-- Source: files, one sample each (the file's bytes: sample.bytes).
+--   sluice.files{ "a.jpg", "more/*.jpg", "deep/**/*.png" }
+--   sluice.files{ dir = "train", match = "**/*.jpg" }    (match: a glob below dir; default every file)
+function M.files(spec)
+  if type(spec) == "table" and spec.dir ~= nil then
+    check_keys("sluice.files", spec, { dir = true, match = true })
+    check_type("sluice.files", spec, "dir", "string")
+    check_type("sluice.files", spec, "match", "string")
+    return native_source("files", {}, { M.path(spec.dir) .. "/" .. (spec.match or "**/*") })
+  end
+  local paths = path_list("sluice.files", spec)
+  if #paths == 0 then fail(1, "sluice.files: the list of files is empty") end
+  if type(spec) == "table" then check_keys("sluice.files", spec, {}) end
+  return native_source("files", {}, paths)
+end
+
+-- Source: an ImageNet-style tree ROOT/CLASS/.../FILE; sample.label is the
+-- index of CLASS among ROOT's sorted sub-folders.
+--   sluice.folders("train")   or   sluice.folders{ "train", extensions = { "jpg", "png" } }
+function M.folders(spec)
+  local paths
+  paths, spec = path_list("sluice.folders", spec)
+  if #paths ~= 1 then fail(1, "sluice.folders: expected one root folder, got %d paths", #paths) end
+  check_keys("sluice.folders", spec, { extensions = true })
+  local ext = {}
+  if spec.extensions ~= nil then
+    if type(spec.extensions) ~= "table" then fail(1, "sluice.folders: extensions must be an array of names") end
+    for i, e in ipairs(spec.extensions) do ext[i] = tostring(e):lower():gsub("^%.", "") end
+  end
+  return native_source("folders", { extensions = ext }, paths)
+end
+
+-- Source: TFRecord shards; a sample is one record (sample.bytes).
+--   sluice.tfrecord{ "shards/*.tfrecord" }                 index = true (default):
+--     random access through sidecar indexes (FILE.idx, built and cached on first
+--     open, or by `sluice index`; index_dir = "..." keeps them elsewhere), so
+--     `shuffle = true` shuffles globally across shards.
+--   sluice.tfrecord{ "shards/*.tfrecord", index = false, shuffle_buffer = 1024,
+--                    shuffle_shards = true }               streaming (see below)
+-- verify_crc = false skips the data CRC32C checks.
+function M.tfrecord(spec)
+  local paths
+  paths, spec = path_list("sluice.tfrecord", spec)
+  if #paths == 0 then fail(1, "sluice.tfrecord: no shard given") end
+  check_keys("sluice.tfrecord", spec, { index = true, index_dir = true, verify_crc = true,
+    shuffle_shards = true, shuffle_buffer = true, size = true })
+  check_stream("sluice.tfrecord", spec)
+  check_type("sluice.tfrecord", spec, "verify_crc", "boolean")
+  check_type("sluice.tfrecord", spec, "index_dir", "string")
+  local index = spec.index
+  if index == nil then index = true end
+  return native_source("tfrecord", { index = index, verify_crc = spec.verify_crc,
+    index_dir = spec.index_dir and M.path(spec.index_dir) or nil, shuffle_shards = spec.shuffle_shards,
+    shuffle_buffer = spec.shuffle_buffer, size = spec.size }, paths)
+end
+
+-- Source: WebDataset tar shards; members sharing a key ("a/b/0001.jpg",
+-- "a/b/0001.cls") make one sample: sample.key = "a/b/0001", sample.fields.jpg,
+-- sample.fields.cls. Plain tars are indexed (random access, global shuffle);
+-- gzip-compressed ones (.tgz, .tar.gz) stream, as does index = false.
+--   sluice.tar{ "shards/*.tar" }    sluice.tar{ "shards/*.tgz", shuffle_buffer = 1000 }
+function M.tar(spec)
+  local paths
+  paths, spec = path_list("sluice.tar", spec)
+  if #paths == 0 then fail(1, "sluice.tar: no shard given") end
+  check_keys("sluice.tar", spec, STREAM_KEYS)
+  check_stream("sluice.tar", spec)
+  return native_source("tar", { index = spec.index, shuffle_shards = spec.shuffle_shards,
+    shuffle_buffer = spec.shuffle_buffer, size = spec.size }, paths)
+end
+
+-- Source: rows (along axis 0) of .npy arrays of equal length, memory-mapped.
+-- Each array is a field of the sample, named after its file or its key:
+--   sluice.npy{ "x.npy", "y.npy" }  -> sample.fields.x, sample.fields.y
+--   sluice.npy{ image = "train_images.npy", label = "train_labels.npy" }
+-- A field is a read-only tensor of the array's dtype and row shape. Without a
+-- map, the sample's fields are the pipeline's fields.
+function M.npy(spec)
+  if type(spec) ~= "table" then fail(1, "sluice.npy: expected a table of .npy paths") end
+  local names, paths, seen = {}, {}, {}
+  local function add(name, p)
+    if type(p) ~= "string" then fail(2, "sluice.npy: %s is a %s, not a path", tostring(name), type(p)) end
+    if seen[name] then fail(2, "sluice.npy: two arrays are named '%s'; name them: sluice.npy{ a = ..., b = ... }", name) end
+    seen[name] = true
+    names[#names + 1], paths[#paths + 1] = name, M.path(p)
+  end
+  for i = 1, #spec do add((spec[i]:match("([^/]+)$") or spec[i]):gsub("%.npy$", ""), spec[i]) end
+  local keys = {}
+  for k in pairs(spec) do
+    if type(k) == "string" then keys[#keys + 1] = k
+    elseif type(k) ~= "number" or k < 1 or k > #spec then fail(1, "sluice.npy: bad key %s", tostring(k)) end
+  end
+  table.sort(keys)
+  for _, k in ipairs(keys) do add(k, spec[k]) end
+  if #paths == 0 then fail(1, "sluice.npy: no array given") end
+  return native_source("npy", { names = names }, paths)
+end
+
+-- tf.train.Example, parsed by protobuf in C++. sluice.example(x) parses x (a
+-- sample: its bytes; or a uint8 tensor) and returns the parsed Example, which
+-- stays valid until the next sluice.example call in this process:
+--   ex:floats(name)  float32 tensor over the float_list, in place (read-only)
+--   ex:int64s(name)  int64 tensor over the int64_list, in place (read-only)
+--   ex:bytes(name [, i])  uint8 tensor over entry i (1-based, default 1) of a bytes_list
+--   ex:read(name, t) converts a numeric list into tensor t (any numeric dtype,
+--                    as many elements as the list) and returns t: e.g. ctx.out.x
+--   ex:count(name)   values in the list (0 when absent)
+--   ex:kind(name)    "float_list", "int64_list", "bytes_list" or nil
+-- Errors name the feature, and the file and record when x is a sample.
+local Example = {}
+Example.__index = Example
+local KINDS = { "bytes_list", "float_list", "int64_list" }
+local example_out = ffi.new("const void*[1]")
+local example_size = ffi.new("uint64_t[1]")
+local example_kind = ffi.new("int32_t[1]")
+local parsed  -- the one Example object of this process
+
+local function example_fail(ex)
+  local where = ex.path and string.format("%s record %d (byte %d): ", ex.path, ex.record, ex.offset) or ""
+  error(where .. ffi.string(native.api.example_error(ex.handle)), 3)
+end
+
+function M.example(x)
+  local bytes, ex = x, parsed
+  if type(x) == "table" and not tensor.is_tensor(x) then bytes = x.bytes end
+  if not tensor.is_tensor(bytes) then
+    error("sluice.example: expected a sample with bytes or a uint8 tensor, got " .. type(bytes), 2)
+  end
+  if ex == nil then
+    local handle = native.api.example_new()
+    if handle == nil then error("sluice.example: out of memory", 2) end
+    ex = setmetatable({ handle = ffi.gc(handle, native.api.example_free) }, Example)
+    parsed = ex
+  end
+  if bytes == x then ex.path = nil else ex.path, ex.record, ex.offset = x.path, x.record, x.offset end
+  if native.api.example_parse(ex.handle, bytes.data, bytes.nbytes) ~= 0 then example_fail(ex) end
+  return ex
+end
+
+function Example:kind(name)
+  if native.api.example_info(self.handle, name, example_kind, example_size) ~= 0 then example_fail(self) end
+  return KINDS[example_kind[0]]
+end
+
+function Example:count(name)
+  if native.api.example_info(self.handle, name, example_kind, example_size) ~= 0 then example_fail(self) end
+  return tonumber(example_size[0])
+end
+
+local function values(self, name, kind, dtype)
+  local api = native.api
+  if api.example_info(self.handle, name, example_kind, example_size) ~= 0 then example_fail(self) end
+  if api.example_values(self.handle, name, kind, example_out) ~= 0 then example_fail(self) end
+  return tensor.view(dtype, { tonumber(example_size[0]) }, example_out[0])
+end
+
+function Example:floats(name) return values(self, name, 2, "float32") end
+function Example:int64s(name) return values(self, name, 3, "int64") end
+
+function Example:bytes(name, i)
+  i = i or 1
+  if native.api.example_bytes(self.handle, name, i - 1, example_out, example_size) ~= 0 then example_fail(self) end
+  return tensor.view("uint8", { tonumber(example_size[0]) }, example_out[0])
+end
+
+function Example:read(name, t)
+  if not tensor.is_tensor(t) then error("ex:read: the second argument must be a tensor", 2) end
+  local dt = tensor.dtype(t.dtype)
+  if native.api.example_copy(self.handle, name, dt.code, t.data, t.nbytes) ~= 0 then example_fail(self) end
+  return t
 end
 
 -- Tensors (see sluice.tensor): sluice.tensor(dtype, shape) allocates outside
@@ -124,10 +378,10 @@ M.half = {
 local OPTIONS = {
   source = true, map = true, map_batch = true, batch_size = true, drop_last = true,
   shuffle = true, seed = true, fields = true, workers = true, prefetch = true,
-  ordered = true, epochs = true, device = true,
+  ordered = true, epochs = true, device = true, on_error = true, read_ahead = true, io_threads = true,
 }
 local OPTION_LIST = "source, map, map_batch, batch_size, drop_last, shuffle, seed, fields, "
-  .. "workers, prefetch, ordered, epochs, device"
+  .. "workers, prefetch, ordered, epochs, device, on_error, read_ahead, io_threads"
 
 local Pipeline = {}
 M.Pipeline = Pipeline
@@ -172,8 +426,9 @@ local function normalize_fields(fields)
 end
 
 -- The pipeline: what pipeline.lua returns. Every option but source has a default:
---   source      sluice.range(n [, make]) or sluice.files{...}           (required)
+--   source      sluice.range, .files, .folders, .tfrecord, .tar, .npy   (required)
 --   map         function(sample, ctx) -> {field = value, ...}; default: the sample
+--               (required for files, folders, tfrecord and tar)
 --   map_batch   function(batch, ctx), in place on the whole batch       (optional)
 --   fields      declared fields; default: inferred from sample 0
 --   batch_size  1          drop_last  false     shuffle  false     seed  0
@@ -181,6 +436,12 @@ end
 --   prefetch    batch slots in flight; 0 = runtime default (2 * workers + 2)
 --   ordered     true: deliver in plan order; false: as batches complete
 --   device      "cpu" | "auto" (cpu for now) | "cuda" (not supported yet)
+--   on_error    "fail": a bad record or a failing map stops the run with an error
+--               naming the sample (and the file and byte offset or record);
+--               "skip": that sample is dropped from its batch and every later
+--               epoch, and reported (count and ids) when the run ends
+--   read_ahead  64: records read ahead of the sample being made, per worker
+--   io_threads  4: libuv thread-pool threads per worker (whole-file reads)
 function M.pipeline(spec)
   if type(spec) ~= "table" then fail(1, "sluice.pipeline expects a table of options, got a %s", type(spec)) end
   for key in pairs(spec) do
@@ -190,8 +451,13 @@ function M.pipeline(spec)
   end
   local p = setmetatable({}, Pipeline)
   local source = spec.source
-  if type(source) ~= "table" or (source.kind ~= "range" and source.kind ~= "files") then
-    fail(1, "sluice.pipeline: source must be sluice.range(n, fn) or sluice.files{...}")
+  if type(source) ~= "table" or (source.kind ~= "range" and not source.native) then
+    fail(1, "sluice.pipeline: source must be sluice.range(n, fn), sluice.files{...}, sluice.folders(...), "
+      .. "sluice.tfrecord{...}, sluice.tar{...} or sluice.npy{...}")
+  end
+  if source.native and source.kind ~= "npy" and spec.map == nil then
+    fail(1, "sluice.pipeline: sluice.%s gives records of bytes; add map = function(sample, ctx) that "
+      .. "turns one into fields", source.kind)
   end
   p.source = source
   local function option(key, check, default, what)
@@ -214,6 +480,10 @@ function M.pipeline(spec)
   p.workers = option("workers", positive, 2, "a positive integer")
   p.prefetch = option("prefetch", count, 0, "a non-negative integer")
   p.ordered = option("ordered", boolean, true, "true or false")
+  p.on_error = option("on_error", function(v) return v == "fail" or v == "skip" end, "fail", '"fail" or "skip"')
+  p.read_ahead = option("read_ahead", positive, 64, "a positive integer")
+  p.io_threads = option("io_threads", function(v) return positive(v) and v <= 1024 end, 4,
+    "an integer in [1, 1024]")
   p.device = option("device", function(v) return v == "cpu" or v == "auto" or v == "cuda" end,
     "cpu", '"cpu", "auto" or "cuda"')
   if spec.fields ~= nil then p.fields = normalize_fields(spec.fields) end

@@ -2,12 +2,17 @@
 --
 -- In the launching process:
 --   load(path, dir)                          run pipeline.lua, keep its pipeline
---   describe(epochs, workers, prefetch, seed) -> plain table for sluice::Options
---                                            (arguments: overrides or nil); it also
---                                            makes sample 0 once, to infer the fields
---                                            and to fail early and clearly
+--   source_spec() -> plain table describing a native source (sluice.files,
+--                    .folders, .tfrecord, .tar, .npy), or nil for sluice.range;
+--                    the host opens it and learns its size
+--   describe(epochs, workers, prefetch, seed, size, host) -> plain table for
+--                    sluice::Options (the first four: overrides or nil; size: a
+--                    native source's sample count; host: a FeedHost* for
+--                    feed_take); it also makes sample 0 once, to infer the
+--                    fields and to fail early and clearly
 -- In each worker process, on its own fresh Lua state:
---   load(path, dir); start_worker(spec); then fill(view) per batch
+--   load(path, dir); start_worker(spec); then fill(view) per batch, where
+--   view.host is the worker's FeedHost (feed_begin / feed_take per row)
 -- Everywhere: message_handler(e), the lua_pcall handler that turns any error into
 -- the one message the user sees.
 --
@@ -120,6 +125,9 @@ local ctx = { rng = rng }
 local out = {}      -- name -> tensor view of the current sample's row in the slot
 local bases = {}    -- bases[k]: char* to field k of the batch being filled
 local source_stage, map_stage, batch_stage
+local host          -- the FeedHost of the batch being made (a void* for the FFI)
+local record = ffi.new("sluice_record")
+local DTYPES = tensor.DTYPES
 
 function ctx.tensor(_, dtype, shape)
   return arena:tensor(dtype, shape)
@@ -216,24 +224,38 @@ local function write_result(result, row)
   end
 end
 
-local function read_file(path, index)
-  local size = api.file_size(path)
-  if size < 0 then
-    fail("cannot read %s (sample %d): %s", path, index, ffi.string(api.error_string(size)))
+-- The record of a native source for dataset index `index`, as a sample table
+-- of views into the reader's memory (see sluice.lua, Sources).
+local function take_record(index, row)
+  if api.feed_take(host, row, index, record) ~= 0 then
+    fail("%s", ffi.string(record.error, record.error_len))
   end
-  local bytes = arena:tensor("uint8", { tonumber(size) })
-  local n = api.read_file(path, bytes.data, size)
-  if n ~= size then
-    fail("cannot read %s (sample %d): %s", path, index,
-      n < 0 and ffi.string(api.error_string(n)) or "the file changed size while being read")
+  local fields = {}
+  for k = 0, record.field_count - 1 do
+    local f = record.fields[k]
+    local name = ffi.string(f.name, f.name_len)
+    if f.dtype < 0 then
+      fields[name] = tensor.view("uint8", { tonumber(f.size) }, f.data)
+    else
+      local shape = {}
+      for d = 1, f.ndim do shape[d] = tonumber(f.shape[d - 1]) end
+      fields[name] = tensor.view(DTYPES[f.dtype + 1].name, shape, f.data)
+    end
   end
-  return { path = path, bytes = bytes, index = index }
+  if P.source.kind == "npy" and P.map == nil then return fields end
+  return {
+    index = index, fields = fields, bytes = fields.data,
+    path = ffi.string(record.path, record.path_len),
+    key = record.key_len > 0 and ffi.string(record.key, record.key_len) or nil,
+    label = tonumber(record.label), record = tonumber(record.record), offset = tonumber(record.offset),
+  }
 end
 
--- The sample with dataset index `index`, before map.
-local function make_sample(index)
+-- The sample with dataset index `index` (row `row` of its batch), before map.
+local function make_sample(index, row)
   local source = P.source
-  if source.kind == "files" then return read_file(source.paths[index + 1], index) end
+  if source.native then return take_record(index, row) end
+  api.feed_begin(host, row)
   if source.make == nil then return index end
   current.stage = source_stage
   return source.make(index, ctx)
@@ -245,7 +267,7 @@ local function run_map(index, epoch, row)
   ctx.index, ctx.position = index, row
   rng:reset(seed, rngs.SAMPLE, epoch, index)
   arena:reset()
-  local sample = make_sample(index)
+  local sample = make_sample(index, row)
   local map = P.map
   if map == nil then return sample end
   current.stage = map_stage
@@ -276,6 +298,7 @@ end
 -- Fill one batch: view is a const sluice_fill_view* (lightuserdata or cdata).
 function M.fill(view)
   view = ffi.cast("const sluice_fill_view*", view)
+  host = view.host
   local epoch, n = tonumber(view.epoch), view.size
   ctx.epoch, ctx.batch, ctx.worker, ctx.size = epoch, tonumber(view.batch), view.worker, n
   for k = 1, #fields do bases[k] = ffi.cast(char_ptr, view.data[k - 1]) end
@@ -373,12 +396,26 @@ local function dry_run()
   end
   local samples = ffi.new("uint64_t[1]", 0)
   local view = ffi.new("sluice_fill_view", { epoch = 0, batch = 0, worker = 0, size = 1,
-    samples = samples, data = data })
+    samples = samples, data = data, host = host })
   M.fill(view)
 end
 
-function M.describe(epochs, workers, prefetch, seed_override)
+-- A native source's description for the host (with the pipeline's on_error
+-- and seed, which the readers need), or nil for sluice.range.
+function M.source_spec()
+  local source = P.source
+  if not source.native then return nil end
+  local spec = {}
+  for k, v in pairs(source.spec) do spec[k] = v end
+  spec.signature = source.signature
+  spec.on_error, spec.seed = P.on_error, P.seed
+  return spec
+end
+
+function M.describe(epochs, workers, prefetch, seed_override, source_size, the_host)
   local notes = {}
+  host = ffi.cast("void*", the_host)
+  if P.source.native then P.source.size = source_size end
   if P.device == "cuda" then
     fail('%s: device = "cuda" is not supported yet: sluice delivers batches in host memory; '
       .. 'use device = "cpu"', path_name)
@@ -420,6 +457,9 @@ function M.describe(epochs, workers, prefetch, seed_override)
     workers = workers or P.workers,
     prefetch = prefetch or P.prefetch,
     ordered = P.ordered,
+    on_error = P.on_error,
+    read_ahead = P.read_ahead,
+    io_threads = P.io_threads,
     device = "cpu",
     fields = plain,
     notes = notes,
@@ -427,8 +467,16 @@ function M.describe(epochs, workers, prefetch, seed_override)
 end
 
 -- spec (from the host, what describe returned in the launching process):
--- { dataset_size, seed, fields = {{name, dtype = code, shape}} }.
+-- { dataset_size, seed, fields = {{name, dtype = code, shape}}, source_signature }.
 function M.start_worker(spec)
+  if P.source.native then
+    if P.source.signature ~= spec.source_signature then
+      fail("%s describes another data source in this worker than in the launching process (%s); "
+        .. "a pipeline script must describe the same pipeline every time it runs",
+        path_name, P.source.kind)
+    end
+    P.source.size = spec.dataset_size
+  end
   if P.source.size ~= spec.dataset_size then
     fail("%s describes %d samples in this worker but %d in the launching process; "
       .. "a pipeline script must describe the same pipeline every time it runs",

@@ -17,12 +17,43 @@ typedef struct sluice_ffi_api {
   float (*f16_to_f32)(uint16_t h);
   uint16_t (*f32_to_bf16)(float x);
   float (*bf16_to_f32)(uint16_t b);
-  int64_t (*file_size)(const char* path);
-  int64_t (*read_file)(const char* path, void* dst, uint64_t capacity);
   void* (*alloc)(uint64_t bytes);
   void (*release)(void* p);
-  const char* (*error_string)(int64_t code);
+  void (*feed_begin)(void* host, uint32_t row);
+  int32_t (*feed_take)(void* host, uint32_t row, uint64_t index, struct sluice_record* out);
+  void* (*example_new)(void);
+  void (*example_free)(void* example);
+  const char* (*example_error)(void* example);
+  int32_t (*example_parse)(void* example, const void* data, uint64_t size);
+  int32_t (*example_info)(void* example, const char* name, int32_t* kind, uint64_t* count);
+  int32_t (*example_values)(void* example, const char* name, int32_t kind, const void** data);
+  int32_t (*example_bytes)(void* example, const char* name, uint64_t i, const void** data, uint64_t* size);
+  int32_t (*example_copy)(void* example, const char* name, int32_t dtype, void* dst, uint64_t bytes);
 } sluice_ffi_api;
+
+typedef struct sluice_record_field {
+  const char* name;
+  uint64_t name_len;
+  const void* data;
+  uint64_t size;
+  int32_t dtype;
+  int32_t ndim;
+  int64_t shape[8];
+} sluice_record_field;
+
+typedef struct sluice_record {
+  uint64_t record;
+  uint64_t offset;
+  int64_t label;
+  const char* path;
+  uint64_t path_len;
+  const char* key;
+  uint64_t key_len;
+  const sluice_record_field* fields;
+  uint32_t field_count;
+  const char* error;
+  uint64_t error_len;
+} sluice_record;
 
 typedef struct sluice_fill_view {
   uint64_t epoch;
@@ -31,6 +62,7 @@ typedef struct sluice_fill_view {
   uint32_t size;
   const uint64_t* samples;
   void* const* data;
+  void* host;
 } sluice_fill_view;
 ]]
 

@@ -1,14 +1,14 @@
 #include "ffi_api.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <string>
 
 #include "half.h"
+#include "record_feed.h"
+#include "sluice/dtype.h"
+#include "sluice/io/example.h"
 
 namespace sluice::scripting {
 namespace {
@@ -25,55 +25,112 @@ float ffi_f16_to_f32(std::uint16_t h) noexcept { return half_to_float(h); }
 std::uint16_t ffi_f32_to_bf16(float x) noexcept { return float_to_bfloat16(x); }
 float ffi_bf16_to_f32(std::uint16_t b) noexcept { return bfloat16_to_float(b); }
 
-std::int64_t ffi_file_size(const char* path) noexcept {
-  struct stat st;
-  if (::stat(path, &st) != 0) return -errno;
-  if (!S_ISREG(st.st_mode)) return -EISDIR;
-  return st.st_size;
-}
-
-std::int64_t ffi_read_file(const char* path, void* dst, std::uint64_t capacity) noexcept {
-  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -errno;
-  auto* out = static_cast<char*>(dst);
-  std::uint64_t total = 0;
-  std::int64_t result = 0;
-  for (;;) {
-    char probe;
-    const bool full = total == capacity;
-    const ssize_t n = full ? ::read(fd, &probe, 1) : ::read(fd, out + total, capacity - total);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      result = -errno;
-      break;
-    }
-    if (n == 0) {
-      result = static_cast<std::int64_t>(total);
-      break;
-    }
-    if (full) {
-      result = -EFBIG;
-      break;
-    }
-    total += static_cast<std::uint64_t>(n);
-  }
-  ::close(fd);
-  return result;
-}
-
 void* ffi_alloc(std::uint64_t bytes) noexcept {
   const std::uint64_t rounded = (bytes + 63) / 64 * 64;
   return std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
 }
 void ffi_release(void* p) noexcept { std::free(p); }
-const char* ffi_error_string(std::int64_t code) noexcept {
-  return std::strerror(static_cast<int>(-code));
+
+void ffi_feed_begin(void* host, std::uint32_t row) noexcept {
+  const auto* h = static_cast<const FeedHost*>(host);
+  if (h != nullptr && h->batch != nullptr) h->batch->begin_sample(row);
+}
+
+std::int32_t ffi_feed_take(void* host, std::uint32_t row, std::uint64_t index, sluice_record* out) noexcept {
+  ffi_feed_begin(host, row);
+  const auto* h = static_cast<const FeedHost*>(host);
+  if (h == nullptr || h->feed == nullptr) {
+    static constexpr char kNoFeed[] = "internal: this pipeline's source has no records to take";
+    *out = sluice_record{};
+    out->error = kNoFeed;
+    out->error_len = sizeof kNoFeed - 1;
+    return -1;
+  }
+  if (h->feed->take(index, *out)) return 0;
+  out->error = h->feed->error().data();
+  out->error_len = h->feed->error().size();
+  return -1;
+}
+
+// A parsed tf.train.Example and the reason its last call failed.
+struct ExampleHandle {
+  io::Example example;
+  std::string error;
+};
+
+// Runs fn() for the handle; -1 with the reason kept on an exception.
+template <typename Fn>
+std::int32_t guarded(void* handle, Fn&& fn) noexcept {
+  auto* h = static_cast<ExampleHandle*>(handle);
+  try {
+    fn(h->example);
+    return 0;
+  } catch (const std::exception& e) {
+    try {
+      h->error = e.what();
+    } catch (...) {
+    }
+  }
+  return -1;
+}
+
+void* ffi_example_new() noexcept {
+  try {
+    return new ExampleHandle();
+  } catch (...) {
+    return nullptr;
+  }
+}
+void ffi_example_free(void* handle) noexcept { delete static_cast<ExampleHandle*>(handle); }
+const char* ffi_example_error(void* handle) noexcept {
+  return static_cast<ExampleHandle*>(handle)->error.c_str();
+}
+
+std::int32_t ffi_example_parse(void* handle, const void* data, std::uint64_t size) noexcept {
+  return guarded(handle, [&](io::Example& ex) {
+    ex.parse({static_cast<const std::byte*>(data), static_cast<std::size_t>(size)});
+  });
+}
+
+std::int32_t ffi_example_info(void* handle, const char* name, std::int32_t* kind,
+                              std::uint64_t* count) noexcept {
+  return guarded(handle, [&](io::Example& ex) {
+    *kind = static_cast<std::int32_t>(ex.kind(name));
+    *count = ex.count(name);
+  });
+}
+
+std::int32_t ffi_example_values(void* handle, const char* name, std::int32_t kind,
+                                const void** data) noexcept {
+  return guarded(handle, [&](io::Example& ex) {
+    if (kind == static_cast<std::int32_t>(io::FeatureKind::float_list)) *data = ex.floats(name).data();
+    else *data = ex.int64s(name).data();
+  });
+}
+
+std::int32_t ffi_example_bytes(void* handle, const char* name, std::uint64_t i, const void** data,
+                               std::uint64_t* size) noexcept {
+  return guarded(handle, [&](io::Example& ex) {
+    const std::string_view entry = ex.bytes_at(name, static_cast<std::size_t>(i));
+    *data = entry.data();
+    *size = entry.size();
+  });
+}
+
+std::int32_t ffi_example_copy(void* handle, const char* name, std::int32_t dtype, void* dst,
+                              std::uint64_t bytes) noexcept {
+  return guarded(handle, [&](io::Example& ex) {
+    ex.copy_to(name, static_cast<DType>(dtype),
+               {static_cast<std::byte*>(dst), static_cast<std::size_t>(bytes)});
+  });
 }
 
 constexpr sluice_ffi_api kApi = {
-    ffi_rng_key,    ffi_rng_next,    ffi_rng_uniform, ffi_rng_normal, ffi_f32_to_f16,
-    ffi_f16_to_f32, ffi_f32_to_bf16, ffi_bf16_to_f32, ffi_file_size,  ffi_read_file,
-    ffi_alloc,      ffi_release,     ffi_error_string,
+    ffi_rng_key,        ffi_rng_next,      ffi_rng_uniform,    ffi_rng_normal,
+    ffi_f32_to_f16,     ffi_f16_to_f32,    ffi_f32_to_bf16,    ffi_bf16_to_f32,
+    ffi_alloc,          ffi_release,       ffi_feed_begin,     ffi_feed_take,
+    ffi_example_new,    ffi_example_free,  ffi_example_error,  ffi_example_parse,
+    ffi_example_info,   ffi_example_values, ffi_example_bytes, ffi_example_copy,
 };
 
 }  // namespace

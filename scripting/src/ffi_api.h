@@ -16,6 +16,8 @@
 
 extern "C" {
 
+struct sluice_record;
+
 struct sluice_ffi_api {
   std::uint64_t (*rng_key)(std::uint64_t seed, std::uint64_t domain, std::uint64_t epoch,
                            std::uint64_t index);
@@ -26,16 +28,59 @@ struct sluice_ffi_api {
   float (*f16_to_f32)(std::uint16_t h);
   std::uint16_t (*f32_to_bf16)(float x);
   float (*bf16_to_f32)(std::uint16_t b);
-  // Bytes in the file, or -errno.
-  std::int64_t (*file_size)(const char* path);
-  // Reads the whole file into dst[0, capacity): bytes read, or -errno
-  // (-EFBIG when the file holds more than capacity bytes).
-  std::int64_t (*read_file)(const char* path, void* dst, std::uint64_t capacity);
   // 64-byte aligned memory outside the Lua heap, or NULL; release(NULL) is a no-op.
   void* (*alloc)(std::uint64_t bytes);
   void (*release)(void* p);
-  // strerror for a -errno returned above.
-  const char* (*error_string)(std::int64_t code);
+  // Records of a native source (sluice.files, .folders, .tfrecord, .tar, .npy).
+  // `host` is the sluice_fill_view's host (a sluice::scripting::FeedHost).
+  // feed_begin: row `row` of the batch is being made (BatchContext::begin_sample).
+  void (*feed_begin)(void* host, std::uint32_t row);
+  // feed_begin, then the record of row `row` (dataset index `index`) into *out;
+  // 0, or -1 with out->error set. Views stay valid until the next feed_take.
+  std::int32_t (*feed_take)(void* host, std::uint32_t row, std::uint64_t index, sluice_record* out);
+  // tf.train.Example, parsed by protobuf (sluice::io::Example). Every call but
+  // example_new/free returns 0, or -1 with the reason in example_error().
+  void* (*example_new)();
+  void (*example_free)(void* example);
+  const char* (*example_error)(void* example);
+  std::int32_t (*example_parse)(void* example, const void* data, std::uint64_t size);
+  // kind: 0 absent, 1 bytes_list, 2 float_list, 3 int64_list; count: values.
+  std::int32_t (*example_info)(void* example, const char* name, std::int32_t* kind, std::uint64_t* count);
+  // The float_list (kind 2) or int64_list (kind 3) `name`, in place.
+  std::int32_t (*example_values)(void* example, const char* name, std::int32_t kind, const void** data);
+  // Entry i of the bytes_list `name`, in place.
+  std::int32_t (*example_bytes)(void* example, const char* name, std::uint64_t i, const void** data,
+                                std::uint64_t* size);
+  // The numeric list `name` converted to sluice::DType `dtype` into dst[0, bytes).
+  std::int32_t (*example_copy)(void* example, const char* name, std::int32_t dtype, void* dst,
+                               std::uint64_t bytes);
+};
+
+// One part of a record (sluice/io/sample.h Field). dtype < 0: raw bytes;
+// otherwise a sluice::DType code and the part's shape (.npy rows).
+struct sluice_record_field {
+  const char* name;
+  std::uint64_t name_len;
+  const void* data;
+  std::uint64_t size;                // bytes
+  std::int32_t dtype;
+  std::int32_t ndim;
+  std::int64_t shape[8];
+};
+
+// A record handed to Lua: views into the reader's buffers and the source's names.
+struct sluice_record {
+  std::uint64_t record;              // record, sample or row number within path
+  std::uint64_t offset;              // byte offset in path
+  std::int64_t label;                // class index (sluice.folders), else -1
+  const char* path;
+  std::uint64_t path_len;
+  const char* key;                   // WebDataset key; key_len 0 otherwise
+  std::uint64_t key_len;
+  const sluice_record_field* fields;
+  std::uint32_t field_count;
+  const char* error;                 // feed_take returned -1: why (file, offset or record)
+  std::uint64_t error_len;
 };
 
 // Layout shared with `sluice_fill_view` in lua/sluice_native.lua: the batch a
@@ -47,6 +92,7 @@ struct sluice_fill_view {
   std::uint32_t size;              // samples in the batch
   const std::uint64_t* samples;    // their dataset indices
   void* const* data;               // data[f]: field f of the whole batch, in the slot
+  void* host;                      // for feed_begin/feed_take (a FeedHost)
 };
 
 }  // extern "C"

@@ -6,8 +6,10 @@
 #include <string>
 #include <system_error>
 
+#include "data_source.h"
 #include "fill_counters.h"
 #include "lua_state.h"
+#include "record_feed.h"
 #include "script_producer.h"
 #include "sluice/error.h"
 #include "sluice/script.h"
@@ -87,6 +89,45 @@ std::vector<std::string> read_notes(lua_State* L, int description) {
   return notes;
 }
 
+std::vector<std::string> string_list(lua_State* L, int table, const char* key) {
+  std::vector<std::string> list;
+  lua_getfield(L, table, key);
+  if (lua_istable(L, -1)) {
+    const int count = static_cast<int>(lua_objlen(L, -1));
+    for (int i = 1; i <= count; ++i) {
+      lua_rawgeti(L, -1, i);
+      list.push_back(string_at(L, -1));
+      lua_pop(L, 1);
+    }
+  }
+  lua_pop(L, 1);
+  return list;
+}
+
+// engine.source_spec()'s plain table, at stack index `table`.
+scripting::SourceSpec read_source_spec(lua_State* L, int table) {
+  scripting::SourceSpec spec;
+  spec.kind = string_field(L, table, "kind");
+  spec.paths = string_list(L, table, "paths");
+  spec.names = string_list(L, table, "names");
+  spec.extensions = string_list(L, table, "extensions");
+  lua_getfield(L, table, "index");
+  spec.index = lua_isnil(L, -1) ? -1 : (lua_toboolean(L, -1) ? 1 : 0);
+  lua_pop(L, 1);
+  spec.index_dir = string_field(L, table, "index_dir");
+  lua_getfield(L, table, "verify_crc");
+  spec.verify_crc = lua_isnil(L, -1) || lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  spec.shuffle_shards = bool_field(L, table, "shuffle_shards");
+  spec.shuffle_buffer = static_cast<std::uint64_t>(number_field(L, table, "shuffle_buffer"));
+  spec.size = static_cast<std::uint64_t>(number_field(L, table, "size"));
+  return spec;
+}
+
+OnError on_error_field(lua_State* L, int table) {
+  return string_field(L, table, "on_error") == "skip" ? OnError::skip : OnError::fail;
+}
+
 void push_optional(lua_State* L, const std::optional<std::uint32_t>& value) {
   if (value) {
     lua_pushnumber(L, *value);
@@ -126,6 +167,28 @@ Script load_script(const ScriptOptions& options) {
   lua_pushlstring(L, spec.dir.data(), spec.dir.size());
   if (auto error = lua.call(2, 0)) throw Error(*error);
 
+  // A native source is opened here, once; the workers inherit it.
+  std::unique_ptr<scripting::RecordFeed> feed;
+  scripting::FeedHost host;
+  lua.push_engine_function("source_spec");
+  if (auto error = lua.call(0, 1)) throw Error(*error);
+  if (lua_istable(L, -1)) {
+    const scripting::SourceSpec source = read_source_spec(L, lua_gettop(L));
+    spec.source_signature = string_field(L, lua_gettop(L), "signature");
+    const OnError on_error = on_error_field(L, lua_gettop(L));
+    const std::uint64_t seed =
+        options.seed ? *options.seed : static_cast<std::uint64_t>(number_field(L, lua_gettop(L), "seed"));
+    try {
+      spec.source = scripting::DataSource::open(source, on_error, seed);
+    } catch (const Error& e) {
+      throw Error(spec.path + ": " + e.what());
+    }
+    spec.feed.on_error = on_error;
+    feed = scripting::RecordFeed::for_launcher(spec.source, spec.feed);
+    host.feed = feed.get();
+  }
+  lua_pop(L, 1);
+
   lua.push_engine_function("describe");
   push_optional(L, options.epochs);
   push_optional(L, options.workers);
@@ -135,7 +198,9 @@ Script load_script(const ScriptOptions& options) {
   } else {
     lua_pushnil(L);
   }
-  if (auto error = lua.call(4, 1)) throw Error(*error);
+  lua_pushnumber(L, static_cast<lua_Number>(spec.source ? spec.source->size() : 0));
+  lua_pushlightuserdata(L, &host);
+  if (auto error = lua.call(6, 1)) throw Error(*error);
   const int description = lua_gettop(L);
 
   Script script;
@@ -153,8 +218,27 @@ Script load_script(const ScriptOptions& options) {
   o.workers = static_cast<std::uint32_t>(number_field(L, description, "workers"));
   o.slots = static_cast<std::uint32_t>(number_field(L, description, "prefetch"));
   o.ordered = bool_field(L, description, "ordered");
+  o.on_error = on_error_field(L, description);
   o.fields = read_fields(L, description);
+  spec.feed.on_error = o.on_error;
+  spec.feed.read_ahead = static_cast<std::uint32_t>(number_field(L, description, "read_ahead"));
+  spec.feed.io_threads = static_cast<std::uint32_t>(number_field(L, description, "io_threads"));
   lua_pop(L, 1);
+
+  if (spec.source) {
+    for (const std::string& note : spec.source->notes()) script.notes.push_back(note);
+    if (spec.source->mode() == scripting::DataSource::Mode::stream) {
+      const auto shards = static_cast<std::uint32_t>(spec.source->shard_count());
+      if (o.workers > shards) {
+        script.notes.push_back("sluice." + spec.source->kind() + " streams " + std::to_string(shards) +
+                               " shard" + (shards == 1 ? "" : "s") + ", one partition per worker: using " +
+                               std::to_string(shards) + " worker" + (shards == 1 ? "" : "s") + " instead of " +
+                               std::to_string(o.workers));
+        o.workers = shards;
+      }
+      spec.feed.workers = o.workers;
+    }
+  }
 
   spec.seed = o.seed;
   spec.dataset_size = o.dataset_size;

@@ -11,6 +11,7 @@
 
 #include "embedded_lua.h"
 #include "ffi_api.h"
+#include "image_api.h"
 #include "sluice/error.h"
 
 namespace sluice::scripting {
@@ -75,6 +76,7 @@ int setup(lua_State* L) {
   lua_pushcfunction(L, list_dir);
   lua_call(L, 3, 0);
   lua_pop(L, 1);
+  open_image_api(L);
 
   lua_getglobal(L, "require");
   lua_pushstring(L, "sluice.engine");

@@ -3,6 +3,7 @@
 #include <lua.hpp>
 
 #include <chrono>
+#include <optional>
 #include <string>
 
 #include "ffi_api.h"
@@ -21,7 +22,7 @@ std::uint64_t elapsed_ns(std::chrono::steady_clock::time_point since) {
 
 // Pushes {dataset_size, seed, fields = {{name, dtype, shape}}} for engine.start_worker.
 void push_spec(lua_State* L, const WorkerSpec& spec) {
-  lua_createtable(L, 0, 3);
+  lua_createtable(L, 0, 4);
   lua_pushnumber(L, static_cast<lua_Number>(spec.dataset_size));
   lua_setfield(L, -2, "dataset_size");
   lua_pushnumber(L, static_cast<lua_Number>(spec.seed));
@@ -43,6 +44,8 @@ void push_spec(lua_State* L, const WorkerSpec& spec) {
     lua_rawseti(L, -2, static_cast<int>(i + 1));
   }
   lua_setfield(L, -2, "fields");
+  lua_pushlstring(L, spec.source_signature.data(), spec.source_signature.size());
+  lua_setfield(L, -2, "source_signature");
 }
 
 }  // namespace
@@ -52,8 +55,14 @@ ScriptProducer::ScriptProducer(WorkerSpec spec, std::shared_ptr<const detail::Fi
 
 ScriptProducer::~ScriptProducer() = default;
 
-void ScriptProducer::start_worker(std::uint32_t /*worker_id*/) {
+void ScriptProducer::start_worker(std::uint32_t worker_id) {
   const auto started = std::chrono::steady_clock::now();
+  if (spec_.source) {
+    FeedOptions options = spec_.feed;
+    options.worker = worker_id;
+    feed_ = RecordFeed::for_worker(spec_.source, options);
+    host_.feed = feed_.get();
+  }
   lua_ = std::make_unique<LuaState>();
   lua_State* L = lua_->get();
 
@@ -97,12 +106,21 @@ void ScriptProducer::fill(BatchContext& batch) {
   view.size = static_cast<std::uint32_t>(batch.size());
   view.samples = batch.samples().data();
   view.data = data_.data();
+  view.host = &host_;
+  host_.batch = &batch;
+  if (feed_) feed_->begin_batch(batch.epoch(), batch.batch_index());
 
   lua_State* L = lua_->get();
   lua_rawgeti(L, LUA_REGISTRYINDEX, fill_ref_);
   lua_pushlightuserdata(L, &view);
-  if (auto error = lua_->call(1, 0)) throw Error(*error);
+  std::optional<std::string> error = lua_->call(1, 0);
+  host_.batch = nullptr;
+  if (error) throw Error(*error);
   if (counters_) counters_->add_fill(elapsed_ns(started), batch.size());
+}
+
+void ScriptProducer::upcoming(std::uint64_t epoch, std::uint64_t batch, std::span<const std::uint64_t> samples) {
+  if (feed_) feed_->upcoming(epoch, batch, samples);
 }
 
 }  // namespace sluice::scripting

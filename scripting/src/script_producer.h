@@ -2,8 +2,12 @@
 //
 // Made in the launching process by load_script(); the Loader forks it into
 // every worker. start_worker() creates that worker's own LuaJIT state and runs
-// the script in it; fill() hands the batch's slot pointers to the engine's
-// fill(), which writes every sample's fields in place. A Lua error becomes a
+// the script in it, and, for a native source, the worker's RecordFeed (its
+// libuv loop: after fork). upcoming() starts the reads of announced batches;
+// fill() hands the batch's slot pointers and the feed to the engine's fill(),
+// which takes each sample's record and writes its fields in place, calling
+// BatchContext::begin_sample for each row, so that a bad record (thrown after
+// the Lua call returns) is blamed on exactly its sample. A Lua error becomes a
 // sluice::Error thrown after lua_pcall has returned, never through Lua frames.
 //
 // Thread safety: one per worker process, used by that worker's thread only.
@@ -14,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "data_source.h"
+#include "record_feed.h"
 #include "sluice/options.h"
 #include "sluice/producer.h"
 
@@ -32,6 +38,11 @@ struct WorkerSpec {
   std::uint64_t seed = 0;
   std::uint64_t dataset_size = 0;
   std::vector<FieldSpec> fields;  // as load_script resolved them
+  // A native source (null for sluice.range), opened by load_script, and its
+  // signature (sluice.lua), which the worker's script must reproduce.
+  std::shared_ptr<const DataSource> source;
+  std::string source_signature;
+  FeedOptions feed;               // worker: set per worker in start_worker
 };
 
 class ScriptProducer final : public Producer {
@@ -41,6 +52,7 @@ class ScriptProducer final : public Producer {
 
   void start_worker(std::uint32_t worker_id) override;
   void fill(BatchContext& batch) override;
+  void upcoming(std::uint64_t epoch, std::uint64_t batch, std::span<const std::uint64_t> samples) override;
 
  private:
   void check_layout(const BatchContext& batch) const;
@@ -50,6 +62,8 @@ class ScriptProducer final : public Producer {
   std::unique_ptr<LuaState> lua_;
   int fill_ref_ = 0;
   std::vector<void*> data_;  // per fill: each field's base pointer in the slot
+  std::unique_ptr<RecordFeed> feed_;  // native sources: this worker's reads
+  FeedHost host_;
 };
 
 }  // namespace sluice::scripting

@@ -136,7 +136,7 @@ TEST_CASE("async reader: on_error fail stops at a bad sample, skip reports count
   test::write_file(shards[2], last);
 
   ReaderOptions options;
-  options.on_error = OnError::skip;
+  options.on_error = sluice::OnError::skip;
   AsyncReader skip(tf, options);
   std::vector<std::uint64_t> ids(30);
   std::iota(ids.begin(), ids.end(), 0);

@@ -129,7 +129,7 @@ TEST_CASE("tar: a corrupt header names the file and byte offset", "[tar]") {
   CHECK_THROWS_WITH(TarSource({path}), Contains(path) && Contains("byte offset 4096") &&
                                            Contains("corrupt tar header"));
   TarOptions skip;
-  skip.on_error = OnError::skip;
+  skip.on_error = sluice::OnError::skip;
   TarSource cut({path}, skip);
   CHECK(cut.size() == 2);
   CHECK(cut.index_skips().count() == 1);
@@ -139,7 +139,7 @@ TEST_CASE("tar: a corrupt header names the file and byte offset", "[tar]") {
   CHECK(st.next(s));
   CHECK_THROWS_WITH(stream_all(st), Contains("byte offset 4096") && Contains("corrupt tar header"));
   StreamOptions so;
-  so.on_error = OnError::skip;
+  so.on_error = sluice::OnError::skip;
   TarStream skipping({path}, so);
   CHECK(stream_all(skipping).size() == 2);
   CHECK(skipping.skips().count() == 1);

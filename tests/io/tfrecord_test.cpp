@@ -155,7 +155,7 @@ TEST_CASE("tfrecord: a corrupt data byte is a CRC error naming file, record and 
     CHECK_THROWS_WITH(fail.next(out), Contains("record 2 at byte offset 48"));
 
     StreamOptions so;
-    so.on_error = OnError::skip;
+    so.on_error = sluice::OnError::skip;
     TFRecordStream skip({shard}, so);
     std::vector<std::string> got;
     while (skip.next(out)) got.push_back(test::text_of(out.fields[0].bytes));
@@ -177,14 +177,14 @@ TEST_CASE("tfrecord: a truncated shard fails indexing, or is indexed up to the c
   CHECK_THROWS_WITH(TFRecordSource({shard}),
                     Contains(shard) && Contains("record 3") && Contains("truncated record"));
   TFRecordOptions options;
-  options.on_error = OnError::skip;
+  options.on_error = sluice::OnError::skip;
   TFRecordSource source({shard}, options);
   CHECK(source.size() == 3);
   CHECK(source.index_skips().count() == 1);
   CHECK_FALSE(fs::exists(shard + ".idx"));  // a damaged shard is not cached
 
   StreamOptions so;
-  so.on_error = OnError::skip;
+  so.on_error = sluice::OnError::skip;
   TFRecordStream stream({shard}, so);
   Sample s;
   int n = 0;

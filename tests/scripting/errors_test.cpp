@@ -152,7 +152,15 @@ TEST_CASE("configuration mistakes are reported at the script's line", "[errors]"
   CHECK_THAT(load_error(dir, "local sluice = require('sluice')\nreturn sluice.pipeline { source = sluice.range(3), device = 'cuda' }\n"),
              Contains("device = \"cuda\" is not supported yet"));
   CHECK_THAT(load_error(dir, "local sluice = require('sluice')\nreturn sluice.pipeline { source = sluice.files { 'nope.bin' } }\n"),
-             Contains("cannot read") && Contains("nope.bin (sample 0): No such file or directory"));
+             Contains("pipeline.lua: sluice.pipeline: sluice.files gives records of bytes; add map"));
+  CHECK_THAT(load_error(dir, "local sluice = require('sluice')\nreturn sluice.pipeline { source = sluice.files { 'nope.bin' },\n"
+                             "  map = function(s) return { n = s.bytes.nbytes } end }\n"),
+             Contains("cannot open") && Contains("nope.bin: No such file or directory"));
+  CHECK_THAT(load_error(dir, "local sluice = require('sluice')\nreturn sluice.pipeline { source = sluice.tfrecord { 'x.tfrecord', shuffle = true },\n"
+                             "  map = function(s) return { n = s.bytes.nbytes } end }\n"),
+             Contains("pipeline.lua:2: sluice.tfrecord: unknown option 'shuffle'"));
+  CHECK_THAT(load_error(dir, "local sluice = require('sluice')\nreturn sluice.pipeline { source = sluice.range(3), on_error = 'ignore' }\n"),
+             Contains("on_error must be \"fail\" or \"skip\""));
   CHECK_THAT(load_error(dir, "error('top-level failure')\n"),
              Contains("failed: ") && Contains("pipeline.lua:1: top-level failure"));
 }
@@ -176,8 +184,9 @@ return sluice.pipeline {
 
 TEST_CASE("a directory that cannot be listed is a clear error", "[errors]") {
   TempDir dir;
-  CHECK_THAT(load_error(dir, "local sluice = require('sluice')\nlocal p = sluice.pipeline { source = sluice.files { dir = 'missing' } }\nreturn p\n"),
-             Contains("pipeline.lua:2: sluice.files: cannot list") && Contains("missing"));
+  CHECK_THAT(load_error(dir, "local sluice = require('sluice')\nlocal p = sluice.pipeline { source = sluice.files { dir = 'missing' },\n"
+                             "  map = function(s) return { n = s.bytes.nbytes } end }\nreturn p\n"),
+             Contains("pipeline.lua: sluice.files: ") && Contains("missing"));
 }
 
 TEST_CASE("a missing script is a clear error", "[errors]") {

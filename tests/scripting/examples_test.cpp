@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 
 #include "sluice/loader.h"
 #include "sluice/script.h"
@@ -76,4 +77,29 @@ TEST_CASE("chess decodes boards, flags and the combined score", "[examples]") {
     CHECK(own + theirs <= 26);
     CHECK(std::abs(target[j]) <= 1.0f);
   }
+}
+
+TEST_CASE("tfrecord reads tf.train.Example features into typed fields", "[examples]") {
+  if (!std::filesystem::exists(std::string(SLUICE_EXAMPLES_DIR) +
+                               "/../../shared/data/tfrecord/pytorch-data/example.tfrecord")) {
+    WARN("skipped: ../shared/data is absent (examples/tfrecord.lua reads its example.tfrecord)");
+    return;
+  }
+  sluice::Script s = example("tfrecord.lua");
+  REQUIRE(s.options.dataset_size == 4);
+  s.options.epochs = 1;
+  sluice::Loader loader(s.options);
+  std::size_t samples = 0;
+  while (auto batch = loader.next()) {
+    const auto x = batch->field("x").as<const float>();
+    const auto x_int = batch->field("x_int").as<const std::int32_t>();
+    const auto tag = batch->field("tag_length").as<const std::int32_t>();
+    for (std::size_t j = 0; j < batch->size(); ++j) {
+      CHECK(x[j * 10] == static_cast<float>(10 * batch->sample_ids()[j]));
+      for (std::size_t k = 0; k < 10; ++k) CHECK(x_int[j * 10 + k] == static_cast<std::int32_t>(x[j * 10 + k] * 10));
+      CHECK(tag[j] == 8);
+      ++samples;
+    }
+  }
+  CHECK(samples == 4);
 }

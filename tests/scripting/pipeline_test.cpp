@@ -123,7 +123,7 @@ return sluice.pipeline {
   const std::string by_dir = dir.write("dir.lua", std::string(R"(
 local sluice = require("sluice")
 return sluice.pipeline {
-  source = sluice.files { dir = "data", match = "%.bin$" },
+  source = sluice.files { dir = "data", match = "*.bin" },
 )") + map);
   for (const std::string& path : {by_list, by_dir}) {
     sluice::Script script = sluice::load_script({.path = path});

@@ -96,6 +96,26 @@ std::vector<std::string_view> Example::bytes(std::string_view name) const {
   return out;
 }
 
+std::size_t Example::count(std::string_view name) const {
+  const tensorflow::Feature* f = impl_->find(name);
+  if (!f) return 0;
+  switch (Impl::kind_of(*f)) {
+    case FeatureKind::bytes_list: return static_cast<std::size_t>(f->bytes_list().value_size());
+    case FeatureKind::float_list: return static_cast<std::size_t>(f->float_list().value_size());
+    case FeatureKind::int64_list: return static_cast<std::size_t>(f->int64_list().value_size());
+    case FeatureKind::none: break;
+  }
+  return 0;
+}
+
+std::string_view Example::bytes_at(std::string_view name, std::size_t i) const {
+  const auto& v = impl_->get(name, FeatureKind::bytes_list).bytes_list().value();
+  if (i >= static_cast<std::size_t>(v.size()))
+    throw Error("tf.train.Example feature '" + std::string(name) + "' has " + std::to_string(v.size()) +
+                " entries; entry " + std::to_string(i) + " asked for");
+  return v.Get(static_cast<int>(i));
+}
+
 namespace {
 
 template <typename Out, typename In>

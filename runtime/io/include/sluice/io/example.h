@@ -55,6 +55,11 @@ class Example {
   std::span<const std::int64_t> int64s(std::string_view name) const;
   std::vector<std::string_view> bytes(std::string_view name) const;
 
+  // Values in the list `name`, whatever its kind; 0 when absent.
+  std::size_t count(std::string_view name) const;
+  // Entry i (< count) of the bytes_list `name`, without building a vector.
+  std::string_view bytes_at(std::string_view name, std::size_t i) const;
+
   // Converts the numeric list `name` to `dtype` into `out`, which must hold
   // exactly count * dtype_size(dtype) bytes for the list's count. Throws
   // sluice::Error on a size mismatch, naming the feature and both counts.

@@ -1,0 +1,163 @@
+#include "data_source.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "sluice/error.h"
+#include "sluice/io/file_source.h"
+#include "sluice/io/glob.h"
+#include "sluice/io/tar.h"
+#include "sluice/io/tar_stream.h"
+#include "sluice/io/tfrecord.h"
+#include "sluice/io/tfrecord_stream.h"
+
+namespace sluice::scripting {
+namespace {
+
+bool has_wildcard(const std::string& path) {
+  return path.find_first_of("*?[") != std::string::npos;
+}
+
+// Every entry, with patterns expanded (each must match at least one file).
+std::vector<std::string> expand(const std::string& what, const std::vector<std::string>& entries) {
+  std::vector<std::string> paths;
+  for (const std::string& entry : entries) {
+    if (!has_wildcard(entry)) {
+      paths.push_back(entry);
+      continue;
+    }
+    std::vector<std::string> matched = io::glob(entry);
+    if (matched.empty()) throw Error(what + ": no file matches " + entry);
+    paths.insert(paths.end(), matched.begin(), matched.end());
+  }
+  if (paths.empty()) throw Error(what + ": the list of files is empty");
+  return paths;
+}
+
+bool is_gzip(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;  // reported with its reason when the shard is opened
+  unsigned char magic[2] = {0, 0};
+  const bool gzip = ::read(fd, magic, 2) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+  ::close(fd);
+  return gzip;
+}
+
+}  // namespace
+
+std::shared_ptr<const DataSource> DataSource::open(const SourceSpec& spec, OnError on_error,
+                                                   std::uint64_t seed) {
+  std::shared_ptr<DataSource> source(new DataSource());
+  source->spec_ = spec;
+  source->on_error_ = on_error;
+  source->seed_ = seed;
+  const std::string what = "sluice." + spec.kind;
+  try {
+    if (spec.kind == "files" || spec.kind == "folders") source->open_files();
+    else if (spec.kind == "tfrecord") source->open_tfrecord();
+    else if (spec.kind == "tar") source->open_tar();
+    else if (spec.kind == "npy") source->open_npy();
+    else throw Error("unknown source kind '" + spec.kind + "'");
+  } catch (const Error& e) {
+    throw Error(what + ": " + e.what());
+  }
+  if (source->size_ == 0) throw Error(what + ": the data set holds no samples");
+  return source;
+}
+
+void DataSource::open_files() {
+  std::shared_ptr<io::FileSource> files;
+  if (spec_.kind == "folders") {
+    files = io::FileSource::from_folders(spec_.paths.at(0), {.extensions = spec_.extensions});
+  } else {
+    files = io::FileSource::from_list(expand("sluice.files", spec_.paths));
+  }
+  size_ = files->size();
+  records_ = std::move(files);
+}
+
+void DataSource::open_tfrecord() {
+  shards_ = expand("sluice.tfrecord", spec_.paths);
+  if (spec_.index == 0) return count_stream();
+  io::TFRecordOptions options;
+  options.verify_crc = spec_.verify_crc;
+  options.index_dir = spec_.index_dir;
+  options.on_error = on_error_;
+  auto source = std::make_shared<io::TFRecordSource>(shards_, options);
+  for (const io::SkippedSample& s : source->index_skips().entries())
+    notes_.push_back("on_error = \"skip\": " + s.reason + "; the shard is read up to there");
+  size_ = source->size();
+  records_ = std::move(source);
+}
+
+void DataSource::open_tar() {
+  shards_ = expand("sluice.tar", spec_.paths);
+  const auto gzip = std::find_if(shards_.begin(), shards_.end(), is_gzip);
+  if (spec_.index == 1 && gzip != shards_.end())
+    throw Error(*gzip + " is gzip-compressed and cannot be read at random offsets; "
+                "leave `index` out or set index = false to stream it");
+  if (spec_.index == 0 || gzip != shards_.end()) return count_stream();
+  auto source = std::make_shared<io::TarSource>(shards_, io::TarOptions{.on_error = on_error_});
+  for (const io::SkippedSample& s : source->index_skips().entries())
+    notes_.push_back("on_error = \"skip\": " + s.reason + "; the shard is read up to there");
+  size_ = source->size();
+  records_ = std::move(source);
+}
+
+void DataSource::open_npy() {
+  std::uint64_t rows = 0;
+  for (std::size_t i = 0; i < spec_.paths.size(); ++i) {
+    io::NpyArray array(spec_.paths[i]);
+    if (i > 0 && array.rows() != rows)
+      throw Error(spec_.paths[i] + " has " + std::to_string(array.rows()) + " rows, " + spec_.paths[0] +
+                  " has " + std::to_string(rows) + "; every array needs the same first dimension");
+    rows = array.rows();
+    columns_.push_back({spec_.names.at(i), std::move(array)});
+  }
+  mode_ = Mode::npy;
+  size_ = rows;
+}
+
+// Streaming: the data set's size is given, or counted in one pass.
+void DataSource::count_stream() {
+  mode_ = Mode::stream;
+  if (spec_.size > 0) {
+    size_ = spec_.size;
+    return;
+  }
+  if (spec_.kind == "tfrecord") {
+    for (const std::string& shard : shards_) {
+      io::SkipLog skips;
+      size_ += io::scan_tfrecord(shard, on_error_, &skips).records();
+      for (const io::SkippedSample& s : skips.entries())
+        notes_.push_back("on_error = \"skip\": " + s.reason + "; the shard is read up to there");
+    }
+  } else {
+    std::unique_ptr<io::RecordStream> all = stream(0, 1, on_error_);
+    io::Sample sample;
+    while (all->next(sample)) ++size_;
+    for (const io::SkippedSample& s : all->skips().entries())
+      notes_.push_back("on_error = \"skip\": " + s.reason);
+  }
+  notes_.push_back("sluice." + spec_.kind + ": counted " + std::to_string(size_) + " records in " +
+                   std::to_string(shards_.size()) + " shard" + (shards_.size() == 1 ? "" : "s") +
+                   " (streaming); give size = " + std::to_string(size_) + " to skip that pass");
+}
+
+std::unique_ptr<io::RecordStream> DataSource::stream(std::uint32_t part, std::uint32_t parts,
+                                                     OnError on_error) const {
+  io::StreamOptions options;
+  options.seed = seed_;
+  options.shuffle_shards = spec_.shuffle_shards;
+  options.shuffle_buffer = spec_.shuffle_buffer;
+  options.shard_index = part;
+  options.shard_count = parts;
+  options.on_error = on_error;
+  options.verify_crc = spec_.verify_crc;
+  if (spec_.kind == "tfrecord") return std::make_unique<io::TFRecordStream>(shards_, options);
+  return std::make_unique<io::TarStream>(shards_, options);
+}
+
+}  // namespace sluice::scripting

@@ -1,0 +1,96 @@
+// data_source.h: the data set a pipeline's native source names (sluice.files,
+// sluice.folders, sluice.tfrecord, sluice.tar, sluice.npy), opened once.
+//
+// load_script opens it in the launching process: file lists and globs are
+// expanded, TFRecord shards indexed (sidecars loaded or built), tar headers
+// scanned, .npy files mapped. The Loader forks it into every worker with the
+// ScriptProducer, so workers neither re-scan nor re-index; each reads through
+// its own RecordFeed (record_feed.h).
+//
+// Three ways to reach records:
+//   indexed  random access by dataset index (files, folders, TFRecord with an
+//            index, uncompressed tar): an io::RecordSource read by an AsyncReader;
+//   stream   front to back (TFRecord without an index, gzip tar): each worker
+//            streams its own partition of the shards (see sluice.lua);
+//   npy      rows of memory-mapped arrays, by dataset index.
+//
+// Errors: open() throws sluice::Error naming the source and the file.
+// Thread safety: immutable after open(); holds no descriptors or threads, so
+// it may cross fork().
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sluice/io/npy.h"
+#include "sluice/io/record_source.h"
+#include "sluice/io/record_stream.h"
+#include "sluice/options.h"
+
+namespace sluice::scripting {
+
+// A native source as the pipeline describes it (read from its Lua table).
+struct SourceSpec {
+  std::string kind;                     // files, folders, tfrecord, tar, npy
+  std::vector<std::string> paths;       // files, patterns, shards or arrays; folders: the root
+  std::vector<std::string> names;       // npy: one field name per array
+  std::vector<std::string> extensions;  // folders: kept extensions; empty keeps all
+  int index = -1;                       // tfrecord, tar: 1 indexed, 0 streaming, -1 automatic
+  std::string index_dir;                // tfrecord: where sidecar indexes live
+  bool verify_crc = true;               // tfrecord
+  bool shuffle_shards = false;          // streaming: a fresh shard order per pass
+  std::uint64_t shuffle_buffer = 0;     // streaming: records to shuffle among
+  std::uint64_t size = 0;               // streaming: records in the data set; 0 = count them
+};
+
+struct NpyColumn {
+  std::string name;
+  io::NpyArray array;
+};
+
+class DataSource {
+ public:
+  enum class Mode { indexed, stream, npy };
+
+  static std::shared_ptr<const DataSource> open(const SourceSpec& spec, OnError on_error,
+                                                std::uint64_t seed);
+
+  Mode mode() const { return mode_; }
+  const std::string& kind() const { return spec_.kind; }
+  std::uint64_t size() const { return size_; }
+  // What opening found worth telling the user (indexes cut short, counted records).
+  const std::vector<std::string>& notes() const { return notes_; }
+
+  // indexed
+  const std::shared_ptr<const io::RecordSource>& records() const { return records_; }
+
+  // stream: shards, and a stream over partition `part` of `parts` (its bad
+  // records thrown, or noted in its skips(), as `on_error` says).
+  std::size_t shard_count() const { return shards_.size(); }
+  std::unique_ptr<io::RecordStream> stream(std::uint32_t part, std::uint32_t parts, OnError on_error) const;
+
+  // npy
+  const std::vector<NpyColumn>& columns() const { return columns_; }
+
+ private:
+  DataSource() = default;
+  void open_files();
+  void open_tfrecord();
+  void open_tar();
+  void open_npy();
+  void count_stream();
+
+  SourceSpec spec_;
+  OnError on_error_ = OnError::fail;
+  std::uint64_t seed_ = 0;
+  Mode mode_ = Mode::indexed;
+  std::uint64_t size_ = 0;
+  std::vector<std::string> notes_;
+  std::shared_ptr<const io::RecordSource> records_;
+  std::vector<std::string> shards_;
+  std::vector<NpyColumn> columns_;
+};
+
+}  // namespace sluice::scripting

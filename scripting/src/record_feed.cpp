@@ -1,0 +1,217 @@
+#include "record_feed.h"
+
+#include <cstdio>
+#include <utility>
+
+#include "sluice/error.h"
+
+namespace sluice::scripting {
+
+std::unique_ptr<RecordFeed> RecordFeed::for_worker(std::shared_ptr<const DataSource> source,
+                                                   const FeedOptions& options) {
+  return std::unique_ptr<RecordFeed>(new RecordFeed(std::move(source), options, true));
+}
+
+std::unique_ptr<RecordFeed> RecordFeed::for_launcher(std::shared_ptr<const DataSource> source,
+                                                     const FeedOptions& options) {
+  return std::unique_ptr<RecordFeed>(new RecordFeed(std::move(source), options, false));
+}
+
+RecordFeed::RecordFeed(std::shared_ptr<const DataSource> source, const FeedOptions& options, bool worker)
+    : source_(std::move(source)), options_(options), worker_(worker) {
+  switch (source_->mode()) {
+    case DataSource::Mode::indexed:
+      if (worker_) {
+        io::ReaderOptions reader;
+        reader.window = options_.read_ahead;
+        reader.io_threads = options_.io_threads;
+        // Bad samples come back marked, so the feed can tell whose they are.
+        reader.on_error = OnError::skip;
+        reader_ = std::make_unique<io::AsyncReader>(source_->records(), reader);
+      }
+      break;
+    case DataSource::Mode::stream: {
+      std::uint32_t part = options_.worker, parts = options_.workers;
+      if (!worker_) part = 0, parts = 1;
+      if (part >= parts)
+        throw Error("sluice." + source_->kind() + ": worker " + std::to_string(part) +
+                    " has no share of the streamed shards, which load_script partitioned among " +
+                    std::to_string(parts) + " workers; do not raise Options.workers of a streaming "
+                    "pipeline after loading it");
+      stream_ = source_->stream(part, parts, OnError::skip);
+      break;
+    }
+    case DataSource::Mode::npy:
+      for (const NpyColumn& column : source_->columns())
+        rows_.emplace_back(column.array.rows_contiguous() ? 0 : column.array.row_bytes());
+      break;
+  }
+}
+
+RecordFeed::~RecordFeed() = default;
+
+void RecordFeed::upcoming(std::uint64_t epoch, std::uint64_t batch, std::span<const std::uint64_t> samples) {
+  if (!reader_ || samples.empty()) return;
+  reader_->enqueue(samples);
+  announced_.push_back({epoch, batch, samples.size()});
+}
+
+void RecordFeed::begin_batch(std::uint64_t epoch, std::uint64_t batch) {
+  if (!reader_) return;
+  discard(std::exchange(current_, 0));
+  for (std::size_t k = 0; k < announced_.size(); ++k) {
+    if (announced_[k].epoch != epoch || announced_[k].batch != batch) continue;
+    for (std::size_t stale = 0; stale < k; ++stale) discard(announced_[stale].remaining);
+    current_ = announced_[k].remaining;
+    announced_.erase(announced_.begin(), announced_.begin() + static_cast<std::ptrdiff_t>(k) + 1);
+    return;
+  }
+  discard_all();  // never announced: take() reads its samples one by one
+}
+
+void RecordFeed::discard(std::size_t count) {
+  for (; count > 0; --count) reader_->next();
+}
+
+void RecordFeed::discard_all() {
+  while (reader_->next() != nullptr) {
+  }
+  announced_.clear();
+  current_ = 0;
+}
+
+bool RecordFeed::take(std::uint64_t index, sluice_record& out) noexcept {
+  try {
+    switch (source_->mode()) {
+      case DataSource::Mode::indexed: return take_indexed(index, out);
+      case DataSource::Mode::stream: return take_stream(index, out);
+      case DataSource::Mode::npy: return take_npy(index, out);
+    }
+  } catch (const std::exception& e) {
+    return failed(index, e.what());
+  }
+  return failed(index, "unknown source mode");
+}
+
+bool RecordFeed::take_indexed(std::uint64_t index, sluice_record& out) {
+  if (!reader_) {  // launcher: synchronous, passing over bad samples under skip
+    for (std::uint64_t id = index; id < source_->size(); ++id) {
+      try {
+        io::read_sample(*source_->records(), id, buffer_, sample_);
+        return publish(sample_, out);
+      } catch (const Error& e) {
+        if (options_.on_error == OnError::fail || id + 1 == source_->size()) return failed(id, e.what());
+      }
+    }
+    return failed(index, "no readable sample");
+  }
+  for (;;) {
+    if (current_ == 0) {
+      // Not among the batch's announced samples: read it now, after whatever
+      // the reader still holds for later batches.
+      discard_all();
+      reader_->enqueue(index);
+      current_ = 1;
+    }
+    const io::Sample* sample = reader_->next();
+    --current_;
+    if (sample == nullptr) return failed(index, "internal: the reader has no sample left");
+    if (sample->id != index) continue;  // announced, then dropped from the batch
+    if (sample->skipped) return failed(index, sample->error);
+    return publish(*sample, out);
+  }
+}
+
+bool RecordFeed::take_stream(std::uint64_t index, sluice_record& out) {
+  if (held_) {
+    held_ = false;
+    return publish(sample_, out);
+  }
+  for (bool fresh_pass = false;;) {
+    const bool got = stream_->next(sample_);
+    const auto& skips = stream_->skips().entries();
+    if (skips.size() > skips_seen_) {
+      // The stream passed over a bad record: report it as this sample, and
+      // keep the good record it went on to for the next take().
+      skips_seen_ = skips.size();
+      held_ = got;
+      return failed(index, skips.back().reason);
+    }
+    if (got) return publish(sample_, out);
+    if (fresh_pass)
+      return failed(index, "sluice." + source_->kind() + ": worker " + std::to_string(options_.worker) +
+                           "'s share of the shards holds no records");
+    stream_->reset(++pass_);
+    skips_seen_ = 0;
+    fresh_pass = true;
+  }
+}
+
+bool RecordFeed::take_npy(std::uint64_t index, sluice_record& out) {
+  const auto& columns = source_->columns();
+  if (fields_.size() < columns.size()) fields_.resize(columns.size());
+  for (std::size_t c = 0; c < columns.size(); ++c) {
+    const io::NpyArray& array = columns[c].array;
+    sluice_record_field& f = fields_[c];
+    f.name = columns[c].name.data();
+    f.name_len = columns[c].name.size();
+    if (array.rows_contiguous()) {
+      f.data = array.row(index).data();
+    } else {
+      array.copy_row(index, rows_[c]);
+      f.data = rows_[c].data();
+    }
+    f.size = array.row_bytes();
+    f.dtype = static_cast<std::int32_t>(array.dtype());
+    const auto& shape = array.shape();
+    f.ndim = shape.empty() ? 0 : static_cast<std::int32_t>(shape.size() - 1);
+    for (std::int32_t d = 0; d < f.ndim; ++d) f.shape[d] = shape[static_cast<std::size_t>(d) + 1];
+  }
+  const io::NpyArray& first = columns.front().array;
+  out = sluice_record{};
+  out.record = index;
+  out.offset = first.header_bytes() + (first.rows_contiguous() ? index * first.row_bytes() : 0);
+  out.label = -1;
+  out.path = first.path().data();
+  out.path_len = first.path().size();
+  out.fields = fields_.data();
+  out.field_count = static_cast<std::uint32_t>(columns.size());
+  return true;
+}
+
+bool RecordFeed::publish(const io::Sample& sample, sluice_record& out) {
+  if (fields_.size() < sample.fields.size()) fields_.resize(sample.fields.size());
+  for (std::size_t k = 0; k < sample.fields.size(); ++k) {
+    const io::Field& field = sample.fields[k];
+    sluice_record_field& f = fields_[k];
+    f.name = field.name.data();
+    f.name_len = field.name.size();
+    f.data = field.bytes.data();
+    f.size = field.bytes.size();
+    f.dtype = -1;
+    f.ndim = 1;
+    f.shape[0] = static_cast<std::int64_t>(field.bytes.size());
+  }
+  out = sluice_record{};
+  out.record = sample.record;
+  out.offset = sample.offset;
+  out.label = sample.label;
+  out.path = sample.path.data();
+  out.path_len = sample.path.size();
+  out.key = sample.key.data();
+  out.key_len = sample.key.size();
+  out.fields = fields_.data();
+  out.field_count = static_cast<std::uint32_t>(sample.fields.size());
+  return true;
+}
+
+bool RecordFeed::failed(std::uint64_t index, std::string reason) {
+  error_ = std::move(reason);
+  if (worker_ && options_.on_error == OnError::skip) {
+    std::fprintf(stderr, "sluice: worker %u skips sample %llu: %s\n", options_.worker,
+                 static_cast<unsigned long long>(index), error_.c_str());
+  }
+  return false;
+}
+
+}  // namespace sluice::scripting

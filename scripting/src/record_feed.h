@@ -1,0 +1,113 @@
+// record_feed.h: how one process takes the records of a native source, in the
+// order its batches need them.
+//
+// In a worker (for_worker, after fork):
+//   indexed  an io::AsyncReader on the worker's own libuv loop. upcoming()
+//            enqueues every announced batch's samples, so reads run up to
+//            `read_ahead` samples ahead of the sample being made; take() hands
+//            them back in announce order. Samples announced but not asked for
+//            (dropped by on_error = skip, or left by a failed fill) are read
+//            and discarded, so the reader stays in step with the batches.
+//   stream   the worker's partition of the shards (partition `worker` of
+//            `workers`), read front to back; take() returns the next record,
+//            whatever the index, starting a new pass when the partition ends.
+//   npy      rows in place in the mapping (Fortran order: copied to scratch).
+// In the launching process (for_launcher): synchronous reads, no libuv, for
+// load_script's check of sample 0; under on_error = skip a bad record there is
+// passed over for the next one.
+//
+// Errors: take() never throws; it returns false and error() names the file and
+// the byte offset or record. Under on_error = skip a worker also prints that
+// reason on stderr, since the runtime keeps only the sample's id.
+//
+// Hot path: take() reuses the reader's per-slot buffers and this object's
+// field and scratch storage; it allocates only when a sample has more fields
+// than any before it, or to report an error.
+//
+// Thread safety: one per process, used by one thread.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "data_source.h"
+#include "ffi_api.h"
+#include "sluice/io/async_reader.h"
+#include "sluice/io/sample.h"
+#include "sluice/producer.h"
+
+namespace sluice::scripting {
+
+struct FeedOptions {
+  std::uint32_t worker = 0;
+  std::uint32_t workers = 1;       // stream partitions
+  std::uint32_t read_ahead = 64;   // indexed: reads in flight or ready ahead of take()
+  std::uint32_t io_threads = 4;    // libuv thread-pool size in the worker
+  OnError on_error = OnError::fail;
+};
+
+class RecordFeed {
+ public:
+  static std::unique_ptr<RecordFeed> for_worker(std::shared_ptr<const DataSource> source,
+                                                const FeedOptions& options);
+  static std::unique_ptr<RecordFeed> for_launcher(std::shared_ptr<const DataSource> source,
+                                                  const FeedOptions& options);
+  ~RecordFeed();
+  RecordFeed(const RecordFeed&) = delete;
+  RecordFeed& operator=(const RecordFeed&) = delete;
+
+  // A batch this process will fill later (Producer::upcoming).
+  void upcoming(std::uint64_t epoch, std::uint64_t batch, std::span<const std::uint64_t> samples);
+  // The batch about to be filled: drops reads left over from earlier batches.
+  void begin_batch(std::uint64_t epoch, std::uint64_t batch);
+  // The record for dataset index `index`, as views into *out; false on a bad
+  // record (see error()).
+  bool take(std::uint64_t index, sluice_record& out) noexcept;
+  const std::string& error() const { return error_; }
+
+ private:
+  struct Announced {
+    std::uint64_t epoch, batch;
+    std::size_t remaining;  // of its samples, not yet taken from the reader
+  };
+  RecordFeed(std::shared_ptr<const DataSource> source, const FeedOptions& options, bool worker);
+  bool take_indexed(std::uint64_t index, sluice_record& out);
+  bool take_stream(std::uint64_t index, sluice_record& out);
+  bool take_npy(std::uint64_t index, sluice_record& out);
+  void discard(std::size_t count);
+  void discard_all();
+  bool publish(const io::Sample& sample, sluice_record& out);
+  bool failed(std::uint64_t index, std::string reason);
+
+  std::shared_ptr<const DataSource> source_;
+  FeedOptions options_;
+  bool worker_;
+  // indexed
+  std::unique_ptr<io::AsyncReader> reader_;
+  std::deque<Announced> announced_;
+  std::size_t current_ = 0;        // samples of the batch being filled still in the reader
+  std::vector<std::byte> buffer_;  // launcher reads
+  // stream
+  std::unique_ptr<io::RecordStream> stream_;
+  std::uint64_t pass_ = 0;
+  std::size_t skips_seen_ = 0;
+  bool held_ = false;              // sample_ is a good record not handed out yet
+  // npy
+  std::vector<std::vector<std::byte>> rows_;  // Fortran-order rows, gathered
+  io::Sample sample_;
+  std::vector<sluice_record_field> fields_;
+  std::string error_;
+};
+
+// What the sluice_fill_view's host points at: the batch being filled (for
+// begin_sample) and the feed, either of which may be null.
+struct FeedHost {
+  const BatchContext* batch = nullptr;
+  RecordFeed* feed = nullptr;
+};
+
+}  // namespace sluice::scripting

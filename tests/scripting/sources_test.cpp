@@ -1,0 +1,352 @@
+// Native sources end to end: pipeline.lua over real files (../shared/data:
+// TFRecords written by TensorFlow, WebDataset tars, npy from NumPy, images),
+// through load_script, a Loader and real workers.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "sluice/error.h"
+#include "sluice/loader.h"
+#include "sluice/script.h"
+#include "support.h"
+
+using Catch::Matchers::Contains;
+using sluice::test::TempDir;
+namespace fs = std::filesystem;
+
+namespace {
+
+// ../shared/data, or "" after a WARN when it is absent.
+std::string shared_data() {
+  const fs::path path = SLUICE_SHARED_DATA;
+  if (fs::is_directory(path)) return fs::canonical(path).string();
+  WARN("skipped: " << path.string() << " is absent (the real-data fixtures)");
+  return "";
+}
+
+template <typename T>
+std::vector<T> values(const sluice::Batch& batch, const char* field) {
+  const sluice::FieldView view = batch.field(field);
+  std::vector<T> out(view.nbytes / sizeof(T));
+  std::memcpy(out.data(), view.data, view.nbytes);
+  return out;
+}
+
+std::string pipeline(const std::string& source, const std::string& rest) {
+  return "local sluice = require('sluice')\nreturn sluice.pipeline {\n  source = " + source + ",\n" + rest + "}\n";
+}
+
+std::vector<char> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_bytes(const std::string& path, const std::vector<char>& bytes) {
+  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// The map of example.tfrecord: x_float (10 floats; x[0] = 10 i), x_int (10
+// int64 = 10 x), x_byte ("test str"), read with sluice.example.
+const char* kExampleMap = R"(
+  fields = { { "x", "float32", { 10 } }, { "xi", "int32", { 10 } }, { "text", "uint8", { 8 } },
+             { "record", "int64" }, { "offset", "int64" } },
+  map = function(s, ctx)
+    local ex = sluice.example(s)
+    ctx.out.x:copy(ex:floats("x_float"))
+    ex:read("x_int", ctx.out.xi)
+    ctx.out.text:copy(ex:bytes("x_byte"))
+    assert(ex:count("x_float") == 10 and ex:kind("x_byte") == "bytes_list" and ex:kind("nope") == nil)
+    assert(s.path:find("%.tfrecord$"))
+    return { x = ctx.out.x, xi = ctx.out.xi, text = ctx.out.text, record = s.record, offset = s.offset }
+  end,
+)";
+
+// Every batch's (record -> x[0]) of an example.tfrecord pipeline, checking the values.
+std::map<std::int64_t, float> drain_examples(sluice::Loader& loader) {
+  std::map<std::int64_t, float> seen;
+  while (auto batch = loader.next()) {
+    const auto x = values<float>(*batch, "x");
+    const auto xi = values<std::int32_t>(*batch, "xi");
+    const auto text = values<char>(*batch, "text");
+    const auto record = values<std::int64_t>(*batch, "record");
+    for (std::size_t j = 0; j < batch->size(); ++j) {
+      CHECK(x[j * 10] == Approx(10.0 * static_cast<double>(record[j])));
+      for (int k = 0; k < 10; ++k) CHECK(xi[j * 10 + k] == static_cast<std::int32_t>(x[j * 10 + k] * 10));
+      CHECK(std::string(&text[j * 8], 8) == "test str");
+      CHECK(seen.emplace(record[j], x[j * 10]).second);
+    }
+  }
+  return seen;
+}
+
+}  // namespace
+
+TEST_CASE("tfrecord with an index: tf.train.Example decoded by name, shuffled, exactly once", "[sources]") {
+  const std::string data = shared_data();
+  if (data.empty()) return;
+  TempDir dir;
+  const std::string shard = data + "/tfrecord/pytorch-data/example.tfrecord";
+  const std::string path = dir.write("tf.lua", pipeline("sluice.tfrecord { '" + shard + "', index_dir = 'idx' }",
+                                                        std::string(kExampleMap) + "  batch_size = 3, shuffle = true, workers = 2,\n"));
+  fs::create_directory(dir.path() + "/idx");
+  sluice::Script script = sluice::load_script({.path = path});
+  REQUIRE(script.options.dataset_size == 4);  // tfrecord/INDEX.txt: 4 records
+  CHECK(script.options.fields.size() == 5);
+  sluice::Loader loader(script.options);
+  const auto seen = drain_examples(loader);
+  CHECK(seen.size() == 4);
+  CHECK(seen.begin()->first == 0);
+  CHECK(seen.rbegin()->first == 3);
+  CHECK(loader.stats().skipped_samples.empty());
+}
+
+TEST_CASE("tfrecord streaming: index = false reads each record once per pass", "[sources]") {
+  const std::string data = shared_data();
+  if (data.empty()) return;
+  TempDir dir;
+  const std::string shard = data + "/tfrecord/pytorch-data/example.tfrecord";
+  const std::string path = dir.write("tf.lua", pipeline("sluice.tfrecord { '" + shard + "', index = false, shuffle_buffer = 3 }",
+                                                        std::string(kExampleMap) + "  batch_size = 2, workers = 2,\n"));
+  sluice::Script script = sluice::load_script({.path = path});
+  CHECK(script.options.dataset_size == 4);
+  CHECK(script.options.workers == 1);  // one shard: one partition
+  const bool noted = std::any_of(script.notes.begin(), script.notes.end(), [](const std::string& n) {
+    return n.find("counted 4 records") != std::string::npos;
+  });
+  CHECK(noted);
+  sluice::Loader loader(script.options);
+  CHECK(drain_examples(loader).size() == 4);
+}
+
+TEST_CASE("tar: WebDataset members grouped into samples with fields by extension", "[sources]") {
+  const std::string data = shared_data();
+  if (data.empty()) return;
+  TempDir dir;
+  const std::string tar = data + "/webdataset/pytorch-data/wds.tar";
+  const std::string path = dir.write("tar.lua", pipeline("sluice.tar { '" + tar + "' }", R"(
+  fields = { { "n", "int32" }, { "txt", "uint8", { 5 } }, { "bin", "uint8", { 4 } } },
+  map = function(s, ctx)
+    local n = tonumber(s.key:match("^data/(%d+)$"))
+    assert(s.fields.txt.nbytes == 5 and s.fields.bin.nbytes == 4 and s.bytes == nil)
+    return { n = n, txt = s.fields.txt, bin = s.fields.bin }
+  end,
+  batch_size = 4, shuffle = true, seed = 3, workers = 2,
+)"));
+  sluice::Script script = sluice::load_script({.path = path});
+  REQUIRE(script.options.dataset_size == 10);  // webdataset/INDEX.txt: 10 samples
+  sluice::Loader loader(script.options);
+  std::set<int> seen;
+  while (auto batch = loader.next()) {
+    const auto n = values<std::int32_t>(*batch, "n");
+    const auto txt = values<char>(*batch, "txt");
+    const auto bin = values<char>(*batch, "bin");
+    for (std::size_t j = 0; j < batch->size(); ++j) {
+      CHECK(std::string(&txt[j * 5], 5) == "text" + std::to_string(n[j]));
+      CHECK(std::string(&bin[j * 4], 4) == "bin" + std::to_string(n[j]));
+      seen.insert(n[j]);
+    }
+  }
+  CHECK(seen.size() == 10);
+}
+
+TEST_CASE("tar: a gzip-compressed shard streams its 90 png + cls samples", "[sources]") {
+  const std::string data = shared_data();
+  if (data.empty()) return;
+  TempDir dir;
+  const std::string tgz = data + "/webdataset/webdataset-testdata/sample.tgz";
+  const std::string path = dir.write("tgz.lua", pipeline("sluice.tar { '" + tgz + "', shuffle_buffer = 16 }", R"(
+  fields = { { "cls", "int32" }, { "png", "bool" }, { "key", "int32" } },
+  map = function(s, ctx)
+    local p = s.fields.png.data
+    local cls = tonumber(ffi_string(s.fields.cls.data, s.fields.cls.nbytes))
+    return { cls = cls, png = p[1] == 80 and p[2] == 78 and p[3] == 71, key = tonumber(s.key) }
+  end,
+  batch_size = 16,
+)").insert(0, "local ffi = require('ffi')\nlocal function ffi_string(p, n) return ffi.string(p, n) end\n"));
+  sluice::Script script = sluice::load_script({.path = path});
+  REQUIRE(script.options.dataset_size == 90);
+  sluice::Loader loader(script.options);
+  std::set<int> keys;
+  while (auto batch = loader.next()) {
+    const auto cls = values<std::int32_t>(*batch, "cls");
+    const auto png = values<std::uint8_t>(*batch, "png");
+    const auto key = values<std::int32_t>(*batch, "key");
+    for (std::size_t j = 0; j < batch->size(); ++j) {
+      CHECK(png[j]);
+      CHECK(cls[j] >= 0);
+      CHECK(cls[j] <= 9);
+      keys.insert(key[j]);
+    }
+  }
+  CHECK(keys.size() == 90);
+}
+
+TEST_CASE("npy: rows of C and Fortran arrays as typed fields, no map needed", "[sources]") {
+  const std::string data = shared_data();
+  if (data.empty()) return;
+  TempDir dir;
+  const std::string npy = data + "/npy/xtensor/";
+  const std::string path = dir.write("npy.lua", pipeline(
+      "sluice.npy { c = '" + npy + "double.le.npy', f = '" + npy + "double_fortran.le.npy', "
+      "old = '" + npy + "old16align_double_fortran.npy' }", "  batch_size = 2, workers = 2,\n"));
+  sluice::Script script = sluice::load_script({.path = path});
+  REQUIRE(script.options.dataset_size == 3);
+  REQUIRE(script.options.fields.size() == 3);
+  CHECK(script.options.fields[0].shape == std::vector<std::int64_t>{3, 3});
+  CHECK(script.options.fields[0].dtype == sluice::DType::f64);
+  sluice::Loader loader(script.options);
+  std::size_t rows = 0;
+  while (auto batch = loader.next()) {
+    const auto c = values<double>(*batch, "c");
+    CHECK(c == values<double>(*batch, "f"));
+    CHECK(c == values<double>(*batch, "old"));
+    rows += batch->size();
+  }
+  CHECK(rows == 3);
+  CHECK_THROWS_WITH(sluice::load_script({.path = dir.write("bad.lua", pipeline(
+                        "sluice.npy { '" + npy + "double.le.npy', '" + npy + "int.le.npy' }", ""))}),
+                    Contains("int.le.npy has 5 rows") && Contains("same first dimension"));
+}
+
+TEST_CASE("files and folders: globs with ** and labels from an ImageNet-style tree", "[sources]") {
+  const std::string data = shared_data();
+  if (data.empty()) return;
+  TempDir dir;
+  // Two classes of real images, plus a hidden file and a non-image.
+  const fs::path images = data + "/images/pillow-tests";
+  std::vector<fs::path> pngs, jpgs;
+  for (const auto& entry : fs::recursive_directory_iterator(images)) {
+    if (entry.path().extension() == ".png" && pngs.size() < 5) pngs.push_back(entry.path());
+    if (entry.path().extension() == ".jpg" && jpgs.size() < 3) jpgs.push_back(entry.path());
+  }
+  REQUIRE(pngs.size() == 5);
+  REQUIRE(jpgs.size() == 3);
+  for (std::size_t i = 0; i < pngs.size(); ++i) {
+    fs::create_directories(dir.path() + "/train/b_png/sub");
+    fs::copy_file(pngs[i], dir.path() + "/train/b_png/" + (i % 2 ? "sub/" : "") + std::to_string(i) + ".png");
+  }
+  fs::create_directories(dir.path() + "/train/a_jpg");
+  for (std::size_t i = 0; i < jpgs.size(); ++i)
+    fs::copy_file(jpgs[i], dir.path() + "/train/a_jpg/" + std::to_string(i) + ".jpg");
+  dir.write("train/a_jpg/.hidden.jpg", "x");
+  dir.write("train/a_jpg/notes.txt", "x");
+
+  const char* map = R"(
+  fields = { { "label", "int64" }, { "png", "bool" }, { "size", "int64" } },
+  map = function(s, ctx)
+    local p = s.bytes.data
+    return { label = s.label, png = p[1] == 80 and p[2] == 78, size = s.bytes.nbytes }
+  end,
+  batch_size = 3, workers = 2, read_ahead = 2, io_threads = 2,
+)";
+  struct Case {
+    std::string source;
+    std::size_t count;
+    bool labelled;
+  };
+  for (const Case& c : {Case{"sluice.folders { 'train', extensions = { 'png', 'JPG' } }", 8, true},
+                        Case{"sluice.folders('train')", 9, true},
+                        Case{"sluice.files { dir = 'train', match = '**/*.png' }", 5, false},
+                        Case{"sluice.files { 'train/a_jpg/*.jpg', 'train/b_png/**/*.png' }", 8, false}}) {
+    INFO(c.source);
+    sluice::Script script = sluice::load_script({.path = dir.write("files.lua", pipeline(c.source, map))});
+    REQUIRE(script.options.dataset_size == c.count);
+    sluice::Loader loader(script.options);
+    std::size_t n = 0;
+    while (auto batch = loader.next()) {
+      const auto label = values<std::int64_t>(*batch, "label");
+      const auto png = values<std::uint8_t>(*batch, "png");
+      const auto size = values<std::int64_t>(*batch, "size");
+      for (std::size_t j = 0; j < batch->size(); ++j) {
+        CHECK(size[j] > 0);
+        if (c.labelled) {
+          CHECK(label[j] == (png[j] ? 1 : 0));  // classes sorted: a_jpg = 0, b_png = 1
+        } else {
+          CHECK(label[j] == -1);
+        }
+        ++n;
+      }
+    }
+    CHECK(n == c.count);
+  }
+}
+
+TEST_CASE("a corrupt TFRecord: fail names file and record, skip drops and reports it", "[sources]") {
+  const std::string data = shared_data();
+  if (data.empty()) return;
+  TempDir dir;
+  std::vector<char> bytes = read_bytes(data + "/tfrecord/pytorch-data/example.tfrecord");
+  // Record 2 starts at byte 255 (tfrecord/INDEX.txt offsets); flip a data byte.
+  bytes[255 + 12 + 20] ^= 0x40;
+  const std::string bad = dir.path() + "/bad.tfrecord";
+  write_bytes(bad, bytes);
+  for (const char* mode : {"true", "false"}) {
+    INFO("index = " << mode);
+    const std::string source = std::string("sluice.tfrecord { 'bad.tfrecord', index = ") + mode + " }";
+    const std::string rest = std::string(kExampleMap) + "  batch_size = 2, workers = 1,\n";
+    const std::string fail = dir.write("fail.lua", pipeline(source, rest));
+    const std::string skip = dir.write("skip.lua", pipeline(source, rest + "  on_error = 'skip',\n"));
+
+    const sluice::test::CliResult failed = sluice::test::run_cli({"run", fail, "--quiet"});
+    CHECK(failed.status == 1);
+    CHECK_THAT(failed.err, Contains(bad) && Contains("record 2") && Contains("byte offset 255"));
+    CHECK(sluice::test::wait_for_no_descendants(5000).empty());
+
+    {
+      sluice::Script script = sluice::load_script({.path = skip});
+      sluice::Loader loader(script.options);
+      const auto seen = drain_examples(loader);
+      CHECK(seen.size() == 3);
+      CHECK(seen.count(2) == 0);
+      CHECK(loader.stats().skipped_samples.size() == 1);
+    }
+
+    const sluice::test::CliResult skipped = sluice::test::run_cli({"run", skip, "--quiet"});
+    CHECK(skipped.status == 0);
+    CHECK_THAT(skipped.out, Contains("skipped     1 sample (on_error = \"skip\"): ids "));
+    CHECK_THAT(skipped.err, Contains(bad) && Contains("record 2"));
+    CHECK(sluice::test::wait_for_no_descendants(5000).empty());
+  }
+}
+
+TEST_CASE("a missing file under skip is dropped, a corrupt tar header names its offset", "[sources]") {
+  const std::string data = shared_data();
+  if (data.empty()) return;
+  TempDir dir;
+  dir.write("a.bin", "aaaa");
+  dir.write("c.bin", "cc");
+  const std::string path = dir.write("files.lua", pipeline("sluice.files { 'a.bin', 'b.bin', 'c.bin' }", R"(
+  map = function(s, ctx) return { n = s.bytes.nbytes } end,
+  fields = { n = "int64" }, batch_size = 3, on_error = "skip",
+)"));
+  sluice::Script script = sluice::load_script({.path = path});
+  sluice::Loader loader(script.options);
+  std::vector<std::int64_t> sizes;
+  while (auto batch = loader.next()) {
+    const auto n = values<std::int64_t>(*batch, "n");
+    sizes.insert(sizes.end(), n.begin(), n.end());
+  }
+  CHECK(sizes == std::vector<std::int64_t>{4, 2});
+  CHECK(loader.stats().skipped_samples == std::vector<std::uint64_t>{1});
+
+  std::vector<char> tar = read_bytes(data + "/webdataset/pytorch-data/wds.tar");
+  tar[4096 + 5] ^= 0x20;  // the 5th member header (data/2.txt)
+  write_bytes(dir.path() + "/bad.tar", tar);
+  const std::string rest = "  map = function(s, ctx) return { n = s.fields.txt.nbytes } end,\n";
+  CHECK_THROWS_WITH(sluice::load_script({.path = dir.write("tar.lua", pipeline("sluice.tar { 'bad.tar' }", rest))}),
+                    Contains("bad.tar") && Contains("byte offset 4096") && Contains("corrupt tar header"));
+  sluice::Script cut = sluice::load_script(
+      {.path = dir.write("tar.lua", pipeline("sluice.tar { 'bad.tar' }", rest + "  on_error = 'skip',\n"))});
+  CHECK(cut.options.dataset_size == 2);  // the shard is read up to the bad header
+  const bool noted = std::any_of(cut.notes.begin(), cut.notes.end(), [](const std::string& n) {
+    return n.find("byte offset 4096") != std::string::npos;
+  });
+  CHECK(noted);
+}
