@@ -2,6 +2,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <fstream>
+#include <iterator>
 #include <charconv>
 #include <chrono>
 #include <cstdint>
@@ -11,11 +16,16 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "commands.h"
+#include "run_args.h"
 #include "sluice/error.h"
+#include "sluice/launcher.h"
 #include "sluice/loader.h"
+#include "sluice/record.h"
 #include "sluice/script.h"
+#include "sluice/state.h"
 
 namespace sluice::cli {
 namespace {
@@ -38,95 +48,32 @@ constexpr const char* kHelp =
     "  --interval S    seconds between progress reports (default: 0.25 on a terminal,\n"
     "                  5 otherwise)\n"
     "  --quiet         no progress reports, only the summary\n"
+    "\n"
+    "faults:\n"
+    "  --on-error fail|skip   a sample whose map fails, or that crashes or hangs its\n"
+    "                  worker --max-retries times: stop the run, or drop the sample\n"
+    "  --max-retries N        crashes or timeouts of one sample before --on-error\n"
+    "                  applies (default 3)\n"
+    "  --batch-timeout-ms N   kill and retry a batch that takes longer (0 = never)\n"
+    "  --worker-memory-mb N   kill and replace a worker whose private memory passes N\n"
+    "\n"
+    "reproducibility and distribution:\n"
+    "  --record FILE   write a run record (JSON lines: per batch its sample ids and a\n"
+    "                  digest of each field); compare two with `sluice verify`\n"
+    "  --state FILE    where to save the loader state when the run stops early: on\n"
+    "                  Ctrl-C, SIGTERM or at --batches (default sluice-state.json)\n"
+    "                  ({rank} in FILE paths becomes the rank)\n"
+    "  --resume FILE   continue a run from a saved state: the same batches the\n"
+    "                  interrupted run would have delivered next\n"
+    "  --rank R --world-size W   this process's shard; by default read from torchrun,\n"
+    "                  Open MPI, PMI or SLURM variables, else rank 0 of 1\n"
     "  -h, --help      show this help\n"
     "\n"
     "Progress goes to stderr: a live line on a terminal, plain lines otherwise. The\n"
     "summary goes to stdout. Exit status: 0 when every batch was delivered, 1 when\n"
-    "the pipeline failed (its message names the script line), 2 on a usage error.\n";
-
-struct RunArgs {
-  ScriptOptions script;
-  std::uint64_t batches = 0;  // 0: no limit
-  std::optional<double> interval_s;
-  bool quiet = false;
-  bool help = false;
-};
-
-struct UsageError {
-  std::string message;
-};
-
-std::uint64_t parse_count(std::string_view option, std::string_view text, std::uint64_t max) {
-  std::uint64_t value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || value > max) {
-    throw UsageError{std::string(option) + " expects an integer in [0, " + std::to_string(max) +
-                     "], got '" + std::string(text) + "'"};
-  }
-  return value;
-}
-
-double parse_seconds(std::string_view option, std::string_view text) {
-  try {
-    std::size_t used = 0;
-    const double value = std::stod(std::string(text), &used);
-    if (used == text.size() && value > 0) return value;
-  } catch (const std::exception&) {
-  }
-  throw UsageError{std::string(option) + " expects a positive number of seconds, got '" +
-                   std::string(text) + "'"};
-}
-
-RunArgs parse_args(int argc, char** argv) {
-  RunArgs args;
-  constexpr std::uint64_t kU32 = 0xFFFFFFFFull;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    if (arg == "-h" || arg == "--help") {
-      args.help = true;
-      continue;
-    }
-    if (arg == "--quiet") {
-      args.quiet = true;
-      continue;
-    }
-    if (arg.size() < 2 || arg.substr(0, 2) != "--") {
-      if (!args.script.path.empty()) {
-        throw UsageError{"one pipeline script at a time (got '" + args.script.path + "' and '" +
-                         std::string(arg) + "')"};
-      }
-      args.script.path = std::string(arg);
-      continue;
-    }
-    std::string_view name = arg;
-    std::string_view value;
-    if (const auto eq = arg.find('='); eq != std::string_view::npos) {
-      name = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-    } else {
-      if (i + 1 >= argc) throw UsageError{std::string(name) + " needs a value"};
-      value = argv[++i];
-    }
-    if (name == "--epochs") {
-      args.script.epochs = static_cast<std::uint32_t>(parse_count(name, value, kU32));
-    } else if (name == "--workers") {
-      args.script.workers = static_cast<std::uint32_t>(parse_count(name, value, kU32));
-      if (*args.script.workers == 0) throw UsageError{"--workers must be at least 1"};
-    } else if (name == "--prefetch") {
-      args.script.prefetch = static_cast<std::uint32_t>(parse_count(name, value, kU32));
-    } else if (name == "--seed") {
-      args.script.seed = parse_count(name, value, (std::uint64_t{1} << 53) - 1);
-    } else if (name == "--batches") {
-      args.batches = parse_count(name, value, UINT64_MAX);
-    } else if (name == "--interval") {
-      args.interval_s = parse_seconds(name, value);
-    } else {
-      throw UsageError{"unknown option " + std::string(name) + " (see sluice run --help)"};
-    }
-  }
-  if (!args.help && args.script.path.empty()) throw UsageError{"which pipeline? (sluice run PIPELINE.lua)"};
-  return args;
-}
+    "the pipeline failed (its message names the script line), 2 on a usage error,\n"
+    "130 after Ctrl-C and 143 after SIGTERM (the state is saved first; every\n"
+    "worker is stopped before exit).\n";
 
 double seconds(std::uint64_t ns) { return static_cast<double>(ns) / 1e9; }
 
@@ -253,13 +200,127 @@ std::string verdict(double worker_busy, double consumer_wait, std::uint32_t work
   return text;
 }
 
+// "2 samples (on_error = "skip"): ids 4, 17"; at most 50 ids, then how many more.
+std::string describe_skipped(const std::vector<std::uint64_t>& ids) {
+  constexpr std::size_t kShown = 50;
+  std::string text = std::to_string(ids.size()) + (ids.size() == 1 ? " sample" : " samples") +
+                     " (on_error = \"skip\")";
+  if (ids.empty()) return text;
+  text += ": ids ";
+  for (std::size_t i = 0; i < ids.size() && i < kShown; ++i) text += (i ? ", " : "") + std::to_string(ids[i]);
+  if (ids.size() > kShown) text += ", ... and " + std::to_string(ids.size() - kShown) + " more";
+  return text;
+}
+
+// Ctrl-C and SIGTERM interrupt the loader (async-signal-safe) so that the
+// run loop ends at once; run() then saves the state and exits 128 + signal.
+volatile std::sig_atomic_t g_signal = 0;
+Loader* volatile g_loader = nullptr;
+
+void on_signal(int sig) {
+  if (g_signal == 0) g_signal = sig;
+  if (Loader* loader = g_loader) loader->interrupt();
+}
+
+// Installs the handlers for the lifetime of a run, and restores the old ones.
+class SignalScope {
+ public:
+  explicit SignalScope(Loader& loader) {
+    g_loader = &loader;
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0;  // no SA_RESTART: a blocking call returns at once
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~SignalScope() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+    g_loader = nullptr;
+  }
+  SignalScope(const SignalScope&) = delete;
+  SignalScope& operator=(const SignalScope&) = delete;
+
+ private:
+  struct sigaction old_int_ {}, old_term_ {};
+};
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot read: " + std::strerror(errno));
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_text_file(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    if (!out.flush()) throw Error(tmp + ": cannot write: " + std::strerror(errno));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw Error(path + ": cannot write: " + std::strerror(errno));
+}
+
+// "{rank}" in a path becomes the rank, so that the ranks of a distributed run
+// write files of their own.
+std::string for_rank(std::string path, std::uint32_t rank) {
+  for (std::size_t at; (at = path.find("{rank}")) != std::string::npos;) path.replace(at, 6, std::to_string(rank));
+  return path;
+}
+
+// What shapes the data, for the run record's header.
+std::string options_json(const Options& o, const std::string& script_path) {
+  char text[512];
+  std::snprintf(text, sizeof text,
+                "{\"script\":\"%s\",\"dataset_size\":%llu,\"batch_size\":%u,\"drop_last\":%s,"
+                "\"shuffle\":%s,\"epochs\":%u,\"fields\":\"%s\"}",
+                script_path.c_str(), static_cast<unsigned long long>(o.dataset_size), o.batch_size,
+                o.drop_last ? "true" : "false", o.shuffle ? "true" : "false", o.epochs,
+                describe_fields(o).c_str());
+  return text;
+}
+
+// Applies the command line's fault, shard and resume options to the script's.
+std::string configure(Options& o, const RunArgs& args) {
+  if (args.on_error) o.on_error = *args.on_error;
+  if (args.max_retries) o.max_retries = *args.max_retries;
+  if (args.batch_timeout_ms) o.batch_timeout_ms = *args.batch_timeout_ms;
+  if (args.worker_memory_mb) o.worker_memory_limit_mb = *args.worker_memory_mb;
+  const Launch launch = detect_launch();
+  apply_launch(o, launch);
+  if (args.rank) o.rank = *args.rank;
+  if (args.world_size) o.world_size = *args.world_size;
+  if (!args.resume_path.empty()) {
+    const std::string path = for_rank(args.resume_path, o.rank);
+    try {
+      o.resume = LoaderState::from_json(read_text_file(path));
+    } catch (const Error& e) {
+      throw Error(path + ": " + e.what());
+    }
+  }
+  return launch.launcher;
+}
+
 int run(const RunArgs& args) {
   const auto started = Clock::now();
   Script script = load_script(args.script);
   for (const std::string& note : script.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
+  const std::string launcher = configure(script.options, args);
   const Options& o = script.options;
 
+  std::optional<RunRecorder> recorder;
+  if (!args.record_path.empty()) {
+    const std::string source = read_text_file(script.path);
+    char hash[17];
+    std::snprintf(hash, sizeof hash, "%016llx",
+                  static_cast<unsigned long long>(digest_bytes(source.data(), source.size())));
+    recorder.emplace(for_rank(args.record_path, o.rank),
+                     RecordHeader{hash, options_json(o, script.path), o.seed, o.rank, o.world_size});
+  }
+
   Loader loader(script.options);
+  SignalScope signals(loader);
   const std::uint64_t per_epoch = loader.plan().batches_per_epoch();
   std::uint64_t total = o.epochs == 0 ? 0 : per_epoch * o.epochs;
   if (args.batches > 0) total = total == 0 ? args.batches : std::min(total, args.batches);
@@ -270,12 +331,24 @@ int run(const RunArgs& args) {
   while (args.batches == 0 || delivered < args.batches) {
     std::optional<Batch> batch = loader.next();
     if (!batch) break;
+    if (recorder) recorder->record(*batch);
     batch->release();
     ++delivered;
     progress.update(loader.stats(), loader.current_epoch());
   }
   const auto loop_end = Clock::now();
   progress.finish();
+  if (recorder) recorder->close();
+  const int signal = g_signal;
+  const bool stopped_early = signal != 0 || (args.batches > 0 && delivered == args.batches &&
+                                             loader.current_epoch() < o.epochs);
+  if (stopped_early) {
+    const std::string state_path = for_rank(args.state_path, o.rank);
+    write_text_file(state_path, loader.state().to_json() + "\n");
+    std::fprintf(stderr, "sluice run: stopped %s after %llu batches; state saved to %s (continue with --resume %s)\n",
+                 signal == SIGINT ? "by SIGINT" : signal == SIGTERM ? "by SIGTERM" : "at --batches",
+                 static_cast<unsigned long long>(delivered), state_path.c_str(), state_path.c_str());
+  }
 
   const Stats stats = loader.stats();
   const ScriptWorkerTimes times = script.worker_times();
@@ -291,6 +364,10 @@ int run(const RunArgs& args) {
               script.path.c_str(), static_cast<unsigned long long>(o.dataset_size), o.batch_size,
               o.drop_last ? " (drop_last)" : "", o.workers, o.workers == 1 ? "" : "s", slots, order,
               script.device.c_str());
+  if (o.world_size > 1) {
+    std::printf("shard       rank %u of %u (%s)\n", o.rank, o.world_size,
+                args.rank || args.world_size ? "--rank/--world-size" : launcher.c_str());
+  }
   std::printf("fields      %s\n", describe_fields(o).c_str());
   std::printf("delivered   %llu batches, %llu samples, %.1f MB in %.2f s (start-up %.2f s before that)\n",
               static_cast<unsigned long long>(stats.batches_delivered),
@@ -309,8 +386,16 @@ int run(const RunArgs& args) {
               seconds(stats.consumer_wait_ns), waited * 100,
               static_cast<unsigned long long>(stats.consumer_waits),
               static_cast<unsigned long long>(stats.batches_delivered), stats.max_in_flight);
+  if (stats.worker_restarts > 0) {
+    std::printf("faults      %u worker restart%s, %llu batch%s filled again\n", stats.worker_restarts,
+                stats.worker_restarts == 1 ? "" : "s", static_cast<unsigned long long>(stats.batches_retried),
+                stats.batches_retried == 1 ? "" : "es");
+  }
+  if (o.on_error == OnError::skip || !stats.skipped_samples.empty()) {
+    std::printf("skipped     %s\n", describe_skipped(stats.skipped_samples).c_str());
+  }
   std::printf("verdict     %s\n", verdict(busy, waited, o.workers).c_str());
-  return 0;
+  return signal != 0 ? 128 + signal : 0;
 }
 
 }  // namespace
@@ -320,7 +405,7 @@ const char* run_help() { return kHelp; }
 int run_command(int argc, char** argv) {
   RunArgs args;
   try {
-    args = parse_args(argc, argv);
+    args = parse_run_args(argc, argv);
   } catch (const UsageError& e) {
     std::fprintf(stderr, "sluice run: %s\n", e.message.c_str());
     return 2;

@@ -1,0 +1,40 @@
+// run_args.h: the command line of `sluice run`, parsed.
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "sluice/options.h"
+#include "sluice/script.h"
+
+namespace sluice::cli {
+
+struct RunArgs {
+  ScriptOptions script;
+  std::uint64_t batches = 0;  // 0: no limit
+  std::optional<double> interval_s;
+  bool quiet = false;
+  bool help = false;
+  std::optional<OnError> on_error;
+  std::optional<std::uint32_t> max_retries;
+  std::optional<std::uint32_t> batch_timeout_ms;
+  std::optional<std::uint64_t> worker_memory_mb;
+  std::string record_path;
+  std::string state_path = "sluice-state.json";
+  std::string resume_path;
+  std::optional<std::uint32_t> rank;
+  std::optional<std::uint32_t> world_size;
+};
+
+struct UsageError {
+  std::string message;
+};
+
+// Parses argv[1..argc) (argv[0] is "run"). Throws UsageError naming the
+// option and what it expects.
+RunArgs parse_run_args(int argc, char** argv);
+
+}  // namespace sluice::cli
