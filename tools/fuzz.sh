@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-20}
 
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DSLUICE_FUZZ=ON -DSLUICE_RUNTIME_ONLY=ON -DSLUICE_BUILD_CUDA=OFF
+  -DSLUICE_FUZZ=ON -DSLUICE_RUNTIME_ONLY=OFF -DSLUICE_BUILD_CUDA=OFF
 targets=$(sed -n 's/^set(SLUICE_FUZZ_TARGETS \(.*\))$/\1/p' tests/fuzz/CMakeLists.txt)
 for t in $targets; do
   cmake --build build-fuzz -j"$(nproc)" --target "fuzz_$t"
@@ -18,6 +18,11 @@ for t in $targets; do
   work="build-fuzz/corpus/$t"
   mkdir -p "$work" "tests/fuzz/regressions/$t"
   cp -n tests/fuzz/corpus/"$t"/* "$work"/ 2>/dev/null || true
+  case $t in  # real files of the format, when shared/data is there
+    tfrecord) find ../shared/data/tfrecord -name '*.tfrecord' -exec cp -n {} "$work"/ \; 2>/dev/null || true ;;
+    tar) find ../shared/data/webdataset -name '*.tar' -size -200k -exec cp -n {} "$work"/ \; 2>/dev/null || true ;;
+    npy) find ../shared/data/npy -name '*.npy' -exec cp -n {} "$work"/ \; 2>/dev/null || true ;;
+  esac
   "build-fuzz/tests/fuzz/fuzz_$t" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 \
     -artifact_prefix="tests/fuzz/regressions/$t/" "$work"
 done
