@@ -18,6 +18,16 @@ TEST_CASE("parse_device reads cpu, cuda, cuda:N and auto", "[device]") {
   CHECK(parse_device("auto").automatic);
   CHECK(to_string(parse_device("cuda:12").spec) == "cuda:12");
   CHECK(to_string(parse_device("cpu").spec) == "cpu");
+  CHECK(parse_device("cuda").by_local_rank);
+  CHECK(parse_device("auto").by_local_rank);
+  CHECK_FALSE(parse_device("cuda:3").by_local_rank);
+}
+
+TEST_CASE("the local rank picks the device, spread over the node's GPUs", "[device]") {
+  CHECK(device_for_local_rank(0, 8) == 0);
+  CHECK(device_for_local_rank(5, 8) == 5);
+  CHECK(device_for_local_rank(9, 8) == 1);  // more ranks than GPUs: they share
+  CHECK(device_for_local_rank(3, 0) == 0);
 }
 
 TEST_CASE("parse_device rejects anything else, naming it", "[device]") {

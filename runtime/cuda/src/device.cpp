@@ -7,6 +7,7 @@
 
 #include "cuda_check.h"
 #include "sluice/error.h"
+#include "sluice/launcher.h"
 
 namespace sluice::cuda {
 
@@ -20,9 +21,9 @@ namespace {
 }  // namespace
 
 DeviceRequest parse_device(std::string_view text) {
-  if (text == "cpu") return {false, {DeviceKind::cpu, 0}};
-  if (text == "auto") return {true, {DeviceKind::cuda, 0}};
-  if (text == "cuda") return {false, {DeviceKind::cuda, 0}};
+  if (text == "cpu") return {false, false, {DeviceKind::cpu, 0}};
+  if (text == "auto") return {true, true, {DeviceKind::cuda, 0}};
+  if (text == "cuda") return {false, true, {DeviceKind::cuda, 0}};
   constexpr std::string_view prefix = "cuda:";
   if (!text.starts_with(prefix)) bad_device(text);
   const std::string_view digits = text.substr(prefix.size());
@@ -31,7 +32,11 @@ DeviceRequest parse_device(std::string_view text) {
   if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size() || ordinal < 0) {
     bad_device(text);
   }
-  return {false, {DeviceKind::cuda, ordinal}};
+  return {false, false, {DeviceKind::cuda, ordinal}};
+}
+
+int device_for_local_rank(std::uint32_t local_rank, int count) {
+  return count > 0 ? static_cast<int>(local_rank % static_cast<std::uint32_t>(count)) : 0;
 }
 
 std::string to_string(DeviceSpec spec) {
@@ -53,10 +58,11 @@ int cuda_device_count(std::string* why_none) {
 bool device_available() { return cuda_device_count() > 0; }
 
 ResolvedDevice resolve_device(std::string_view text) {
-  const DeviceRequest request = parse_device(text);
+  DeviceRequest request = parse_device(text);
   if (request.spec.kind == DeviceKind::cpu) return {request.spec, {}};
   std::string why;
   const int count = cuda_device_count(&why);
+  if (request.by_local_rank) request.spec.ordinal = device_for_local_rank(detect_launch().local_rank, count);
   if (request.automatic) {
     if (count > 0) return {request.spec, {}};
     return {{DeviceKind::cpu, 0},

@@ -1,9 +1,12 @@
 // sluice/cuda/device.h: where staged batches are delivered, by name.
 //
 //   "cpu"     host memory (the host backend)
-//   "cuda"    CUDA device 0
+//   "cuda"    this process's CUDA device: its local rank (from torchrun, Open
+//             MPI, PMI or SLURM; see sluice/launcher.h) modulo the device count,
+//             so the ranks of a node spread over its GPUs; device 0 when not
+//             launched that way
 //   "cuda:N"  CUDA device N
-//   "auto"    CUDA device 0 when one exists, otherwise host memory, with a
+//   "auto"    as "cuda" when a device exists, otherwise host memory, with a
 //             note saying so
 //
 // The same strings are accepted by StageOptions::device and by `device` in a
@@ -28,7 +31,8 @@ struct DeviceSpec {
 
 // A parsed device string: a concrete device, or "auto".
 struct DeviceRequest {
-  bool automatic = false;  // "auto": spec is cuda:0, to be used if a device exists
+  bool automatic = false;      // "auto": spec is cuda, to be used if a device exists
+  bool by_local_rank = false;  // "cuda" or "auto": the ordinal comes from the local rank
   DeviceSpec spec;
 };
 
@@ -51,6 +55,9 @@ int cuda_device_count(std::string* why_none = nullptr);
 
 // cuda_device_count() > 0.
 bool device_available();
+
+// The device a process of local rank `local_rank` uses among `count` devices.
+int device_for_local_rank(std::uint32_t local_rank, int count);
 
 // Parses `text` and checks it against this machine: "cuda" or "cuda:N" without
 // that device throws Error (one message naming the request and the reason);
