@@ -22,7 +22,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (std::size_t i = 0; i < example.count(f.name) && i < 16; ++i) {
       if (f.kind == io::FeatureKind::bytes_list) example.bytes_at(f.name, i);
     }
-    if (f.kind != io::FeatureKind::bytes_list) {
+    if (f.kind == io::FeatureKind::float_list || f.kind == io::FeatureKind::int64_list) {
       std::vector<std::byte> out(example.count(f.name) * sizeof(double));
       example.copy_to(f.name, DType::f64, out);
     }
