@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -99,9 +100,12 @@ TEST_CASE("kill -9 of random workers during 10 epochs changes nothing the consum
     while (auto b = loader.next()) {
       faulty.push_back(digest(*b));
       if (faulty.size() % 25 == 0) {
+        // A worker killed earlier may not have been noticed yet (the loader
+        // looks when it waits), so its pid can be stale: ESRCH, already dead.
         auto pids = loader.worker_pids();
-        REQUIRE(kill(pids[rng() % pids.size()], SIGKILL) == 0);
-        ++kills;
+        const int rc = kill(pids[rng() % pids.size()], SIGKILL);
+        REQUIRE((rc == 0 || errno == ESRCH));
+        kills += rc == 0;
       }
     }
     REQUIRE(loader.stats().worker_restarts >= 1);

@@ -91,7 +91,8 @@ class Loader {
   // Valid as long as the Loader or any of its batches lives.
   std::span<std::byte> memory() const;
 
-  // The current worker processes (a replaced worker gets a new pid).
+  // The worker processes, as of the loader's last look: a worker that died
+  // since is replaced (with a new pid) the next time next() waits.
   std::vector<int> worker_pids() const;
 
   // Where the run stands: enough to build a Loader (Options::resume) that
