@@ -24,7 +24,7 @@ echo "== runtime tests under TSan (rings, release queue, loader, CUDA staging th
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSLUICE_RUNTIME_ONLY=ON \
   -DSLUICE_SANITIZE=thread
 cmake --build build-tsan -j"$jobs"
-ctest --test-dir build-tsan -j"$jobs" --output-on-failure
+TSAN_OPTIONS="suppressions=$PWD/tools/tsan.supp" ctest --test-dir build-tsan -j"$jobs" --output-on-failure
 
 echo "== fuzz targets, briefly (libFuzzer)"
 bash tools/fuzz.sh

@@ -3,7 +3,8 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
-#include <future>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <thread>
@@ -59,21 +60,47 @@ class HostStream {
   std::thread thread_;  // last: starts once the members above exist
 };
 
+// The point a stream reaches when it runs the work queued by one record():
+// set once, by that stream's thread; waited for by anyone.
+class Signal {
+ public:
+  void set() {
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    cv_.notify_all();
+  }
+  void wait() {
+    std::unique_lock lock(mutex_);
+    cv_.wait(lock, [&] { return done_; });
+  }
+  bool ready() {
+    std::lock_guard lock(mutex_);
+    return done_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool done_ = false;
+};
+
 // An event: the completion of the work captured by its latest record().
 class HostEvent {
  public:
-  std::shared_future<void> captured() const {
+  std::shared_ptr<Signal> captured() const {
     std::lock_guard lock(mutex_);
     return captured_;
   }
-  void set(std::shared_future<void> f) {
+  void set(std::shared_ptr<Signal> s) {
     std::lock_guard lock(mutex_);
-    captured_ = std::move(f);
+    captured_ = std::move(s);
   }
 
  private:
   mutable std::mutex mutex_;
-  std::shared_future<void> captured_;  // invalid: never recorded, hence complete
+  std::shared_ptr<Signal> captured_;  // null: never recorded, hence complete
 };
 
 HostStream* as_stream(StreamHandle s) { return static_cast<HostStream*>(s); }
@@ -112,25 +139,25 @@ void HostBackend::normalize_async(const NormalizeJob& job, StreamHandle stream) 
 }
 
 void HostBackend::record(EventHandle event, StreamHandle stream) {
-  auto done = std::make_shared<std::promise<void>>();
-  as_event(event)->set(done->get_future().share());
-  enqueue(stream, [done] { done->set_value(); });
+  auto signal = std::make_shared<Signal>();
+  as_event(event)->set(signal);
+  enqueue(stream, [signal] { signal->set(); });
 }
 
 void HostBackend::wait(StreamHandle stream, EventHandle event) {
-  std::shared_future<void> captured = as_event(event)->captured();
-  if (!captured.valid()) return;
-  enqueue(stream, [captured] { captured.wait(); });
+  std::shared_ptr<Signal> captured = as_event(event)->captured();
+  if (!captured) return;
+  enqueue(stream, [captured] { captured->wait(); });
 }
 
 bool HostBackend::query(EventHandle event) {
-  std::shared_future<void> captured = as_event(event)->captured();
-  return !captured.valid() || captured.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+  std::shared_ptr<Signal> captured = as_event(event)->captured();
+  return !captured || captured->ready();
 }
 
 void HostBackend::synchronize(EventHandle event) {
-  std::shared_future<void> captured = as_event(event)->captured();
-  if (captured.valid()) captured.wait();
+  std::shared_ptr<Signal> captured = as_event(event)->captured();
+  if (captured) captured->wait();
 }
 
 }  // namespace sluice::cuda

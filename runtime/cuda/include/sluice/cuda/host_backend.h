@@ -1,9 +1,10 @@
 // sluice/cuda/host_backend.h: the Backend in host memory.
 //
 // "Device" buffers are ordinary host memory, copies are memcpy, and each
-// stream is a real thread that runs its queue of work in order. An event is a
-// std::shared_future: record() queues the setting of a fresh promise on the
-// stream, wait() queues a wait for the future captured at the time of the
+// stream is a real thread that runs its queue of work in order. An event
+// holds the latest of a series of one-shot signals (a flag under a mutex with a
+// condition variable): record() queues the setting of a fresh signal on the
+// stream, wait() queues a wait for the signal captured at the time of the
 // call, so the ordering guarantees are those of CUDA streams and events (see
 // backend.h). The null stream is the calling thread.
 //
