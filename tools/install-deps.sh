@@ -15,6 +15,7 @@ packages=(
   zlib1g-dev              # gzip-compressed tar shards
   libprotobuf-dev protobuf-compiler  # tf.train.Example (lite runtime)
   libturbojpeg0-dev libspng-dev      # image decode ops
+  liburing-dev            # small-file reads in one io_uring submission per job
   clang libclang-rt-14-dev  # libFuzzer for tools/fuzz.sh
   openmpi-bin             # mpirun, for the distributed test
 )

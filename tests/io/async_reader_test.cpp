@@ -216,3 +216,54 @@ TEST_CASE("async reader: tar samples span their members in one read", "[async]")
     }
   }
 }
+
+TEST_CASE("async reader: whole files in pool jobs of several files, any size, errors per file",
+          "[async]") {
+  test::TempDir tmp;
+  std::vector<std::string> paths;
+  std::vector<std::vector<std::byte>> contents;
+  for (std::size_t i = 0; i < 40; ++i) {
+    // Sizes: empty, smaller than the slot, exactly the slot, larger than it.
+    const std::size_t size = i % 4 == 0 ? 0 : i % 4 == 1 ? 100 + i : i % 4 == 2 ? 4096 : 9000 + i;
+    std::vector<std::byte> c(size);
+    for (std::size_t k = 0; k < size; ++k) c[k] = std::byte(k * 13 + i);
+    paths.push_back(tmp.file(std::to_string(i) + ".bin"));
+    if (i == 17 || i == 30) {
+      paths.back() = tmp.file(std::to_string(i) + ".missing");
+    } else {
+      test::write_file(paths.back(), c);
+    }
+    contents.push_back(std::move(c));
+  }
+  auto source = FileSource::from_list(paths);
+  std::vector<std::uint64_t> ids(paths.size());
+  std::iota(ids.begin(), ids.end(), 0);
+  std::shuffle(ids.begin(), ids.end(), std::mt19937(5));
+
+  for (std::uint32_t per_job : {1u, 3u, 8u, 64u}) {
+    INFO("files per job " << per_job);
+    ReaderOptions options;
+    options.window = 12;
+    options.slot_bytes = 4096;
+    options.files_per_job = per_job;
+    options.on_error = sluice::OnError::skip;
+    AsyncReader reader(source, options);
+    reader.enqueue(std::span<const std::uint64_t>(ids).first(25));
+    std::size_t returned = 0;
+    while (const Sample* s = reader.next()) {
+      const std::uint64_t id = ids[returned++];
+      REQUIRE(s->id == id);
+      if (returned == 10) reader.enqueue(std::span<const std::uint64_t>(ids).subspan(25));
+      if (id == 17 || id == 30) {
+        CHECK(s->skipped);
+        CHECK_THAT(s->error, Contains("cannot open " + paths[id]));
+        continue;
+      }
+      REQUIRE_FALSE(s->skipped);
+      CHECK(std::equal(contents[id].begin(), contents[id].end(), s->fields[0].bytes.begin(),
+                       s->fields[0].bytes.end()));
+    }
+    CHECK(returned == ids.size());
+    CHECK(reader.skips().count() == 2);
+  }
+}

@@ -279,3 +279,75 @@ TEST_CASE("tfrecord stream: records larger than the read buffer", "[tfrecord]") 
   CHECK(test::text_of(s.fields[0].bytes) == "tail");
   CHECK_FALSE(st.next(s));
 }
+
+TEST_CASE("tfrecord stream: large records are CRC-checked, truncated and skipped by offset", "[tfrecord]") {
+  test::TempDir tmp;
+  const std::string path = tmp.file("large.tfrecord");
+  std::vector<std::vector<std::byte>> records;
+  for (std::size_t size : {100 * 1024, 300 * 1024, 5, 1024 * 1024 + 3, 65 * 1024}) {
+    std::vector<std::byte> r(size);
+    for (std::size_t i = 0; i < size; ++i) r[i] = std::byte(i * 7 + size);
+    records.push_back(std::move(r));
+  }
+  {
+    TFRecordWriter w(path);
+    for (auto& r : records) w.write(r);
+    w.close();
+  }
+  std::vector<std::uint64_t> offsets;
+  std::uint64_t at = 0;
+  for (auto& r : records) {
+    offsets.push_back(at);
+    at += r.size() + 16;
+  }
+
+  SECTION("every record comes back whole, twice across epochs") {
+    TFRecordStream st({path});
+    for (int epoch = 0; epoch < 2; ++epoch) {
+      st.reset(static_cast<std::uint64_t>(epoch));
+      Sample s;
+      for (std::size_t k = 0; k < records.size(); ++k) {
+        REQUIRE(st.next(s));
+        CHECK(s.offset == offsets[k]);
+        CHECK(std::equal(records[k].begin(), records[k].end(), s.fields[0].bytes.begin(),
+                         s.fields[0].bytes.end()));
+      }
+      CHECK_FALSE(st.next(s));
+    }
+  }
+  SECTION("a corrupt byte deep in a large record is a data CRC error; skip goes on") {
+    auto bytes = test::read_file(path);
+    bytes[offsets[1] + 12 + 280 * 1024] ^= std::byte{4};
+    test::write_file(path, bytes);
+    TFRecordStream fail({path});
+    Sample s;
+    REQUIRE(fail.next(s));
+    CHECK_THROWS_WITH(fail.next(s), Contains(path) && Contains("record 1 at byte offset " +
+                                                               std::to_string(offsets[1])) &&
+                                        Contains("data CRC mismatch"));
+    StreamOptions o;
+    o.on_error = sluice::OnError::skip;
+    TFRecordStream skip({path}, o);
+    std::size_t good = 0;
+    while (skip.next(s)) ++good;
+    CHECK(good == records.size() - 1);
+    REQUIRE(skip.skips().count() == 1);
+    CHECK_THAT(skip.skips().entries()[0].reason, Contains("data CRC mismatch"));
+  }
+  SECTION("a large record cut short is truncated, naming its offset") {
+    auto bytes = test::read_file(path);
+    bytes.resize(offsets[3] + 12 + 500 * 1024);
+    test::write_file(path, bytes);
+    StreamOptions o;
+    o.on_error = sluice::OnError::skip;
+    TFRecordStream skip({path}, o);
+    Sample s;
+    std::size_t good = 0;
+    while (skip.next(s)) ++good;
+    CHECK(good == 3);
+    REQUIRE(skip.skips().count() == 1);
+    CHECK_THAT(skip.skips().entries()[0].reason,
+               Contains("record 3 at byte offset " + std::to_string(offsets[3])) &&
+                   Contains("truncated record") && Contains(std::to_string(500 * 1024) + " bytes after"));
+  }
+}

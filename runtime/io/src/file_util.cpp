@@ -1,13 +1,43 @@
 #include "file_util.h"
 
+#include <sys/mman.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <new>
 
 #include "sluice/error.h"
 
 namespace sluice::io::detail {
+
+ScratchBuffer::ScratchBuffer(std::size_t size) {
+  const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  size_ = std::max<std::size_t>(page, (size + page - 1) / page * page);
+  void* p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  data_ = static_cast<std::byte*>(p);
+#ifdef MADV_POPULATE_WRITE
+  if (::madvise(p, size_, MADV_POPULATE_WRITE) == 0) return;
+#endif
+  for (std::size_t i = 0; i < size_; i += page) static_cast<volatile std::byte*>(p)[i] = std::byte{0};
+}
+
+ScratchBuffer::~ScratchBuffer() {
+  if (data_) ::munmap(data_, size_);
+}
+
+ScratchBuffer& ScratchBuffer::operator=(ScratchBuffer&& o) noexcept {
+  if (this != &o) {
+    if (data_) ::munmap(data_, size_);
+    data_ = o.data_;
+    size_ = o.size_;
+    o.data_ = nullptr;
+    o.size_ = 0;
+  }
+  return *this;
+}
 
 Fd open_read(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

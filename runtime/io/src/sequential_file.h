@@ -4,6 +4,11 @@
 // read(2) as needed; the span stays valid until the next take(). Memory is the
 // buffer: max(initial capacity, the largest span taken).
 //
+// read_into(dst) copies the next bytes into the caller's memory instead: what
+// is buffered, then the rest read(2) straight into dst in pieces of at most the
+// initial capacity, so each piece is still in cache when the optional CRC32C
+// runs over it. Use it for spans much larger than the buffer.
+//
 // Thread safety: none.
 #pragma once
 
@@ -30,11 +35,17 @@ class SequentialFile {
   // Throws sluice::Error on an I/O error.
   std::span<const std::byte> take(std::size_t n);
 
+  // Fills dst with the next bytes and returns how many it got (fewer than
+  // dst.size() only at the end of the file). When crc is given, *crc continues
+  // as crc32c(*crc, the bytes got). Throws sluice::Error on an I/O error.
+  std::size_t read_into(std::span<std::byte> dst, std::uint32_t* crc = nullptr);
+
  private:
   std::string path_;
   Fd fd_;
-  std::unique_ptr<std::byte[]> buf_;
+  ScratchBuffer buf_;
   std::size_t capacity_;
+  std::size_t piece_;                // read_into's largest read: the initial capacity
   std::size_t begin_ = 0, end_ = 0;  // unread bytes are buf_[begin_, end_)
   std::uint64_t position_ = 0;
   bool eof_ = false;

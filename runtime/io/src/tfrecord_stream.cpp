@@ -8,6 +8,12 @@
 #include "tfrecord_format.h"
 
 namespace sluice::io {
+namespace {
+
+// Records whose data and CRC exceed this go through SequentialFile::read_into.
+constexpr std::uint64_t kLargeRecord = 64 * 1024;
+
+}  // namespace
 
 TFRecordStream::TFRecordStream(std::vector<std::string> shards, StreamOptions options)
     : shards_(std::move(shards)), options_(options) {
@@ -81,19 +87,45 @@ bool TFRecordStream::read_record(std::span<const std::byte>& data, Held& meta) {
       bad("implausible length " + std::to_string(length), true);
       continue;
     }
-    std::span<const std::byte> body = f.take(static_cast<std::size_t>(need));
-    if (body.size() < need) {
-      bad("truncated record: length " + std::to_string(length) + ", the file ends " +
-              std::to_string(body.size()) + " bytes after the header",
-          true);
-      continue;
-    }
-    data = body.first(static_cast<std::size_t>(length));
-    if (options_.verify_crc) {
-      std::string why;
-      if (!detail::tfrecord_data_ok(data, body.last<detail::kTFRecordFooter>(), &why)) {
-        bad(why, false);
+    if (need > kLargeRecord) {
+      if (!large_ || large_->size() < length) {
+        large_.reset();  // release the old one before mapping the bigger one
+        large_ = std::make_unique<detail::ScratchBuffer>(static_cast<std::size_t>(length));
+      }
+      std::uint32_t crc = 0;
+      std::span<std::byte> dst(large_->data(), static_cast<std::size_t>(length));
+      const std::size_t got = f.read_into(dst, options_.verify_crc ? &crc : nullptr);
+      std::span<const std::byte> footer;
+      if (got == length) footer = f.take(detail::kTFRecordFooter);
+      if (footer.size() < detail::kTFRecordFooter) {
+        bad("truncated record: length " + std::to_string(length) + ", the file ends " +
+                std::to_string(got + footer.size()) + " bytes after the header",
+            true);
         continue;
+      }
+      data = dst;
+      if (options_.verify_crc) {
+        std::string why;
+        if (!detail::tfrecord_data_crc_ok(crc, footer.first<detail::kTFRecordFooter>(), &why)) {
+          bad(why, false);
+          continue;
+        }
+      }
+    } else {
+      std::span<const std::byte> body = f.take(static_cast<std::size_t>(need));
+      if (body.size() < need) {
+        bad("truncated record: length " + std::to_string(length) + ", the file ends " +
+                std::to_string(body.size()) + " bytes after the header",
+            true);
+        continue;
+      }
+      data = body.first(static_cast<std::size_t>(length));
+      if (options_.verify_crc) {
+        std::string why;
+        if (!detail::tfrecord_data_ok(data, body.last<detail::kTFRecordFooter>(), &why)) {
+          bad(why, false);
+          continue;
+        }
       }
     }
     meta.shard = shard_;

@@ -10,14 +10,18 @@
 //
 // I/O: reads from open shards (TFRecord, tar) are uv_fs_read on a descriptor
 // kept open per file; whole-file samples (FileSource) run open, fstat, read and
-// close as one job on libuv's thread pool. The loop runs only inside next(),
+// close on libuv's thread pool, files_per_job consecutive samples per pool job
+// (one wake-up and one completion per group rather than per file). The window
+// is refilled a group at a time: after the caller has taken files_per_job
+// samples, or at once when nothing is in flight ahead of it. The loop runs only inside next(),
 // which first collects completions and refills the window, then blocks until
 // the sample it returns is ready; requests already handed to the thread pool
 // progress meanwhile.
 //
 // Thread pool: libuv's pool is process-wide, sized from UV_THREADPOOL_SIZE when
 // first used. The first AsyncReader constructed in a process sets that
-// variable to ReaderOptions::io_threads (unless it is already set in the
+// variable to ReaderOptions::io_threads, or to the number of CPUs when that is
+// 0 (unless it is already set in the
 // environment, which wins), so construct readers after fork(), in the worker,
 // before anything else in that process uses libuv's pool. libuv restarts its
 // pool in a forked child, so every worker gets its own pool of that size.
@@ -44,7 +48,8 @@ namespace sluice::io {
 struct ReaderOptions {
   std::uint32_t window = 32;                 // reads in flight or ready ahead of next()
   std::size_t slot_bytes = 256 * 1024;       // initial scratch bytes per window slot
-  std::uint32_t io_threads = 8;              // UV_THREADPOOL_SIZE for this process
+  std::uint32_t io_threads = 0;              // UV_THREADPOOL_SIZE for this process; 0: one per CPU
+  std::uint32_t files_per_job = 32;          // whole files per pool job (at most window / 2)
   OnError on_error = OnError::fail;
 };
 

@@ -1,7 +1,11 @@
 // sluice/io/tfrecord_stream.h: TFRecord shards read front to back, no index.
 //
-// Reads each shard sequentially with read(2) through one buffer (no whole-file
-// buffering; memory is the buffer plus the shuffle buffer's records). Shards
+// Reads each shard sequentially with read(2) through one 256 KiB buffer (no
+// whole-file buffering). A record larger than 64 KiB is read straight into a
+// record buffer kept for the stream's lifetime (sized to the largest record),
+// 256 KiB per read(2), its CRC32C computed over each piece right after the
+// read while it is still in cache. Memory is those buffers plus the shuffle
+// buffer's records. Reuse one stream across epochs (reset) to reuse them. Shards
 // are taken in (optionally shuffled) order, partitioned among workers by
 // StreamOptions::shard_index/shard_count; records are shuffled within a
 // buffer of StreamOptions::shuffle_buffer records.
@@ -26,6 +30,7 @@ namespace sluice::io {
 
 namespace detail {
 class SequentialFile;
+class ScratchBuffer;
 }
 
 class TFRecordStream final : public RecordStream {
@@ -58,6 +63,7 @@ class TFRecordStream final : public RecordStream {
   std::uint64_t record_ = 0;            // next record number in file_
   std::uint64_t read_count_ = 0;        // records read this epoch (ids)
   std::vector<Held> buffer_;            // shuffle buffer
+  std::unique_ptr<detail::ScratchBuffer> large_;  // records over 64 KiB, read by read_into
   Held current_;                        // the record handed out by next()
   std::mt19937_64 rng_;
   SkipLog skips_;
