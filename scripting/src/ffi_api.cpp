@@ -5,7 +5,7 @@
 #include <exception>
 #include <string>
 
-#include "half.h"
+#include "sluice/half.h"
 #include "record_feed.h"
 #include "sluice/dtype.h"
 #include "sluice/io/example.h"

@@ -1,5 +1,5 @@
 // The normalize arithmetic (the host kernel, which the CUDA kernel is
-// checked against in gpu_stage_test.cpp) and float16 rounding.
+// checked against in gpu_stage_test.cpp).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -8,27 +8,10 @@
 #include <vector>
 
 #include "sluice/cuda/host_backend.h"
+#include "sluice/half.h"
 
 using namespace sluice;
 using namespace sluice::cuda;
-
-TEST_CASE("float_to_half_bits rounds to nearest even", "[normalize]") {
-  CHECK(float_to_half_bits(0.0f) == 0x0000);
-  CHECK(float_to_half_bits(-0.0f) == 0x8000);
-  CHECK(float_to_half_bits(1.0f) == 0x3c00);
-  CHECK(float_to_half_bits(-2.0f) == 0xc000);
-  CHECK(float_to_half_bits(65504.0f) == 0x7bff);             // largest half
-  CHECK(float_to_half_bits(65520.0f) == 0x7c00);             // rounds up to infinity
-  CHECK(float_to_half_bits(1.0f / 3.0f) == 0x3555);
-  CHECK(float_to_half_bits(std::ldexp(1.0f, -24)) == 0x0001);  // smallest subnormal
-  CHECK(float_to_half_bits(std::ldexp(1.0f, -25)) == 0x0000);  // tie to even: 0
-  CHECK(float_to_half_bits(std::ldexp(3.0f, -25)) == 0x0002);  // tie to even: 2
-  CHECK(float_to_half_bits(std::ldexp(1.0f, -14)) == 0x0400);  // smallest normal
-  CHECK(float_to_half_bits(1.0f + std::ldexp(1.0f, -11)) == 0x3c00);  // tie, even stays
-  CHECK(float_to_half_bits(1.0f + 3 * std::ldexp(1.0f, -11)) == 0x3c02);  // tie, odd rounds up
-  CHECK(float_to_half_bits(std::numeric_limits<float>::infinity()) == 0x7c00);
-  CHECK((float_to_half_bits(std::numeric_limits<float>::quiet_NaN()) & 0x7fff) > 0x7c00);
-}
 
 TEST_CASE("normalize_on_host: per-channel float32, HWC to CHW", "[normalize]") {
   const int h = 2, w = 3, c = 3, n = 2;
@@ -72,7 +55,7 @@ TEST_CASE("normalize_on_host: one mean and stddev, float16, layout kept", "[norm
   job.inv_std[0] = 1.0f / 127.5f;
   normalize_on_host(job);
   for (std::size_t i = 0; i < in.size(); ++i) {
-    CHECK(out[i] == float_to_half_bits((static_cast<float>(in[i]) - 127.5f) * (1.0f / 127.5f)));
+    CHECK(out[i] == sluice::float_to_half((static_cast<float>(in[i]) - 127.5f) * (1.0f / 127.5f)));
   }
   CHECK(out[0] == 0xbc00);  // -1
   CHECK(out[2] == 0x3c00);  // +1

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <vector>
 
-#include "half.h"
+#include "sluice/half.h"
 #include "sluice/error.h"
 #include "sluice/producer.h"
 #include "sluice/script.h"
@@ -91,8 +91,8 @@ return sluice.pipeline {
     CHECK(at<std::int32_t>(ctx, 5, j) == -2000000000 - static_cast<int>(i));
     CHECK(at<std::uint64_t>(ctx, 6, j) == (std::uint64_t{1} << 60) + 1024 * i);
     CHECK(at<std::int64_t>(ctx, 7, j) == -(std::int64_t{1} << 60) - 1024 * static_cast<std::int64_t>(i));
-    CHECK(sluice::scripting::half_to_float(at<std::uint16_t>(ctx, 8, j)) == 0.5f + i);
-    CHECK(sluice::scripting::bfloat16_to_float(at<std::uint16_t>(ctx, 9, j)) == -1.5f - i);
+    CHECK(sluice::half_to_float(at<std::uint16_t>(ctx, 8, j)) == 0.5f + i);
+    CHECK(sluice::bfloat16_to_float(at<std::uint16_t>(ctx, 9, j)) == -1.5f - i);
     CHECK(at<float>(ctx, 10, j) == static_cast<float>(i) / 4);
     CHECK(at<double>(ctx, 11, j) == static_cast<double>(i) / 3);
     CHECK(at<bool>(ctx, 12, j) == (i % 2 == 1));

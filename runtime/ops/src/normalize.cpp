@@ -4,6 +4,7 @@
 #include <string>
 
 #include "fail.h"
+#include "sluice/half.h"
 #include "sluice/ops/normalize.h"
 
 namespace sluice::ops {
@@ -19,7 +20,7 @@ Out convert(float v);
 template <>
 float convert<float>(float v) { return v; }
 template <>
-std::uint16_t convert<std::uint16_t>(float v) { return float_to_half(v); }
+std::uint16_t convert<std::uint16_t>(float v) { return sluice::float_to_half(v); }
 template <>
 std::uint8_t convert<std::uint8_t>(float v) {
   if (!(v > 0.0f)) return 0;  // NaN too

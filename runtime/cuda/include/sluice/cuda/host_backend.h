@@ -59,7 +59,4 @@ class HostBackend final : public Backend {
 // the reference the CUDA kernel is tested against.
 void normalize_on_host(const NormalizeJob& job);
 
-// IEEE binary16 bits of f, rounded to nearest even (as CUDA's __float2half_rn).
-std::uint16_t float_to_half_bits(float f);
-
 }  // namespace sluice::cuda

@@ -38,7 +38,4 @@ void normalize(const Image& src, void* dst, const NormalizeOptions& options);
 // normalize with scale 1, mean 0, std 1.
 void cast(const Image& src, void* dst, DType dtype, Layout layout = Layout::chw);
 
-// IEEE binary16 bits of x, rounded to nearest even.
-std::uint16_t float_to_half(float x);
-
 }  // namespace sluice::ops

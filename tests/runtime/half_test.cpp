@@ -4,9 +4,9 @@
 #include <cmath>
 #include <limits>
 
-#include "half.h"
+#include "sluice/half.h"
 
-using namespace sluice::scripting;
+using namespace sluice;
 
 TEST_CASE("float16 encodes exact values, rounds, saturates to infinity", "[half]") {
   CHECK(float_to_half(0.0f) == 0x0000);
@@ -40,4 +40,14 @@ TEST_CASE("bfloat16 rounds to nearest even and keeps NaN", "[half]") {
   CHECK(float_to_bfloat16(1.0f + 0x1.0p-8f) == 0x3F80);  // tie: to even
   CHECK(float_to_bfloat16(1.0f + 0x1.8p-8f) == 0x3F81);
   CHECK(std::isnan(bfloat16_to_float(float_to_bfloat16(std::numeric_limits<float>::quiet_NaN()))));
+}
+
+TEST_CASE("float16 rounds ties to even, at normal and subnormal magnitudes", "[half]") {
+  CHECK(float_to_half(1.0f + 1.0f / 2048) == 0x3C00);  // tie: down to the even mantissa
+  CHECK(float_to_half(1.0f + 3.0f / 2048) == 0x3C02);  // tie: up to the even mantissa
+  CHECK(float_to_half(1.0f / 3.0f) == 0x3555);
+  CHECK(float_to_half(6.1035156e-5f) == 0x0400);       // smallest normal
+  CHECK(float_to_half(std::ldexp(1.0f, -24)) == 0x0001);  // smallest subnormal
+  CHECK(float_to_half(std::ldexp(1.0f, -25)) == 0x0000);  // tie between 0 and it: to even
+  CHECK(float_to_half(1e-9f) == 0x0000);
 }

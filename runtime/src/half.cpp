@@ -1,8 +1,8 @@
-#include "half.h"
+#include "sluice/half.h"
 
 #include <bit>
 
-namespace sluice::scripting {
+namespace sluice {
 
 std::uint16_t float_to_half(float x) {
   const std::uint32_t f = std::bit_cast<std::uint32_t>(x);
@@ -62,4 +62,4 @@ float bfloat16_to_float(std::uint16_t b) {
   return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16);
 }
 
-}  // namespace sluice::scripting
+}  // namespace sluice
