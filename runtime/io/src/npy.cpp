@@ -86,7 +86,7 @@ void NpyArray::parse_header() {
   };
   if (std::memcmp(map_, "\x93NUMPY", 6) != 0) bad(0, "no \\x93NUMPY magic");
   const auto major = static_cast<unsigned>(map_[6]);
-  std::size_t header_len, header_at;
+  std::size_t header_len = 0, header_at = 0;
   if (major == 1) {
     header_len = static_cast<std::size_t>(map_[8]) | static_cast<std::size_t>(map_[9]) << 8;
     header_at = 10;
