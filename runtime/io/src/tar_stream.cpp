@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 
@@ -71,6 +72,28 @@ bool TarStream::read_member(std::string& key, Member& member, std::uint64_t& off
     }
     return true;
   };
+  // Reads n bytes into `out`, growing it as the data arrives: a header that
+  // claims more than the stream holds fails at the end of the data, having
+  // allocated no more than the data present plus one chunk.
+  auto read_growing = [&](std::vector<std::byte>& out, std::uint64_t n) -> bool {
+    constexpr std::uint64_t kChunk = std::uint64_t{1} << 20;
+    out.clear();
+    while (out.size() < n) {
+      const std::size_t at = out.size();
+      out.resize(at + static_cast<std::size_t>(std::min(kChunk, n - at)));
+      if (!read_exact(out.data() + at, out.size() - at)) return false;
+    }
+    return true;
+  };
+  auto skip = [&](std::uint64_t n) -> bool {
+    std::array<std::byte, 64 * 1024> scratch;
+    while (n > 0) {
+      const std::uint64_t chunk = std::min<std::uint64_t>(n, scratch.size());
+      if (!read_exact(scratch.data(), chunk)) return false;
+      n -= chunk;
+    }
+    return true;
+  };
   auto bad = [&](const std::string& why) {
     int errnum = 0;
     const char* zmsg = gzerror(gz, &errnum);
@@ -102,24 +125,28 @@ bool TarStream::read_member(std::string& key, Member& member, std::uint64_t& off
       detail::webdataset_split(name, k, f);
       key.assign(k);
       member.field.assign(f);
-      member.bytes.resize(h.size);
       offset = position_;
-      if (!read_exact(member.bytes.data(), h.size))
+      if (!read_growing(member.bytes, h.size))
         return bad("truncated tar member " + name + " (" + std::to_string(h.size) + " bytes declared)");
-      std::array<std::byte, detail::kTarBlock> pad;
-      if (padded > h.size && !read_exact(pad.data(), padded - h.size))
-        return bad("truncated padding after tar member " + name);
+      if (!skip(padded - h.size)) return bad("truncated padding after tar member " + name);
       return true;
+    }
+    if (h.entry != detail::TarEntry::pax && h.entry != detail::TarEntry::gnu_longname) {
+      if (!skip(padded)) return bad("truncated tar member " + h.path);  // directories, links, ...
+      next_path.clear();
+      continue;
+    }
+    // A pax header or GNU long name names the next member: a path, never megabytes.
+    constexpr std::uint64_t kMaxNameData = std::uint64_t{1} << 20;
+    if (h.size > kMaxNameData) {
+      position_ = header_at;
+      return bad("tar " + std::string(h.entry == detail::TarEntry::pax ? "pax header" : "long name") + " of " +
+                 std::to_string(h.size) + " bytes (at most " + std::to_string(kMaxNameData) + ")");
     }
     std::string data(padded, '\0');
     if (!read_exact(data.data(), padded)) return bad("truncated tar member " + h.path);
     data.resize(h.size);
-    if (h.entry == detail::TarEntry::pax)
-      next_path = detail::pax_path(data);
-    else if (h.entry == detail::TarEntry::gnu_longname)
-      next_path = data.c_str();
-    else
-      next_path.clear();
+    next_path = h.entry == detail::TarEntry::pax ? detail::pax_path(data) : std::string(data.c_str());
   }
 }
 
