@@ -23,7 +23,13 @@ for t in $targets; do
     tar) find ../shared/data/webdataset -name '*.tar' -size -200k -exec cp -n {} "$work"/ \; 2>/dev/null || true ;;
     npy) find ../shared/data/npy -name '*.npy' -exec cp -n {} "$work"/ \; 2>/dev/null || true ;;
   esac
-  "build-fuzz/tests/fuzz/fuzz_$t" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 \
-    -artifact_prefix="tests/fuzz/regressions/$t/" "$work"
+  log="build-fuzz/fuzz-$t.log"
+  if ! "build-fuzz/tests/fuzz/fuzz_$t" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 \
+      -artifact_prefix="tests/fuzz/regressions/$t/" "$work" > "$log" 2>&1; then
+    tail -n 80 "$log"
+    echo "fuzz: $t found a crash; the input is in tests/fuzz/regressions/$t/ (full log: $log)"
+    exit 1
+  fi
+  grep -E "^Done [0-9]+ runs" "$log" || true
 done
 echo "fuzz: no crash in $(echo $targets | wc -w) targets"
