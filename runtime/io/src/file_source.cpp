@@ -96,15 +96,7 @@ SampleLocation FileSource::locate(std::uint64_t id) const {
 
 void FileSource::decode(const SampleLocation& where, std::span<const std::byte> raw,
                         Sample& out) const {
-  out.id = where.id;
-  out.path = paths_[where.file];
-  out.key = {};
-  out.label = label(where.id);
-  out.record = 0;
-  out.offset = 0;
-  out.skipped = false;
-  out.error.clear();
-  out.fields.clear();
+  out.reset(where.id, paths_[where.file], {}, label(where.id), 0, 0);
   out.fields.push_back({"data", raw});
 }
 

@@ -95,15 +95,7 @@ SampleLocation TarSource::locate(std::uint64_t id) const {
 void TarSource::decode(const SampleLocation& where, std::span<const std::byte> raw,
                        Sample& out) const {
   const SampleEntry& s = samples_[where.id];
-  out.id = where.id;
-  out.path = shards_[s.shard];
-  out.key = names_[s.key];
-  out.label = -1;
-  out.record = s.record;
-  out.offset = where.offset;
-  out.skipped = false;
-  out.error.clear();
-  out.fields.clear();
+  out.reset(where.id, shards_[s.shard], names_[s.key], -1, s.record, where.offset);
   for (std::uint32_t m = s.first_member; m < s.first_member + s.member_count; ++m) {
     const Member& member = members_[m];
     const std::uint64_t at = member.data_offset - where.offset;

@@ -212,15 +212,7 @@ bool TarStream::next(Sample& out) {
       buffer_.pop_back();
     }
   }
-  out.id = g->id;
-  out.path = shards_[g->shard];
-  out.key = g->key;
-  out.label = -1;
-  out.record = g->record;
-  out.offset = g->offset;
-  out.skipped = false;
-  out.error.clear();
-  out.fields.clear();
+  out.reset(g->id, shards_[g->shard], g->key, -1, g->record, g->offset);
   for (const Member& m : g->members) out.fields.push_back({m.field, m.bytes});
   return true;
 }

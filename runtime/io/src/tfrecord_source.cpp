@@ -70,15 +70,7 @@ void TFRecordSource::decode(const SampleLocation& where, std::span<const std::by
     std::string why;
     if (!detail::tfrecord_data_ok(data, raw.last<detail::kTFRecordFooter>(), &why)) fail(why);
   }
-  out.id = where.id;
-  out.path = path;
-  out.key = {};
-  out.label = -1;
-  out.record = record;
-  out.offset = where.offset;
-  out.skipped = false;
-  out.error.clear();
-  out.fields.clear();
+  out.reset(where.id, path, {}, -1, record, where.offset);
   out.fields.push_back({"data", data});
 }
 

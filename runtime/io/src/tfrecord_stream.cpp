@@ -137,15 +137,7 @@ bool TFRecordStream::read_record(std::span<const std::byte>& data, Held& meta) {
 }
 
 void TFRecordStream::fill(Sample& out, std::span<const std::byte> data, const Held& meta) const {
-  out.id = meta.id;
-  out.path = shards_[meta.shard];
-  out.key = {};
-  out.label = -1;
-  out.record = meta.record;
-  out.offset = meta.offset;
-  out.skipped = false;
-  out.error.clear();
-  out.fields.clear();
+  out.reset(meta.id, shards_[meta.shard], {}, -1, meta.record, meta.offset);
   out.fields.push_back({"data", data});
 }
 

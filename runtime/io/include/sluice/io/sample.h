@@ -35,6 +35,21 @@ struct Sample {
   bool skipped = false;          // on_error = skip: the sample was bad and has no fields
   std::string error;             // why it was skipped (names file and offset or record)
 
+  // Starts the sample over as a good one with this metadata and no field yet
+  // (the field list keeps its capacity, so refilling allocates nothing).
+  void reset(std::uint64_t id_, std::string_view path_, std::string_view key_, std::int64_t label_,
+             std::uint64_t record_, std::uint64_t offset_) {
+    id = id_;
+    path = path_;
+    key = key_;
+    label = label_;
+    record = record_;
+    offset = offset_;
+    fields.clear();
+    skipped = false;
+    error.clear();
+  }
+
   // The field called `name`, or nullptr.
   const Field* field(std::string_view name) const {
     for (const Field& f : fields)
