@@ -205,6 +205,22 @@ TEST_CASE("tfrecord: a corrupt length is caught by the length CRC", "[tfrecord]"
   CHECK_THROWS_WITH(TFRecordSource({shard}), Contains("length CRC mismatch"));
 }
 
+TEST_CASE("tfrecord stream: an unchecked length past the end of the file is a truncation", "[tfrecord]") {
+  test::TempDir tmp;
+  auto shard = write_shard(tmp, "a.tfrecord", 3);
+  auto bytes = test::read_file(shard);
+  bytes[24 + 4] = std::byte{0x40};  // record 1's length becomes about 2^38 bytes
+  test::write_file(shard, bytes);
+  StreamOptions o;
+  o.verify_crc = false;  // nothing stops the length before the stream sizes a read by it
+  TFRecordStream stream({shard}, o);
+  Sample s;
+  REQUIRE(stream.next(s));
+  CHECK_THROWS_WITH(stream.next(s), Contains("record 1 at byte offset 24") &&
+                                        Contains("truncated record: length 274877906") &&
+                                        Contains("the file ends"));
+}
+
 TEST_CASE("tfrecord: a missing shard is named", "[tfrecord]") {
   CHECK_THROWS_WITH(TFRecordSource({"/nonexistent/x.tfrecord"}),
                     Contains("cannot open /nonexistent/x.tfrecord"));

@@ -8,15 +8,10 @@
 #include "tfrecord_format.h"
 
 namespace sluice::io {
-namespace {
-
-// Records whose data and CRC exceed this go through SequentialFile::read_into.
-constexpr std::uint64_t kLargeRecord = 64 * 1024;
-
-}  // namespace
 
 TFRecordStream::TFRecordStream(std::vector<std::string> shards, StreamOptions options)
-    : shards_(std::move(shards)), options_(options) {
+    : shards_(std::move(shards)), options_(options),
+      file_(std::make_unique<detail::SequentialFile>()) {
   reset(0);
 }
 
@@ -26,19 +21,19 @@ void TFRecordStream::reset(std::uint64_t epoch) {
   order_ = detail::stream_shards(static_cast<std::uint32_t>(shards_.size()), options_, epoch);
   rng_.seed(detail::stream_seed(options_, epoch));
   next_shard_ = 0;
-  file_.reset();
+  file_->close();
   read_count_ = 0;
   buffer_.clear();
   skips_.clear();
 }
 
 bool TFRecordStream::open_next_shard() {
-  file_.reset();
+  file_->close();
   while (next_shard_ < order_.size()) {
     shard_ = order_[next_shard_++];
     record_ = 0;
     try {
-      file_ = std::make_unique<detail::SequentialFile>(shards_[shard_]);
+      file_->open(shards_[shard_]);
       return true;
     } catch (const Error& e) {
       if (options_.on_error == OnError::fail) throw;
@@ -50,7 +45,7 @@ bool TFRecordStream::open_next_shard() {
 
 bool TFRecordStream::read_record(std::span<const std::byte>& data, Held& meta) {
   for (;;) {
-    if (!file_ && !open_next_shard()) return false;
+    if (!file_->is_open() && !open_next_shard()) return false;
     detail::SequentialFile& f = *file_;
     const std::uint64_t offset = f.position();
     auto bad = [&](const std::string& why, bool rest_of_shard) {
@@ -58,11 +53,11 @@ bool TFRecordStream::read_record(std::span<const std::byte>& data, Held& meta) {
       if (options_.on_error == OnError::fail) throw Error(msg);
       skips_.add(read_count_++, msg);
       ++record_;
-      if (rest_of_shard) file_.reset();
+      if (rest_of_shard) file_->close();
     };
     std::span<const std::byte> header = f.take(detail::kTFRecordHeader);
     if (header.empty()) {  // a clean end of shard
-      file_.reset();
+      file_->close();
       continue;
     }
     if (header.size() < detail::kTFRecordHeader) {
@@ -82,50 +77,23 @@ bool TFRecordStream::read_record(std::span<const std::byte>& data, Held& meta) {
     } else {
       std::memcpy(&length, header.data(), 8);
     }
+    // Checked against the file's size first, so a corrupt length never sizes a buffer.
+    const std::uint64_t left = f.size() - f.position();
     const std::uint64_t need = length + detail::kTFRecordFooter;
-    if (length > (std::uint64_t{1} << 40)) {
-      bad("implausible length " + std::to_string(length), true);
+    std::span<const std::byte> body;
+    if (length <= left) body = f.take(static_cast<std::size_t>(std::min(need, left)));
+    if (body.size() < need) {
+      bad("truncated record: length " + std::to_string(length) + ", the file ends " +
+              std::to_string(left) + " bytes after the header",
+          true);
       continue;
     }
-    if (need > kLargeRecord) {
-      if (!large_ || large_->size() < length) {
-        large_.reset();  // release the old one before mapping the bigger one
-        large_ = std::make_unique<detail::ScratchBuffer>(static_cast<std::size_t>(length));
-      }
-      std::uint32_t crc = 0;
-      std::span<std::byte> dst(large_->data(), static_cast<std::size_t>(length));
-      const std::size_t got = f.read_into(dst, options_.verify_crc ? &crc : nullptr);
-      std::span<const std::byte> footer;
-      if (got == length) footer = f.take(detail::kTFRecordFooter);
-      if (footer.size() < detail::kTFRecordFooter) {
-        bad("truncated record: length " + std::to_string(length) + ", the file ends " +
-                std::to_string(got + footer.size()) + " bytes after the header",
-            true);
+    data = body.first(static_cast<std::size_t>(length));
+    if (options_.verify_crc) {
+      std::string why;
+      if (!detail::tfrecord_data_ok(data, body.last<detail::kTFRecordFooter>(), &why)) {
+        bad(why, false);
         continue;
-      }
-      data = dst;
-      if (options_.verify_crc) {
-        std::string why;
-        if (!detail::tfrecord_data_crc_ok(crc, footer.first<detail::kTFRecordFooter>(), &why)) {
-          bad(why, false);
-          continue;
-        }
-      }
-    } else {
-      std::span<const std::byte> body = f.take(static_cast<std::size_t>(need));
-      if (body.size() < need) {
-        bad("truncated record: length " + std::to_string(length) + ", the file ends " +
-                std::to_string(body.size()) + " bytes after the header",
-            true);
-        continue;
-      }
-      data = body.first(static_cast<std::size_t>(length));
-      if (options_.verify_crc) {
-        std::string why;
-        if (!detail::tfrecord_data_ok(data, body.last<detail::kTFRecordFooter>(), &why)) {
-          bad(why, false);
-          continue;
-        }
       }
     }
     meta.shard = shard_;

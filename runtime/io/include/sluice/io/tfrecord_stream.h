@@ -1,11 +1,11 @@
 // sluice/io/tfrecord_stream.h: TFRecord shards read front to back, no index.
 //
-// Reads each shard sequentially with read(2) through one 256 KiB buffer (no
-// whole-file buffering). A record larger than 64 KiB is read straight into a
-// record buffer kept for the stream's lifetime (sized to the largest record),
-// 256 KiB per read(2), its CRC32C computed over each piece right after the
-// read while it is still in cache. Memory is those buffers plus the shuffle
-// buffer's records. Reuse one stream across epochs (reset) to reuse them. Shards
+// Reads each shard sequentially with read(2) through one buffer kept for the
+// stream's lifetime (no whole-file buffering): 1 MiB at a time while records
+// are small, a large record in one read(2) straight to its place. Records are
+// handed out in place, their CRC32C computed there. Memory is that buffer
+// (about the largest record plus 1 MiB) plus the shuffle buffer's records.
+// Reuse one stream across epochs (reset) to reuse it. Shards
 // are taken in (optionally shuffled) order, partitioned among workers by
 // StreamOptions::shard_index/shard_count; records are shuffled within a
 // buffer of StreamOptions::shuffle_buffer records.
@@ -30,7 +30,6 @@ namespace sluice::io {
 
 namespace detail {
 class SequentialFile;
-class ScratchBuffer;
 }
 
 class TFRecordStream final : public RecordStream {
@@ -58,12 +57,11 @@ class TFRecordStream final : public RecordStream {
   StreamOptions options_;
   std::vector<std::uint32_t> order_;    // this worker's shards for the epoch
   std::size_t next_shard_ = 0;
-  std::unique_ptr<detail::SequentialFile> file_;
+  std::unique_ptr<detail::SequentialFile> file_;  // the open shard, if any
   std::uint32_t shard_ = 0;             // shard of file_
   std::uint64_t record_ = 0;            // next record number in file_
   std::uint64_t read_count_ = 0;        // records read this epoch (ids)
   std::vector<Held> buffer_;            // shuffle buffer
-  std::unique_ptr<detail::ScratchBuffer> large_;  // records over 64 KiB, read by read_into
   Held current_;                        // the record handed out by next()
   std::mt19937_64 rng_;
   SkipLog skips_;
