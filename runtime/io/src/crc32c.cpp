@@ -48,70 +48,49 @@ std::uint32_t portable(const unsigned char* p, std::size_t n, std::uint32_t crc)
 }
 
 #if defined(__x86_64__)
-// Three streams of kLong (then kShort) bytes run interleaved to hide the crc32
-// instruction's latency; their CRCs are combined by "shifting" a CRC over the
-// length of the blocks after it, with an operator for that many zero bytes
-// (tabulated per byte of the operand). Method of Mark Adler's crc32c.c.
-constexpr std::size_t kLong = 8192;
-constexpr std::size_t kShort = 256;
-
-std::uint32_t gf2_times(const std::uint32_t* mat, std::uint32_t vec) {
-  std::uint32_t sum = 0;
-  while (vec) {
-    if (vec & 1) sum ^= *mat;
-    vec >>= 1;
-    ++mat;
-  }
-  return sum;
-}
-void gf2_square(std::uint32_t* square, const std::uint32_t* mat) {
-  for (int n = 0; n < 32; ++n) square[n] = gf2_times(mat, mat[n]);
-}
-
-struct ShiftTable {
-  std::uint32_t t[4][256];
-  explicit ShiftTable(std::size_t len) {  // len: a power of two
-    std::uint32_t odd[32], even[32];
-    odd[0] = kPoly;  // the operator for one zero bit
-    std::uint32_t row = 1;
-    for (int n = 1; n < 32; ++n) {
-      odd[n] = row;
-      row <<= 1;
-    }
-    gf2_square(even, odd);  // two zero bits
-    gf2_square(odd, even);  // four zero bits
-    const std::uint32_t* op = nullptr;
-    for (;;) {  // each square doubles: 1 byte, 2 bytes, ...
-      gf2_square(even, odd);
-      len >>= 1;
-      if (len == 0) { op = even; break; }
-      gf2_square(odd, even);
-      len >>= 1;
-      if (len == 0) { op = odd; break; }
-    }
-    for (std::uint32_t n = 0; n < 256; ++n) {
-      t[0][n] = gf2_times(op, n);
-      t[1][n] = gf2_times(op, n << 8);
-      t[2][n] = gf2_times(op, n << 16);
-      t[3][n] = gf2_times(op, n << 24);
-    }
-  }
-  std::uint32_t shift(std::uint32_t crc) const {
-    return t[0][crc & 0xff] ^ t[1][(crc >> 8) & 0xff] ^ t[2][(crc >> 16) & 0xff] ^ t[3][crc >> 24];
-  }
-};
-
 inline std::uint64_t load64(const unsigned char* q) {
   std::uint64_t w;
   std::memcpy(&w, q, 8);
   return w;
 }
 
-// Consumes 3 * block bytes at a time while n allows, updating crc, p and n.
-__attribute__((target("sse4.2"))) void interleave(std::uint64_t& crc, const unsigned char*& p,
+// CRCs of consecutive pieces computed separately are joined by "shifting" the
+// register of the first over the length of the second: the register after
+// `len` zero bytes, a linear map of the register. ZeroShift tabulates that map
+// once per length, from the crc32 instruction run over zeros for each bit;
+// then reg(A || B) = shift(reg(A)) ^ reg(B started from 0).
+struct ZeroShift {
+  std::uint32_t t[4][256];
+  __attribute__((target("sse4.2"))) explicit ZeroShift(std::size_t len) {  // len % 8 == 0
+    std::uint32_t bit[32];
+    for (int b = 0; b < 32; ++b) {
+      std::uint64_t c = std::uint32_t{1} << b;
+      for (std::size_t i = 0; i < len; i += 8) c = _mm_crc32_u64(c, 0);
+      bit[b] = static_cast<std::uint32_t>(c);
+    }
+    for (int k = 0; k < 4; ++k)
+      for (std::uint32_t v = 0; v < 256; ++v) {
+        std::uint32_t sum = 0;
+        for (int b = 0; b < 8; ++b)
+          if ((v >> b) & 1) sum ^= bit[8 * k + b];
+        t[k][v] = sum;
+      }
+  }
+  std::uint32_t shift(std::uint32_t reg) const {
+    return t[0][reg & 0xff] ^ t[1][(reg >> 8) & 0xff] ^ t[2][(reg >> 16) & 0xff] ^ t[3][reg >> 24];
+  }
+};
+
+// Three streams of kLong (then kShort) bytes run interleaved to hide the crc32
+// instruction's latency, then are joined (the method of Mark Adler's crc32c.c).
+constexpr std::size_t kLong = 8192;
+constexpr std::size_t kShort = 256;
+
+// Consumes 3 * block bytes at a time while n allows, updating reg, p and n.
+__attribute__((target("sse4.2"))) void interleave(std::uint64_t& reg, const unsigned char*& p,
                                                   std::size_t& n, std::size_t block,
-                                                  const ShiftTable& table) {
-  std::uint64_t c0 = crc;
+                                                  const ZeroShift& join) {
+  std::uint64_t c0 = reg;
   while (n >= 3 * block) {
     std::uint64_t c1 = 0, c2 = 0;
     const unsigned char* end = p + block;
@@ -121,25 +100,25 @@ __attribute__((target("sse4.2"))) void interleave(std::uint64_t& crc, const unsi
       c2 = _mm_crc32_u64(c2, load64(p + 2 * block));
       p += 8;
     } while (p < end);
-    c0 = table.shift(static_cast<std::uint32_t>(c0)) ^ c1;
-    c0 = table.shift(static_cast<std::uint32_t>(c0)) ^ c2;
+    c0 = join.shift(static_cast<std::uint32_t>(c0)) ^ c1;
+    c0 = join.shift(static_cast<std::uint32_t>(c0)) ^ c2;
     p += 2 * block;
     n -= 3 * block;
   }
-  crc = c0;
+  reg = c0;
 }
 
 __attribute__((target("sse4.2"))) std::uint32_t hardware(const unsigned char* p, std::size_t n,
                                                          std::uint32_t crc) {
-  static const ShiftTable long_shift(kLong);
-  static const ShiftTable short_shift(kShort);
+  static const ZeroShift long_join(kLong);
+  static const ZeroShift short_join(kShort);
   std::uint64_t c0 = ~crc;
   while (n && (reinterpret_cast<std::uintptr_t>(p) & 7)) {
     c0 = _mm_crc32_u8(static_cast<std::uint32_t>(c0), *p++);
     --n;
   }
-  interleave(c0, p, n, kLong, long_shift);
-  interleave(c0, p, n, kShort, short_shift);
+  interleave(c0, p, n, kLong, long_join);
+  interleave(c0, p, n, kShort, short_join);
   while (n >= 8) {
     c0 = _mm_crc32_u64(c0, load64(p));
     p += 8;
@@ -203,41 +182,79 @@ SLUICE_VPCLMUL_TARGET inline __m512i broadcast(const FoldConstants& k) {
                           static_cast<long long>(k.hi), static_cast<long long>(k.lo));
 }
 
-// n >= kVectorMin. Four accumulators of 64 bytes each fold across 256 bytes.
-SLUICE_VPCLMUL_TARGET std::uint32_t vector(const unsigned char* p, std::size_t n, std::uint32_t crc) {
+// Folds the 256 * iters bytes at p (iters >= 1) with four 64-byte accumulators
+// and returns the register, continuing from `reg`. side(i) runs in iteration i:
+// work for other execution units, overlapping the carry-less multiplies.
+template <class Side>
+SLUICE_VPCLMUL_TARGET inline std::uint32_t fold256(const unsigned char* p, std::size_t iters,
+                                                   std::uint32_t reg, Side side) {
   static const FoldConstants across_2048(2048);
   static const FoldConstants across_512(512);
   const __m512i k2048 = broadcast(across_2048);
   const __m512i k512 = broadcast(across_512);
   // The running register, xored into the first four bytes, continues the CRC.
-  __m512i x0 = _mm512_xor_si512(_mm512_loadu_si512(p), _mm512_zextsi128_si512(_mm_cvtsi32_si128(
-                                                           static_cast<int>(~crc))));
+  __m512i x0 = _mm512_xor_si512(_mm512_loadu_si512(p),
+                                _mm512_zextsi128_si512(_mm_cvtsi32_si128(static_cast<int>(reg))));
   __m512i x1 = _mm512_loadu_si512(p + 64);
   __m512i x2 = _mm512_loadu_si512(p + 128);
   __m512i x3 = _mm512_loadu_si512(p + 192);
-  p += 256;
-  n -= 256;
-  while (n >= 256) {
+  side(0);
+  for (std::size_t i = 1; i < iters; ++i) {
+    p += 256;
     x0 = fold(x0, k2048, _mm512_loadu_si512(p));
     x1 = fold(x1, k2048, _mm512_loadu_si512(p + 64));
     x2 = fold(x2, k2048, _mm512_loadu_si512(p + 128));
     x3 = fold(x3, k2048, _mm512_loadu_si512(p + 192));
-    p += 256;
-    n -= 256;
+    side(i);
   }
   x1 = fold(x0, k512, x1);
   x2 = fold(x1, k512, x2);
   x3 = fold(x2, k512, x3);
-  while (n >= 64) {
-    x3 = fold(x3, k512, _mm512_loadu_si512(p));
-    p += 64;
-    n -= 64;
-  }
   alignas(64) unsigned char last[64];
   _mm512_store_si512(last, x3);
   std::uint64_t c = 0;
   for (int i = 0; i < 64; i += 8) c = _mm_crc32_u64(c, load64(last + i));
-  return hardware(p, n, ~static_cast<std::uint32_t>(c));
+  return static_cast<std::uint32_t>(c);
+}
+
+// Long inputs go in blocks of 256 * kIters bytes folded by vectors, followed by
+// three streams of kIters * kLane bytes fed to the crc32 instruction in the
+// same loop: the two run on different execution units (measured on Zen 5:
+// 55 GB/s vectors alone, 68 GB/s both), and the four registers are joined.
+constexpr std::size_t kIters = 128;
+constexpr std::size_t kLane = 48;
+constexpr std::size_t kStream = kIters * kLane;
+constexpr std::size_t kBlock = 256 * kIters + 3 * kStream;
+
+// n >= kVectorMin.
+SLUICE_VPCLMUL_TARGET std::uint32_t vector(const unsigned char* p, std::size_t n, std::uint32_t crc) {
+  static const ZeroShift stream_join(kStream);
+  std::uint32_t reg = ~crc;
+  while (n >= kBlock) {
+    const unsigned char* s = p + 256 * kIters;
+    std::uint64_t c0 = 0, c1 = 0, c2 = 0;
+    auto streams = [&](std::size_t i) SLUICE_VPCLMUL_TARGET {
+      const unsigned char* q = s + i * kLane;
+      for (std::size_t j = 0; j < kLane; j += 8) {
+        c0 = _mm_crc32_u64(c0, load64(q + j));
+        c1 = _mm_crc32_u64(c1, load64(q + kStream + j));
+        c2 = _mm_crc32_u64(c2, load64(q + 2 * kStream + j));
+      }
+    };
+    reg = fold256(p, kIters, reg, streams);
+    reg = stream_join.shift(reg) ^ static_cast<std::uint32_t>(c0);
+    reg = stream_join.shift(reg) ^ static_cast<std::uint32_t>(c1);
+    reg = stream_join.shift(reg) ^ static_cast<std::uint32_t>(c2);
+    p += kBlock;
+    n -= kBlock;
+  }
+  if (n >= kVectorMin) {
+    const std::size_t iters = n / 256;
+    reg = fold256(p, iters, reg, [](std::size_t) {});
+    p += 256 * iters;
+    n -= 256 * iters;
+  }
+  return hardware(p, n, ~reg);
 }
 
 const bool kHaveVpclmul = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
@@ -248,6 +265,13 @@ const bool kHaveVpclmul = __builtin_cpu_supports("avx512f") && __builtin_cpu_sup
 
 std::uint32_t crc32c_portable(std::span<const std::byte> data, std::uint32_t crc) {
   return portable(reinterpret_cast<const unsigned char*>(data.data()), data.size(), crc);
+}
+
+std::uint32_t crc32c_sse42(std::span<const std::byte> data, std::uint32_t crc) {
+#if defined(__x86_64__)
+  if (kHaveSse42) return hardware(reinterpret_cast<const unsigned char*>(data.data()), data.size(), crc);
+#endif
+  return crc32c_portable(data, crc);
 }
 
 std::uint32_t crc32c(std::span<const std::byte> data, std::uint32_t crc) {
