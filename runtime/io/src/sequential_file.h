@@ -28,7 +28,7 @@ namespace sluice::io::detail {
 
 class SequentialFile {
  public:
-  explicit SequentialFile(std::size_t chunk = 1024 * 1024);
+  explicit SequentialFile(std::size_t chunk = 256 * 1024);
 
   // Opens `path` (throws sluice::Error naming it; the previous file is closed
   // either way) and advises sequential access.

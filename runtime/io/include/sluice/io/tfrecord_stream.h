@@ -1,10 +1,10 @@
 // sluice/io/tfrecord_stream.h: TFRecord shards read front to back, no index.
 //
 // Reads each shard sequentially with read(2) through one buffer kept for the
-// stream's lifetime (no whole-file buffering): 1 MiB at a time while records
+// stream's lifetime (no whole-file buffering): 256 KiB at a time while records
 // are small, a large record in one read(2) straight to its place. Records are
 // handed out in place, their CRC32C computed there. Memory is that buffer
-// (about the largest record plus 1 MiB) plus the shuffle buffer's records.
+// (about the largest record plus 256 KiB) plus the shuffle buffer's records.
 // Reuse one stream across epochs (reset) to reuse it. Shards
 // are taken in (optionally shuffled) order, partitioned among workers by
 // StreamOptions::shard_index/shard_count; records are shuffled within a
