@@ -9,6 +9,7 @@
 #include <exception>
 #include <unistd.h>
 
+#include "sluice/batch_copy.h"
 #include "sluice/producer.h"
 
 namespace sluice::detail {
@@ -220,6 +221,11 @@ void worker_main(const WorkerEnv& env, std::uint32_t id) {
       copy_message(h.error, sizeof h.error, "unknown exception from the producer");
       status = Status::fill_failed;
     }
+    // Orders the fill's streaming stores (copy_to_batch) before the release
+    // store that reports the batch: on x86 a release store orders ordinary
+    // stores only. One fence per batch; fencing per copy costs a third of the
+    // copy bandwidth with two workers.
+    store_fence();
     idle_since = monotonic_ns();
     ch.fill_ns.fetch_add(idle_since - fill_start, std::memory_order_relaxed);
     h.failed_position = ch.busy_position.load(std::memory_order_relaxed);

@@ -183,7 +183,7 @@ local function store(f, v, dst)
         tensor.describe(f.dtype.name, f.shape), tensor.describe(v.dtype, v.shape))
     end
     local src = ffi.cast(char_ptr, v.data)
-    if src ~= dst then ffi.copy(dst, src, f.nbytes) end  -- equal: written in place
+    if src ~= dst then api.copy_to_batch(dst, src, f.nbytes) end  -- equal: written in place
   elseif is_scalar(v) then
     if f.numel ~= 1 then
       fail("%s: field '%s' of sample %d must be %s, got the scalar %s", who(), f.name, current.index,

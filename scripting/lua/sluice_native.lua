@@ -29,6 +29,7 @@ typedef struct sluice_ffi_api {
   int32_t (*example_values)(void* example, const char* name, int32_t kind, const void** data);
   int32_t (*example_bytes)(void* example, const char* name, uint64_t i, const void** data, uint64_t* size);
   int32_t (*example_copy)(void* example, const char* name, int32_t dtype, void* dst, uint64_t bytes);
+  void (*copy_to_batch)(void* dst, const void* src, uint64_t bytes);
 } sluice_ffi_api;
 
 typedef struct sluice_record_field {

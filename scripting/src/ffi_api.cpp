@@ -5,6 +5,7 @@
 #include <exception>
 #include <string>
 
+#include "sluice/batch_copy.h"
 #include "sluice/half.h"
 #include "record_feed.h"
 #include "sluice/dtype.h"
@@ -117,6 +118,10 @@ std::int32_t ffi_example_bytes(void* handle, const char* name, std::uint64_t i, 
   });
 }
 
+void ffi_copy_to_batch(void* dst, const void* src, std::uint64_t bytes) noexcept {
+  copy_to_batch(dst, src, static_cast<std::size_t>(bytes));
+}
+
 std::int32_t ffi_example_copy(void* handle, const char* name, std::int32_t dtype, void* dst,
                               std::uint64_t bytes) noexcept {
   return guarded(handle, [&](io::Example& ex) {
@@ -131,6 +136,7 @@ constexpr sluice_ffi_api kApi = {
     ffi_alloc,          ffi_release,       ffi_feed_begin,     ffi_feed_take,
     ffi_example_new,    ffi_example_free,  ffi_example_error,  ffi_example_parse,
     ffi_example_info,   ffi_example_values, ffi_example_bytes, ffi_example_copy,
+    ffi_copy_to_batch,
 };
 
 }  // namespace

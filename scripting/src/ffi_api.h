@@ -54,6 +54,8 @@ struct sluice_ffi_api {
   // The numeric list `name` converted to sluice::DType `dtype` into dst[0, bytes).
   std::int32_t (*example_copy)(void* example, const char* name, std::int32_t dtype, void* dst,
                                std::uint64_t bytes);
+  // sluice::copy_to_batch: a tensor's bytes into its field in the slot.
+  void (*copy_to_batch)(void* dst, const void* src, std::uint64_t bytes);
 };
 
 // One part of a record (sluice/io/sample.h Field). dtype < 0: raw bytes;
