@@ -7,7 +7,9 @@
 //
 // Each worker calls start_worker() once, then fill() for each batch it is
 // given. fill() writes each field of each sample straight into the batch's slot
-// in shared memory: that write is the only copy a batch ever gets.
+// in shared memory: that write is the only copy a batch ever gets. To copy
+// bytes already at hand (a record read from a file), use copy_to_batch()
+// from sluice/batch_copy.h: streaming stores, fenced once after fill().
 //
 // Errors: throw any std::exception from start_worker() or fill(). The worker
 // catches it and the Options::on_error policy applies to the sample being made
