@@ -100,12 +100,9 @@ void run_handoff_case(const CaseOptions& requested) {
 
   if (options.json) {
     JsonObject per_run;
-    per_run.numbers("batches_per_s", rates).numbers("consumer_wait_fraction", waits);
-    if (pytorch.per_run) {
-      per_run.numbers("pytorch_batches_per_s", *pytorch.per_run);
-    } else {
-      per_run.null("pytorch_batches_per_s");
-    }
+    per_run.numbers("batches_per_s", rates)
+        .numbers("consumer_wait_fraction", waits)
+        .numbers("pytorch_batches_per_s", pytorch.per_run);
     JsonObject out;
     out.string("case", "handoff")
         .integer("workers", options.workers)
@@ -124,13 +121,9 @@ void run_handoff_case(const CaseOptions& requested) {
         .number("pytorch_batches_per_s", pytorch_batches_per_s)
         .number("pytorch_samples_per_s", pytorch_samples_per_s)
         .number("ratio_vs_pytorch", ratio_vs_pytorch)
-        .integer("pytorch_batches_per_run", kPyTorchBatches);
-    if (pytorch.note.empty()) {
-      out.null("pytorch_note");
-    } else {
-      out.string("pytorch_note", pytorch.note);
-    }
-    out.object("per_run", per_run);
+        .integer("pytorch_batches_per_run", kPyTorchBatches)
+        .string_or_null("pytorch_note", pytorch.note)
+        .object("per_run", per_run);
     std::printf("%s\n", out.str().c_str());
     return;
   }

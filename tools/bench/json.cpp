@@ -73,6 +73,10 @@ JsonObject& JsonObject::string(std::string_view k, std::string_view value) {
   return *this;
 }
 
+JsonObject& JsonObject::string_or_null(std::string_view k, std::string_view value) {
+  return value.empty() ? null(k) : string(k, value);
+}
+
 JsonObject& JsonObject::null(std::string_view k) {
   key(k);
   body_ += "null";
@@ -88,6 +92,10 @@ JsonObject& JsonObject::numbers(std::string_view k, const std::vector<double>& v
   }
   body_ += ']';
   return *this;
+}
+
+JsonObject& JsonObject::numbers(std::string_view k, const std::optional<std::vector<double>>& values) {
+  return values ? numbers(k, *values) : null(k);
 }
 
 JsonObject& JsonObject::object(std::string_view k, const JsonObject& value) {

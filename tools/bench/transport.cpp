@@ -121,12 +121,8 @@ void run_transport_case(const CaseOptions& requested) {
     per_run.numbers("gb_per_s", rates)
         .numbers("memcpy_gb_per_s", memcpy_rates)
         .numbers("ratio_vs_memcpy", ratios)
-        .numbers("consumer_wait_fraction", waits);
-    if (pytorch.per_run) {
-      per_run.numbers("pytorch_gb_per_s", *pytorch.per_run);
-    } else {
-      per_run.null("pytorch_gb_per_s");
-    }
+        .numbers("consumer_wait_fraction", waits)
+        .numbers("pytorch_gb_per_s", pytorch.per_run);
     JsonObject out;
     out.string("case", "transport")
         .integer("workers", options.workers)
@@ -143,13 +139,9 @@ void run_transport_case(const CaseOptions& requested) {
         .number("consumer_wait_fraction", median(waits))
         .number("pytorch_gb_per_s", pytorch_gb_per_s)
         .number("ratio_vs_pytorch", ratio_vs_pytorch)
-        .integer("pytorch_batches_per_run", kPyTorchBatches);
-    if (pytorch.note.empty()) {
-      out.null("pytorch_note");
-    } else {
-      out.string("pytorch_note", pytorch.note);
-    }
-    out.object("per_run", per_run);
+        .integer("pytorch_batches_per_run", kPyTorchBatches)
+        .string_or_null("pytorch_note", pytorch.note)
+        .object("per_run", per_run);
     std::printf("%s\n", out.str().c_str());
     return;
   }
