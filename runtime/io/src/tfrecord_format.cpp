@@ -37,16 +37,17 @@ std::optional<std::uint64_t> tfrecord_length(std::span<const std::byte, kTFRecor
 
 bool tfrecord_data_ok(std::span<const std::byte> data,
                       std::span<const std::byte, kTFRecordFooter> footer, std::string* why) {
-  return tfrecord_data_crc_ok(crc32c(data), footer, why);
-}
-
-bool tfrecord_data_crc_ok(std::uint32_t data_crc, std::span<const std::byte, kTFRecordFooter> footer,
-                          std::string* why) {
   const std::uint32_t stored = load32(footer.data());
-  const std::uint32_t computed = mask_crc(data_crc);
+  const std::uint32_t computed = mask_crc(crc32c(data));
   if (stored == computed) return true;
   if (why) *why = "data CRC mismatch (stored " + hex(stored) + ", computed " + hex(computed) + ")";
   return false;
+}
+
+std::optional<std::string> tfrecord_truncated(std::uint64_t length, std::uint64_t left) {
+  if (length <= left && left - length >= kTFRecordFooter) return std::nullopt;
+  return "truncated record: length " + std::to_string(length) + ", the file ends " + std::to_string(left) +
+         " bytes after the header";
 }
 
 std::string record_at(const std::string& path, std::uint64_t record, std::uint64_t offset,

@@ -26,9 +26,10 @@ std::optional<std::uint64_t> tfrecord_length(std::span<const std::byte, kTFRecor
 bool tfrecord_data_ok(std::span<const std::byte> data,
                       std::span<const std::byte, kTFRecordFooter> footer, std::string* why);
 
-// The same check for a CRC32C of the data computed by the caller (unmasked).
-bool tfrecord_data_crc_ok(std::uint32_t data_crc, std::span<const std::byte, kTFRecordFooter> footer,
-                          std::string* why);
+// Why a record of `length` data bytes cannot be whole when the file has
+// `left` bytes after its header (data and data CRC need length + 4), or
+// nullopt when it fits. Safe for any length: nothing is added to it.
+std::optional<std::string> tfrecord_truncated(std::uint64_t length, std::uint64_t left);
 
 // "PATH: record R at byte offset O: what".
 std::string record_at(const std::string& path, std::uint64_t record, std::uint64_t offset,

@@ -2,6 +2,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstdio>
@@ -40,14 +41,13 @@ TFRecordIndex scan_tfrecord(const std::string& path, OnError on_error, SkipLog* 
       stop(why);
       break;
     }
-    const std::uint64_t frame = *length + detail::kTFRecordOverhead;
-    if (*length > size || offset + frame > size) {
-      stop("truncated record: length " + std::to_string(*length) + " needs " +
-           std::to_string(frame) + " bytes, the file has " + std::to_string(size - offset) + " left");
+    const std::uint64_t left = size - std::min(size, offset + detail::kTFRecordHeader);
+    if (auto truncated = detail::tfrecord_truncated(*length, left)) {
+      stop(*truncated);
       break;
     }
     index.offsets.push_back(offset);
-    offset += frame;
+    offset += *length + detail::kTFRecordOverhead;
   }
   index.offsets.push_back(offset);  // the end of the last good record
   return index;

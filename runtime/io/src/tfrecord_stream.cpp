@@ -1,5 +1,6 @@
 #include "sluice/io/tfrecord_stream.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "sequential_file.h"
@@ -77,15 +78,18 @@ bool TFRecordStream::read_record(std::span<const std::byte>& data, Held& meta) {
     } else {
       std::memcpy(&length, header.data(), 8);
     }
-    // Checked against the file's size first, so a corrupt length never sizes a buffer.
-    const std::uint64_t left = f.size() - f.position();
+    // Checked against the file's size first, so a corrupt length never sizes a
+    // read; then against what the read got, in case the file shrank.
     const std::uint64_t need = length + detail::kTFRecordFooter;
+    const std::uint64_t left = f.size() - std::min(f.size(), f.position());
+    std::optional<std::string> truncated = detail::tfrecord_truncated(length, left);
     std::span<const std::byte> body;
-    if (length <= left) body = f.take(static_cast<std::size_t>(std::min(need, left)));
-    if (body.size() < need) {
-      bad("truncated record: length " + std::to_string(length) + ", the file ends " +
-              std::to_string(left) + " bytes after the header",
-          true);
+    if (!truncated) {
+      body = f.take(static_cast<std::size_t>(need));
+      if (body.size() < need) truncated = detail::tfrecord_truncated(length, body.size());
+    }
+    if (truncated) {
+      bad(*truncated, true);
       continue;
     }
     data = body.first(static_cast<std::size_t>(length));
