@@ -11,8 +11,8 @@
 namespace sluice {
 
 void copy_to_batch(void* dst, const void* src, std::size_t n) {
-  constexpr std::size_t kStreamMin = 4096;
 #if defined(__x86_64__)
+  constexpr std::size_t kStreamMin = 4096;
   if (n >= kStreamMin) {
     auto* d = static_cast<unsigned char*>(dst);
     const auto* s = static_cast<const unsigned char*>(src);
