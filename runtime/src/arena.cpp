@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "owned_resources.h"
 #include "sluice/error.h"
 
 #ifndef MADV_POPULATE_WRITE
@@ -54,6 +55,7 @@ Arena::Arena(std::size_t bytes, const char* name) : size_(bytes) {
     throw Error("the arena needs " + std::to_string(bytes) + " bytes (slots x slot_bytes) but only " +
                 std::to_string(available) + " bytes of memory are available; lower options.slots or the batch size");
   }
+  OwnedLock lock;  // another Loader's zygote must not inherit this fd or mapping
   fd_ = memfd_create(name, MFD_CLOEXEC);
   if (fd_ < 0) throw Error(std::string("memfd_create failed: ") + errno_text());
   auto fail = [&](const std::string& what) {
@@ -67,11 +69,20 @@ Arena::Arena(std::size_t bytes, const char* name) : size_(bytes) {
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd_, 0);
   if (p == MAP_FAILED) fail("mmap failed");
   base_ = static_cast<std::byte*>(p);
+  register_fd(fd_);
+  register_mapping(base_, size_);
 }
 
 Arena::~Arena() {
-  if (base_) munmap(base_, size_);
-  if (fd_ >= 0) ::close(fd_);
+  OwnedLock lock;
+  if (base_) {
+    unregister_mapping(base_);
+    munmap(base_, size_);
+  }
+  if (fd_ >= 0) {
+    unregister_fd(fd_);
+    ::close(fd_);
+  }
 }
 
 void Arena::prefault_in_this_process() const {

@@ -14,6 +14,14 @@ Loader::~Loader() {
   if (core_) core_->shutdown();
 }
 
+Loader& Loader::operator=(Loader&& other) noexcept {
+  if (this != &other) {
+    if (core_) core_->shutdown();
+    core_ = std::move(other.core_);
+  }
+  return *this;
+}
+
 std::optional<Batch> Loader::next() { return core_->next(std::numeric_limits<std::uint64_t>::max()); }
 
 std::optional<Batch> Loader::next_in_epoch(std::uint64_t epoch) { return core_->next(epoch); }

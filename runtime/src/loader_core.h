@@ -1,7 +1,7 @@
 // loader_core.h: the parent's scheduler.
 //
-// Owns the arena, the zygote and the workers, and runs entirely on the
-// consumer's thread inside next(): no background thread. Each call
+// Owns the arena and runs entirely on the consumer's thread inside next(): no
+// background thread. Each call
 //   1. takes back slots released by Batches (a lock-free queue, since a Batch
 //      may be released on any thread),
 //   2. issues the next batches of the plan to free slots, each to the worker
@@ -12,12 +12,18 @@
 // A slot is issued, ready, or held by the consumer; `slots` bounds all three
 // together, which is the prefetch limit and the backpressure.
 //
+// The code is split by concern: scheduling and delivery (loader_core.cpp),
+// the fault policy (fault_policy.cpp: blame a crash or a throw on a batch and
+// a sample, retry, skip or fail), checkpoints (resume.cpp), and the processes
+// themselves (supervisor.h: the zygote, the workers, the watchdog).
+//
 // Faults: the zygote reports a worker's death at once. The parent blames the
 // batch and sample the worker was making (WorkerChannel::busy_*), replaces the
 // worker, and re-issues every batch that worker still owed. A batch is a pure
 // function of the plan, so the re-issued batch comes out the same. A sample
-// that crashes or hangs its worker max_retries times, or whose producer
-// throws, gets the on_error policy.
+// that crashes or hangs its worker max_retries times in a row, or whose
+// producer throws, gets the on_error policy. Every failure goes through fail():
+// it stops the processes, and every later next() raises the same error.
 #pragma once
 
 #include <concurrentqueue/concurrentqueue.h>
@@ -36,7 +42,7 @@
 #include "sluice/loader.h"
 #include "sluice/options.h"
 #include "sluice/plan.h"
-#include "zygote.h"
+#include "supervisor.h"
 
 namespace sluice::detail {
 
@@ -67,7 +73,7 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   std::uint64_t current_epoch() const;
   LoaderState state() const;
   Stats stats() const;
-  std::vector<int> worker_pids() const { return {worker_pids_.begin(), worker_pids_.end()}; }
+  std::vector<int> worker_pids() const { return supervisor_->pids(); }
 
  private:
   enum class SlotState : std::uint8_t { free, issued, ready, held };
@@ -80,25 +86,31 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   void collect();
   void collect_from(std::uint32_t w);
   void on_fill_failed(std::uint32_t w, const Completion& c);
-  void on_worker_exit(const ZygoteEvent& e);
-  void check_timeouts();
-  void check_memory();
-  void skip_samples(std::span<const std::uint64_t> ids);
+  void on_worker_exit(const WorkerExit& e);
+  void on_batch_done(std::uint32_t slot);
+  void skip_samples(std::span<const std::uint64_t> ids, const std::string& reason);
+  // The slot's header, if a producer left it intact enough to name its samples.
+  const SlotHeader* trusted_header(std::uint32_t slot, std::uint64_t seq) const;
+  const std::uint64_t* slot_ids(std::uint32_t slot) const;
   std::string describe_batch(std::uint64_t seq, std::uint32_t slot) const;
   std::optional<std::uint32_t> pick_ready();
   void advance_delivered_prefix();
-  Batch deliver(std::uint32_t slot);
-  void wait_for_workers();
+  // nullopt for a batch whose samples were all skipped: its slot goes back at once.
+  std::optional<Batch> deliver(std::uint32_t slot);
+  // Sleeps until a worker reports, a batch is released or a process exits;
+  // at most max_sleep_ms when >= 0.
+  void wait_for_workers(int max_sleep_ms);
+  void handle_exits();
   [[noreturn]] void fail(const std::string& message);
+  [[noreturn]] void fail_all_slots_held();
   std::uint32_t least_loaded_worker() const;
 
   Options options_;
   EpochPlan plan_;
   ArenaLayout layout_;
   std::unique_ptr<Arena> arena_;
-  std::unique_ptr<Zygote> zygote_;
   int eventfd_ = -1;
-  std::vector<pid_t> worker_pids_;
+  std::unique_ptr<Supervisor> supervisor_;  // after arena_: stops the processes before it is unmapped
 
   std::uint64_t total_batches_;      // over all epochs; UINT64_MAX when epochs == 0
   std::uint64_t next_issue_ = 0;     // next sequence number to issue
@@ -116,17 +128,14 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   std::uint64_t notify_mask_ = 0;            // workers given tasks since the last notify
   moodycamel::ConcurrentQueue<std::uint32_t> released_;
 
-  // Faults.
-  std::vector<std::string> kill_reason_;                   // per worker: why the parent killed it
+  // Faults: failures in a row, cleared when the sample's (or batch's) batch completes.
   std::unordered_map<std::uint64_t, std::uint32_t> sample_failures_;
   std::unordered_map<std::uint64_t, std::uint32_t> batch_failures_;  // when no sample was named
   std::uint32_t deaths_since_progress_ = 0;
-  std::uint64_t last_memory_check_ns_ = 0;
 
   // Timing.
   std::uint64_t created_ns_ = 0;
   std::uint64_t slots_full_since_ns_ = 0;  // 0 while a slot is free or nothing is left to issue
-  std::vector<std::uint64_t> retired_fill_ns_, retired_idle_ns_;  // per worker, from replaced processes
 
   std::string failure_;
   std::atomic<bool> stopped_{false};

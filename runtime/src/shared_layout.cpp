@@ -8,7 +8,29 @@
 namespace sluice::detail {
 
 namespace {
+
+// Sizes come from options a script or a user typed: every sum and product is
+// checked, and anything past 2^62 bytes is refused before it sizes a buffer.
+constexpr std::uint64_t kMaxBytes = 1ULL << 62;
+
+[[noreturn]] void too_large(const std::string& what) {
+  throw Error(what + " needs more than 2^62 bytes; check its shape and options.batch_size");
+}
+
+std::uint64_t mul(std::uint64_t a, std::uint64_t b, const std::string& what) {
+  std::uint64_t r;
+  if (__builtin_mul_overflow(a, b, &r) || r > kMaxBytes) too_large(what);
+  return r;
+}
+
+std::uint64_t add(std::uint64_t a, std::uint64_t b, const std::string& what) {
+  std::uint64_t r;
+  if (__builtin_add_overflow(a, b, &r) || r > kMaxBytes) too_large(what);
+  return r;
+}
+
 std::uint64_t align_up(std::uint64_t x, std::uint64_t a) { return (x + a - 1) / a * a; }
+
 }  // namespace
 
 ArenaLayout ArenaLayout::compute(const Options& o) {
@@ -27,7 +49,7 @@ ArenaLayout ArenaLayout::compute(const Options& o) {
   }
 
   l.ids_offset = align_up(sizeof(SlotHeader), kCacheLine);
-  std::uint64_t cursor = l.ids_offset + std::uint64_t{o.batch_size} * sizeof(std::uint64_t);
+  std::uint64_t cursor = l.ids_offset + std::uint64_t{o.batch_size} * sizeof(std::uint64_t);  // < 2^36
   for (const FieldSpec& f : o.fields) {
     if (f.name.empty() || f.name.size() >= kNameBytes) {
       throw Error("field name '" + f.name + "' must have 1 to " + std::to_string(kNameBytes - 1) +
@@ -37,15 +59,16 @@ ArenaLayout ArenaLayout::compute(const Options& o) {
       throw Error("field '" + f.name + "' has " + std::to_string(f.shape.size()) +
                   " dimensions; at most " + std::to_string(kMaxDims - 1) + " per sample");
     }
-    std::size_t bytes = dtype_size(f.dtype);
+    const std::string what = "field '" + f.name + "'";
+    std::uint64_t bytes = dtype_size(f.dtype);
     for (std::int64_t d : f.shape) {
-      if (d <= 0) throw Error("field '" + f.name + "' has a dimension of " + std::to_string(d));
-      bytes *= static_cast<std::size_t>(d);
+      if (d <= 0) throw Error(what + " has a dimension of " + std::to_string(d));
+      bytes = mul(bytes, static_cast<std::uint64_t>(d), what);
     }
     cursor = align_up(cursor, kFieldAlign);
     l.field_offsets.push_back(cursor);
     l.sample_bytes.push_back(bytes);
-    cursor += std::uint64_t{o.batch_size} * bytes;
+    cursor = add(cursor, mul(o.batch_size, bytes, what), "a batch of " + std::to_string(o.batch_size) + " samples");
   }
   const std::uint64_t page = static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
   l.needed_slot_bytes = cursor;
@@ -63,7 +86,7 @@ ArenaLayout ArenaLayout::compute(const Options& o) {
   l.skip_offset = align_up(sizeof(ArenaHeader), kCacheLine);
   l.channels_offset = align_up(l.skip_offset + sizeof(SkipList), kCacheLine);
   l.slots_offset = align_up(l.channels_offset + std::uint64_t{l.workers} * sizeof(WorkerChannel), page);
-  l.total_bytes = l.slots_offset + std::uint64_t{l.slots} * l.slot_bytes;
+  l.total_bytes = add(l.slots_offset, mul(l.slots, l.slot_bytes, "the arena"), "the arena");
   return l;
 }
 

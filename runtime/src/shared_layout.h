@@ -17,9 +17,11 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <new>
 #include <type_traits>
 #include <vector>
 
+#include "doorbell.h"
 #include "sluice/options.h"
 #include "spsc_ring.h"
 
@@ -69,12 +71,23 @@ struct WorkerChannel {
   alignas(kCacheLine) std::atomic<std::uint64_t> busy_seq;  // batch being filled, or kIdle
   std::atomic<std::uint64_t> busy_since_ns;                  // CLOCK_MONOTONIC, when it began
   std::atomic<std::uint32_t> busy_position;                  // sample being made, or kUnknownPosition
+  // The worker's last sign of life: start-up done, a fill begun or ended. 0
+  // while it starts. For the watchdog, which acts only after a whole timeout.
+  std::atomic<std::uint64_t> alive_ns;
   // Where the worker's time went, for Stats: written by the worker only,
   // read by the parent whenever; relaxed, since each is a lone counter.
   alignas(kCacheLine) std::atomic<std::uint64_t> fill_ns;
   std::atomic<std::uint64_t> idle_ns;
   char start_error[kErrorBytes];
 };
+
+// A channel as a fresh worker expects it, built in place (before the fork, or
+// after its worker died, when no process touches it).
+inline void reset_channel(WorkerChannel* where) {
+  auto* ch = new (where) WorkerChannel{};
+  ch->busy_seq.store(kIdle, std::memory_order_relaxed);
+  ch->busy_position.store(kUnknownPosition, std::memory_order_relaxed);
+}
 
 // Samples dropped by the on_error = skip policy. Only the parent appends: it
 // writes ids[count] and then publishes with a release store of count; a
@@ -91,10 +104,10 @@ struct ArenaHeader {
   // Set once by the parent to stop every worker (relaxed is enough: workers
   // only need to see it eventually, and it guards no data).
   alignas(kCacheLine) std::atomic<std::uint32_t> stop;
-  // The parent sets this before sleeping on its eventfd; a worker that pushed
-  // a completion rings the eventfd only if it is set. Same Dekker handshake as
-  // SpscRing::wait/notify (see spsc_ring.h): fence(seq_cst) on both sides.
-  alignas(kCacheLine) std::atomic<std::uint32_t> parent_sleeping;
+  // The parent arms this before sleeping on its eventfd; a worker that pushed
+  // a completion, or a thread that released a batch, rings the eventfd only
+  // if it is armed (doorbell.h).
+  alignas(kCacheLine) Doorbell parent_sleeping;
 };
 
 struct FieldDesc {

@@ -21,14 +21,13 @@
 // - try_pop reads the item, then stores head_ with release; try_push loads
 //   head_ with acquire before reusing that cell. So the producer never
 //   overwrites an item the consumer is still reading (release/acquire on head_).
-// - Sleeping (wait/notify) is a Dekker handshake between sleeping_ and tail_:
-//   the consumer stores sleeping_ = 1, then (after a seq_cst fence) re-reads
-//   tail_; the producer stores tail_, then (after a seq_cst fence) reads
-//   sleeping_. The two fences order these accesses in one total order, so at
-//   least one side sees the other's store: either the consumer sees the new
-//   tail and does not sleep, or the producer sees sleeping_ and wakes it. The
-//   futex itself re-checks tail_ in the kernel, closing the gap between the
-//   consumer's check and its sleep.
+// - Sleeping (wait/notify) is the Doorbell handshake (doorbell.h) between
+//   sleeping_ and tail_: the consumer arms the bell, then re-reads tail_; the
+//   producer stores tail_, then checks the bell. The futex re-checks tail_ in
+//   the kernel, closing the gap between the consumer's check and its sleep.
+// - Nothing here depends on x86's strong ordering: every cross-process
+//   handoff is a release/acquire pair or a seq_cst fence, which C++ maps to
+//   the right barriers on weakly ordered CPUs (aarch64: stlr/ldar, dmb ish).
 //
 // Thread safety: exactly one producer and one consumer, in any processes.
 #pragma once
@@ -37,6 +36,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "doorbell.h"
 #include "futex.h"
 
 namespace sluice::detail {
@@ -54,6 +54,10 @@ class SpscRing {
   static constexpr std::uint32_t capacity = Capacity;
 
   SpscRing() = default;
+  // Starts the free-running indices at first_index instead of 0; a ring
+  // behaves the same from any start, which lets a test cross the 2^32 wrap.
+  explicit SpscRing(std::uint32_t first_index)
+      : tail_(first_index), head_cache_(first_index), head_(first_index), tail_cache_(first_index) {}
   SpscRing(const SpscRing&) = delete;
   SpscRing& operator=(const SpscRing&) = delete;
 
@@ -71,8 +75,7 @@ class SpscRing {
 
   // Producer, after one or more pushes: wakes the consumer if it sleeps.
   void notify() {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (sleeping_.load(std::memory_order_relaxed) != 0) futex_wake_all(tail_);
+    if (sleeping_.must_ring()) futex_wake_all(tail_);
   }
 
   // Consumer: removes the oldest item into out, or returns false if empty.
@@ -95,11 +98,10 @@ class SpscRing {
   // Consumer: sleeps until an item may be ready, at most timeout_ms (< 0: no
   // limit). May return early; callers loop.
   void wait(int timeout_ms) {
-    sleeping_.store(1, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    sleeping_.arm();
     const std::uint32_t tail = tail_.load(std::memory_order_relaxed);
     if (tail == head_.load(std::memory_order_relaxed)) futex_wait(tail_, tail, timeout_ms);
-    sleeping_.store(0, std::memory_order_relaxed);
+    sleeping_.disarm();
   }
 
   // Anyone: wakes a sleeping consumer without pushing (used to deliver "stop").
@@ -112,7 +114,7 @@ class SpscRing {
   // Consumer's line.
   alignas(kCacheLine) std::atomic<std::uint32_t> head_{0};
   std::uint32_t tail_cache_ = 0;
-  alignas(kCacheLine) std::atomic<std::uint32_t> sleeping_{0};
+  alignas(kCacheLine) Doorbell sleeping_;
   alignas(kCacheLine) T items_[Capacity];
 };
 

@@ -9,6 +9,7 @@
 #include <exception>
 #include <unistd.h>
 
+#include "cpu_relax.h"
 #include "sluice/batch_copy.h"
 #include "sluice/producer.h"
 
@@ -34,8 +35,18 @@ class SkippedSamples {
  public:
   explicit SkippedSamples(const SkipList& shared) : shared_(shared) {}
 
-  // Removes skipped ids from ids[0, size) in place, keeping order; returns the new size.
-  std::uint32_t filter(std::uint64_t* ids, std::uint32_t size) {
+  // Removes skipped ids from ids[0, size) in place, keeping order; returns the
+  // new size. With SkipFill::repeat, the survivors then fill the freed places
+  // again, in order, cycling, so the batch keeps its size unless none survived.
+  std::uint32_t filter(std::uint64_t* ids, std::uint32_t size, SkipFill fill) {
+    const std::uint32_t kept = remove_skipped(ids, size);
+    if (fill != SkipFill::repeat || kept == 0) return kept;
+    for (std::uint32_t j = kept; j < size; ++j) ids[j] = ids[j - kept];
+    return size;
+  }
+
+ private:
+  std::uint32_t remove_skipped(std::uint64_t* ids, std::uint32_t size) {
     const std::uint32_t count = shared_.count.load(std::memory_order_acquire);
     if (count == 0) return size;
     if (count != seen_) {
@@ -50,7 +61,6 @@ class SkippedSamples {
     return kept;
   }
 
- private:
   const SkipList& shared_;
   std::uint32_t seen_ = 0;
   std::vector<std::uint64_t> local_;
@@ -69,7 +79,7 @@ bool wait_for_task(WorkerChannel& ch, const ArenaHeader& header, pid_t parent, T
     if (header.stop.load(std::memory_order_relaxed)) return false;
     if (ch.tasks.try_pop(task)) return true;
     if (std::chrono::steady_clock::now() < spin_until) {
-      __builtin_ia32_pause();
+      cpu_relax();
       continue;
     }
     ch.tasks.wait(kSleepMs);
@@ -164,8 +174,7 @@ void worker_main(const WorkerEnv& env, std::uint32_t id) {
 
   auto report = [&](const Completion& c) {
     ch.done.try_push(c);  // never full: at most `slots` completions are outstanding
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (header.parent_sleeping.load(std::memory_order_relaxed)) {
+    if (header.parent_sleeping.must_ring()) {
       std::uint64_t one = 1;
       [[maybe_unused]] ssize_t n = write(env.parent_eventfd, &one, sizeof one);
     }
@@ -180,6 +189,7 @@ void worker_main(const WorkerEnv& env, std::uint32_t id) {
   } catch (...) {
     copy_message(ch.start_error, sizeof ch.start_error, "unknown exception from start_worker");
   }
+  ch.alive_ns.store(monotonic_ns(), std::memory_order_relaxed);
   Task task{};
   if (!started) {
     // The parent fails the run on this report; ignore tasks until it stops us.
@@ -203,11 +213,12 @@ void worker_main(const WorkerEnv& env, std::uint32_t id) {
     auto* ids = reinterpret_cast<std::uint64_t*>(base + env.layout.ids_offset);
     std::uint32_t size = env.plan.batch_length(batch);
     env.plan.batch_samples(epoch, batch, {ids, size});
-    size = skipped.filter(ids, size);
+    size = skipped.filter(ids, size, env.options.skip_fill);
     describe_batch(h, env, id, task, epoch, batch, size);
 
     ch.busy_position.store(kUnknownPosition, std::memory_order_relaxed);
-    ch.busy_since_ns.store(monotonic_ns(), std::memory_order_relaxed);
+    ch.busy_since_ns.store(fill_start, std::memory_order_relaxed);
+    ch.alive_ns.store(fill_start, std::memory_order_relaxed);
     ch.busy_seq.store(task.seq, std::memory_order_relaxed);
     Status status = Status::ok;
     try {
@@ -232,6 +243,7 @@ void worker_main(const WorkerEnv& env, std::uint32_t id) {
     h.status = static_cast<std::int32_t>(status);
     // Idle before reporting: a crash after this point loses the completion,
     // and the parent re-issues the batch without blaming it.
+    ch.alive_ns.store(idle_since, std::memory_order_relaxed);
     ch.busy_seq.store(kIdle, std::memory_order_relaxed);
     report({task.slot, status, task.seq});
   }

@@ -7,11 +7,20 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
 
+#include "owned_resources.h"
 #include "sluice/error.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
 
 namespace sluice::detail {
 
@@ -27,22 +36,28 @@ std::string describe_wait_status(int status) {
 
 namespace {
 
-// Makes this process die with the thread that forked it. Returns false if that
-// parent is already gone.
-bool die_with_parent(pid_t expected_parent) {
-  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) return false;
-  return getppid() == expected_parent;
-}
+// How long the destructor waits for the zygote to reap its workers and exit
+// before killing it, and how long spawn() waits for an answer.
+constexpr int kStopWaitMs = 2000;
+constexpr int kAnswerWaitMs = 10000;
 
-// A worker starts with default signal dispositions, whatever handlers the host
-// installed (a test framework's or a crash reporter's handler must not run in
-// a worker: a crash there is reported by the zygote). SIGINT stays ignored:
-// Ctrl-C reaches the whole process group and the loader decides what it means.
-void reset_signal_handlers() {
+int pidfd_open(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
+
+// Every signal back to its default and an empty mask, then SIGINT and SIGTERM
+// ignored: they reach the whole process group, and the Loader's owner decides
+// what they mean. A host's handlers (a test framework's, a crash reporter's,
+// Python's) must not run here, and a host that ignores SIGCHLD must not make
+// the kernel reap our children unseen.
+void reset_signals() {
   for (int sig = 1; sig < NSIG; ++sig) {
-    if (sig == SIGKILL || sig == SIGSTOP || sig == SIGINT) continue;
+    if (sig == SIGKILL || sig == SIGSTOP) continue;
     signal(sig, SIG_DFL);
   }
+  signal(SIGINT, SIG_IGN);
+  signal(SIGTERM, SIG_IGN);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
 }
 
 void send_event(int sock, const ZygoteEvent& e) {
@@ -51,28 +66,46 @@ void send_event(int sock, const ZygoteEvent& e) {
   }
 }
 
-// The zygote's whole life. Uses only fork, waitpid, kill and socket calls on
-// memory allocated before the fork, so it is safe even when the process it was
-// forked from had other threads.
+// Forks worker `id`. The child starts as clean as the zygote, without the
+// zygote's own fds, and dies with it.
+pid_t fork_worker(std::uint32_t id, int sock, int sfd, int host, pid_t self,
+                  const std::function<void(std::uint32_t)>& worker_main) {
+  const pid_t pid = fork();
+  if (pid != 0) return pid;
+  close(sfd);
+  if (host >= 0) close(host);
+  close(sock);
+  reset_signals();
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != self) _exit(1);
+  worker_main(id);
+  _exit(0);
+}
+
+// The zygote's whole life. Uses only fork, waitpid, kill, poll and socket
+// calls on memory allocated before the fork, so it is safe even when the
+// process it was forked from had other threads.
 [[noreturn]] void zygote_main(int sock, pid_t loader, const std::function<void(std::uint32_t)>& worker_main,
                               std::vector<pid_t>& live) {
-  if (!die_with_parent(loader)) _exit(1);
-  // Ctrl-C reaches the whole process group; the loader decides what it means.
-  signal(SIGINT, SIG_IGN);
+  reset_signals();
+  // The host process, not the thread that forked us: a pidfd is readable once
+  // the whole process has exited. Checked against getppid() for the race
+  // where it died before pidfd_open.
+  const int host = pidfd_open(loader);
+  if (getppid() != loader) _exit(1);
   sigset_t chld;
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);
   sigprocmask(SIG_BLOCK, &chld, nullptr);
-  int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+  const int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
   if (sfd < 0) _exit(1);
   const pid_t self = getpid();
 
   for (;;) {
-    pollfd fds[2] = {{sock, POLLIN, 0}, {sfd, POLLIN, 0}};
-    if (poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
+    pollfd fds[3] = {{sock, POLLIN, 0}, {sfd, POLLIN, 0}, {host, POLLIN, 0}};
+    const int ready = poll(fds, host >= 0 ? 3 : 2, host >= 0 ? -1 : 1000);
+    if (ready < 0 && errno != EINTR) break;
+    if ((host >= 0 && (fds[2].revents & POLLIN)) || (host < 0 && getppid() != loader)) break;  // host gone
+    if (ready <= 0) continue;
     if (fds[1].revents & POLLIN) {
       signalfd_siginfo info;
       while (read(sfd, &info, sizeof info) > 0) {
@@ -88,28 +121,19 @@ void send_event(int sock, const ZygoteEvent& e) {
       }
     }
     if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-      std::uint32_t id = 0;
-      ssize_t n = recv(sock, &id, sizeof id, 0);
+      std::uint32_t word = 0;
+      ssize_t n = recv(sock, &word, sizeof word, 0);
       if (n < 0 && errno == EINTR) continue;
-      if (n != sizeof id) break;  // EOF: the loader is done with us
-      if (id & kKillFlag) {
-        id &= ~kKillFlag;
+      if (n != sizeof word || word == kStopWord) break;  // EOF or stop: the loader is done with us
+      if (word & kKillFlag) {
+        const std::uint32_t id = word & ~kKillFlag;
         if (id < live.size() && live[id] > 0) kill(live[id], SIGKILL);
         continue;
       }
-      if (id >= live.size()) break;
-      pid_t pid = fork();
-      if (pid == 0) {
-        close(sfd);
-        reset_signal_handlers();
-        sigprocmask(SIG_UNBLOCK, &chld, nullptr);
-        if (!die_with_parent(self)) _exit(1);
-        close(sock);
-        worker_main(id);
-        _exit(0);
-      }
-      if (pid > 0) live[id] = pid;
-      send_event(sock, {ZygoteEvent::spawned, id, pid, pid > 0 ? 0 : errno});
+      if (word >= live.size()) break;
+      const pid_t pid = fork_worker(word, sock, sfd, host, self, worker_main);
+      if (pid > 0) live[word] = pid;
+      send_event(sock, {ZygoteEvent::spawned, word, pid, pid > 0 ? 0 : errno});
     }
   }
   for (pid_t pid : live) {
@@ -123,13 +147,18 @@ void send_event(int sock, const ZygoteEvent& e) {
 
 }  // namespace
 
-Zygote::Zygote(std::function<void(std::uint32_t)> worker_main, std::uint32_t max_workers) {
+Zygote::Zygote(std::function<void(std::uint32_t)> worker_main, std::uint32_t max_workers,
+               std::span<const int> keep_fds, const void* keep_mapping) {
+  std::vector<pid_t> live(max_workers, 0);  // allocated before the fork
+  std::vector<int> keep(keep_fds.begin(), keep_fds.end());
+  keep.push_back(-1);  // the zygote's end of the socket, filled in below
+  const pid_t loader = getpid();
+  OwnedLock lock;  // no other Loader creates or forks between here and the registration below
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
     throw Error(std::string("socketpair failed: ") + std::strerror(errno));
   }
-  std::vector<pid_t> live(max_workers, 0);  // allocated before the fork
-  const pid_t loader = getpid();
+  keep.back() = sv[1];
   pid_ = fork();
   if (pid_ < 0) {
     int err = errno;
@@ -139,34 +168,72 @@ Zygote::Zygote(std::function<void(std::uint32_t)> worker_main, std::uint32_t max
   }
   if (pid_ == 0) {
     close(sv[0]);
+    release_others_after_fork(keep, keep_mapping);
     zygote_main(sv[1], loader, worker_main, live);
   }
   close(sv[1]);
   sock_ = sv[0];
+  pidfd_ = pidfd_open(pid_);  // our unreaped child: its pid cannot have been reused
+  register_fd(sock_);
+  register_fd(pidfd_);
 }
 
 Zygote::~Zygote() {
-  if (sock_ >= 0) close(sock_);
-  if (pid_ > 0) {
+  // Best effort: if the zygote is already gone, this fails and the wait below returns at once.
+  const std::uint32_t stop = kStopWord;
+  [[maybe_unused]] ssize_t n = send(sock_, &stop, sizeof stop, MSG_NOSIGNAL | MSG_DONTWAIT);
+  if (pidfd_ >= 0) {
+    pollfd p{pidfd_, POLLIN, 0};
+    while (poll(&p, 1, kStopWaitMs) < 0 && errno == EINTR) {
+    }
+    if (!(p.revents & POLLIN)) {
+      // Stopped or stuck: kill it; its workers die with it (PR_SET_PDEATHSIG).
+      syscall(SYS_pidfd_send_signal, pidfd_, SIGKILL, nullptr, 0);
+      while (poll(&p, 1, -1) < 0 && errno == EINTR) {
+      }
+    }
+    // Reap it; ECHILD if a host that ignores SIGCHLD had the kernel do it.
+    siginfo_t info;
+    waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG);
+  } else {
     while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
     }
   }
+  OwnedLock lock;
+  unregister_fd(sock_);
+  unregister_fd(pidfd_);
+  close(sock_);
+  if (pidfd_ >= 0) close(pidfd_);
 }
 
-std::optional<ZygoteEvent> Zygote::receive(bool block) {
+void Zygote::fail_gone() const {
+  throw Error("the worker zygote (pid " + std::to_string(pid_) + ") died");
+}
+
+std::optional<ZygoteEvent> Zygote::receive(int timeout_ms) {
   ZygoteEvent e{};
   for (;;) {
-    ssize_t n = recv(sock_, &e, sizeof e, block ? 0 : MSG_DONTWAIT);
+    if (timeout_ms != 0) {
+      pollfd p{sock_, POLLIN, 0};
+      const int ready = poll(&p, 1, timeout_ms);
+      if (ready < 0 && errno == EINTR) continue;
+      if (ready == 0) {
+        throw Error("the worker zygote (pid " + std::to_string(pid_) + ") did not answer within " +
+                    std::to_string(timeout_ms / 1000) + " s: it is stopped or stuck");
+      }
+    }
+    ssize_t n = recv(sock_, &e, sizeof e, MSG_DONTWAIT);
     if (n == sizeof e) return e;
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return std::nullopt;
-    throw Error("the worker zygote (pid " + std::to_string(pid_) + ") died");
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && timeout_ms == 0) return std::nullopt;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) continue;
+    fail_gone();
   }
 }
 
 void Zygote::request(std::uint32_t word) {
   while (send(sock_, &word, sizeof word, MSG_NOSIGNAL) < 0) {
-    if (errno != EINTR) throw Error("the worker zygote (pid " + std::to_string(pid_) + ") died");
+    if (errno != EINTR) fail_gone();
   }
 }
 
@@ -175,14 +242,13 @@ void Zygote::kill_worker(std::uint32_t id) { request(id | kKillFlag); }
 pid_t Zygote::spawn(std::uint32_t id) {
   request(id);
   for (;;) {
-    ZygoteEvent e = *receive(true);
+    ZygoteEvent e = *receive(kAnswerWaitMs);
     if (e.kind == ZygoteEvent::exited) {
       pending_exits_.push_back(e);
       continue;
     }
     if (e.worker != id) continue;
-    if (e.pid <= 0) throw Error("fork of worker " + std::to_string(id) + " failed: " + std::strerror(e.status));
-    return e.pid;
+    return e.pid > 0 ? e.pid : -e.status;
   }
 }
 
@@ -192,7 +258,7 @@ std::optional<ZygoteEvent> Zygote::poll_exit() {
     pending_exits_.pop_front();
     return e;
   }
-  return receive(false);
+  return receive(0);
 }
 
 }  // namespace sluice::detail

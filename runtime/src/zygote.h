@@ -1,38 +1,54 @@
 // zygote.h: a single-threaded process that forks the workers.
 //
-// The Loader forks the zygote once, after the arena is mapped and before it
-// starts any thread of its own. The zygote then does nothing but fork workers
-// on request and report their exits, so every worker is forked from a process
-// with exactly one thread, however many threads (or CUDA contexts) the host
-// has by then. A replacement worker can be forked at any time the same way.
+// The Supervisor forks the zygote once, after the arena is mapped. The zygote
+// then does nothing but fork workers on request and report their exits, so
+// every worker is forked from a process with exactly one thread, however many
+// threads (or CUDA contexts) the host has by then. A replacement worker can be
+// forked at any time the same way.
 //
-// Lifetimes: the zygote dies with the thread that created it, and each worker
-// with the zygote (PR_SET_PDEATHSIG = SIGKILL, plus a getppid() check against
-// the race where the parent died before prctl). When the Loader closes its end
-// of the socket the zygote SIGKILLs and reaps every worker, then exits; the
-// Loader reaps the zygote. No zombie, no orphan.
+// Clean children: right after the fork the zygote closes every fd and unmaps
+// every arena that other Loaders of the host registered (owned_resources.h),
+// resets every signal disposition to the default and empties the signal mask
+// (a host that ignores SIGCHLD would otherwise have its workers reaped by the
+// kernel, unseen). SIGINT and SIGTERM stay ignored in the zygote and the
+// workers: they reach the whole process group, and the Loader's owner decides
+// what they mean (save the state, then destroy the Loader).
+//
+// Lifetimes follow processes, not threads: the zygote watches the host
+// process through a pidfd (or, on kernels without pidfd_open, polls
+// getppid()), so a Loader built on a thread that then exits keeps working.
+// Each worker dies with the zygote (PR_SET_PDEATHSIG = SIGKILL; the zygote is
+// single-threaded, so its thread is its process), plus a getppid() check for
+// the race where the zygote died before prctl.
 //
 // Protocol: a SOCK_SEQPACKET socketpair. Loader -> zygote: a worker id to
-// spawn, or to kill (with kKillFlag). Zygote -> loader: ZygoteEvent {spawned | exited}. SIGCHLD reaches the
-// zygote through a signalfd, so a worker's death is reported at once.
+// spawn, or to kill (with kKillFlag), or kStopWord. Zygote -> loader:
+// ZygoteEvent {spawned | exited}. SIGCHLD reaches the zygote through a
+// signalfd, so a worker's death is reported at once. On kStopWord, EOF or the
+// host's death the zygote SIGKILLs and reaps every worker, then exits. The
+// destructor sends kStopWord and waits a bounded time for the zygote's exit
+// (on its pidfd, so a host that ignores SIGCHLD or has other children never
+// blocks it); a zygote that does not exit in time (stopped, say) is killed.
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <sys/types.h>
 
 namespace sluice::detail {
 
 inline constexpr std::uint32_t kKillFlag = 0x80000000u;
+inline constexpr std::uint32_t kStopWord = 0xffffffffu;
 
 struct ZygoteEvent {
   enum Kind : std::uint32_t { spawned = 1, exited = 2 } kind;
   std::uint32_t worker;
   std::int32_t pid;
-  std::int32_t status;  // wait status, for exited
+  std::int32_t status;  // wait status, for exited; errno of a failed fork, for spawned with pid <= 0
 };
 
 // "exited with status 3", "killed by signal 9 (Killed)".
@@ -42,13 +58,17 @@ class Zygote {
  public:
   // Forks the zygote. worker_main runs in each forked worker and must not
   // return (it ends with _exit). max_workers bounds the ids passed to spawn.
-  Zygote(std::function<void(std::uint32_t)> worker_main, std::uint32_t max_workers);
-  // Closes the socket; the zygote kills and reaps the workers and exits; reaps it.
+  // keep_fds and keep_mapping: this Loader's own fds and arena, which the
+  // workers use; every other registered resource is released in the child.
+  Zygote(std::function<void(std::uint32_t)> worker_main, std::uint32_t max_workers, std::span<const int> keep_fds,
+         const void* keep_mapping);
+  // Stops the zygote (it kills and reaps the workers) and reaps it.
   ~Zygote();
   Zygote(const Zygote&) = delete;
   Zygote& operator=(const Zygote&) = delete;
 
-  // Forks worker `id` and returns its pid. Throws Error if the zygote is gone.
+  // Forks worker `id` and returns its pid, or -errno if the fork failed.
+  // Throws Error if the zygote is gone or does not answer.
   pid_t spawn(std::uint32_t id);
 
   // Has the zygote SIGKILL worker `id` (race-free: the zygote is its parent and
@@ -67,9 +87,11 @@ class Zygote {
 
  private:
   void request(std::uint32_t word);
-  std::optional<ZygoteEvent> receive(bool block);
+  std::optional<ZygoteEvent> receive(int timeout_ms);
+  [[noreturn]] void fail_gone() const;
   pid_t pid_ = -1;
   int sock_ = -1;
+  int pidfd_ = -1;  // the zygote's pidfd; -1 where the kernel has none
   std::deque<ZygoteEvent> pending_exits_;
 };
 

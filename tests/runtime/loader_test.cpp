@@ -25,17 +25,19 @@ namespace {
 
 // Field 0 "id": the sample's dataset index (int64).
 // Field 1 "x": 3 float32 values derived from the index, so content is checked too.
+void write_id(const SampleRef& s) {
+  *s.as<std::int64_t>(0) = static_cast<std::int64_t>(s.index);
+  float* x = s.as<float>(1);
+  for (int k = 0; k < 3; ++k) x[k] = static_cast<float>(s.index) * 0.5f + static_cast<float>(k);
+}
+
 Options id_options(std::uint64_t n, std::uint32_t batch, std::uint32_t workers) {
   Options o;
   o.dataset_size = n;
   o.batch_size = batch;
   o.workers = workers;
   o.fields = {{"id", DType::i64, {}}, {"x", DType::f32, {3}}};
-  o.producer = per_sample([](const SampleRef& s) {
-    *s.as<std::int64_t>(0) = static_cast<std::int64_t>(s.index);
-    float* x = s.as<float>(1);
-    for (int k = 0; k < 3; ++k) x[k] = static_cast<float>(s.index) * 0.5f + static_cast<float>(k);
-  });
+  o.producer = per_sample(write_id);
   return o;
 }
 
@@ -389,4 +391,52 @@ TEST_CASE("workers are told of the batches they hold before they fill them, for 
   }
   REQUIRE(filled == 20);
   REQUIRE(most_ahead >= 3);  // announced at least three batches beyond the one being filled
+}
+
+TEST_CASE("field sizes that overflow are refused before anything is allocated", "[loader][options]") {
+  Options o = id_options(10, 4, 1);
+  o.fields = {{"huge", DType::f64, {std::int64_t{1} << 31, std::int64_t{1} << 31, 8}}};
+  REQUIRE_THROWS_WITH(Loader(o), Catch::Contains("field 'huge'") && Catch::Contains("2^62"));
+  o.fields = {{"huge", DType::u8, {std::int64_t{1} << 40}}};
+  o.batch_size = 1u << 30;
+  REQUIRE_THROWS_WITH(Loader(o), Catch::Contains("2^62"));
+}
+
+TEST_CASE("with skip_fill = repeat a batch keeps its size when samples are skipped", "[loader][faults]") {
+  Options o = id_options(40, 8, 2);
+  o.on_error = OnError::skip;
+  o.skip_fill = SkipFill::repeat;
+  o.producer = per_sample([](const SampleRef& s) {
+    if (s.index == 9 || s.index == 10) throw Error("bad sample " + std::to_string(s.index));
+    write_id(s);
+  });
+  Loader loader(o);
+  std::vector<std::vector<std::uint64_t>> batches;
+  while (auto b = loader.next()) batches.push_back(checked_ids(*b));
+  REQUIRE(batches.size() == 5);
+  for (const auto& ids : batches) REQUIRE(ids.size() == 8);
+  REQUIRE(batches[1] == std::vector<std::uint64_t>{8, 11, 12, 13, 14, 15, 8, 11});
+  const Stats stats = loader.stats();
+  REQUIRE(stats.skipped_samples == std::vector<std::uint64_t>{9, 10});
+  REQUIRE(stats.skip_reasons.size() == 2);
+  REQUIRE_THAT(stats.skip_reasons[0], Catch::Contains("bad sample 9"));
+}
+
+TEST_CASE("a batch whose every sample is skipped is not delivered", "[loader][faults]") {
+  Options o = id_options(12, 4, 1);
+  o.on_error = OnError::skip;
+  o.producer = per_sample([](const SampleRef& s) {
+    if (s.index >= 4 && s.index < 8) throw Error("bad");
+    write_id(s);
+  });
+  Loader loader(o);
+  std::vector<std::uint64_t> indices;
+  while (auto b = loader.next()) {
+    REQUIRE(b->size() > 0);
+    indices.push_back(b->index());
+  }
+  // Batch 1 fails one sample at a time; once all four are skipped it is empty.
+  REQUIRE(indices == std::vector<std::uint64_t>{0, 2});
+  REQUIRE(loader.stats().empty_batches == 1);
+  REQUIRE(loader.stats().skipped_samples.size() == 4);
 }

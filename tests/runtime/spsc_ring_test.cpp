@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <memory>
 #include <new>
 #include <thread>
 
@@ -99,4 +100,27 @@ TEST_CASE("the ring passes millions of items between two processes", "[ring][pro
   REQUIRE(bad == 0);
   REQUIRE(ring->empty());
   munmap(mem, sizeof(Ring));
+}
+
+TEST_CASE("the ring's indices wrap past 2^32 without losing, repeating or refusing an item", "[ring]") {
+  // Start 300 items before the wrap: fill and drain across it, then stream
+  // a million items across it between two threads.
+  auto ring = std::make_unique<Ring>(0xffffffffu - 300);
+  Item item{};
+  for (std::uint64_t round = 0; round < 4; ++round) {
+    for (std::uint64_t i = 0; i < Ring::capacity; ++i) REQUIRE(ring->try_push(Item{i, check_of(i)}));
+    REQUIRE_FALSE(ring->try_push(Item{}));
+    for (std::uint64_t i = 0; i < Ring::capacity; ++i) {
+      REQUIRE(ring->try_pop(item));
+      REQUIRE(item.seq == i);
+    }
+    REQUIRE_FALSE(ring->try_pop(item));
+    REQUIRE(ring->empty());
+  }
+  auto streamed = std::make_unique<Ring>(0xffffffffu - 1000);
+  const std::uint64_t n = 1'000'000;
+  std::thread producer([&] { produce(*streamed, n, false); });
+  const std::uint64_t bad = consume(*streamed, n);
+  producer.join();
+  REQUIRE(bad == 0);
 }

@@ -144,3 +144,32 @@ TEST_CASE("loader state JSON round-trips and bad JSON names the problem", "[stat
   REQUIRE_THROWS_WITH(LoaderState::from_json("{\"sluice_state\":1, \"seed\": -1}"), Catch::Contains("seed"));
   REQUIRE_THROWS_WITH(LoaderState::from_json("{\"sluice_state\":"), Catch::Contains("byte"));
 }
+
+TEST_CASE("a state is checked completely before a resume uses it", "[state]") {
+  Options o = resumable_options();
+  LoaderState good;
+  {
+    Loader loader(o);
+    loader.next();
+    good = loader.state();
+  }
+  LoaderState s = good;
+  s.epoch = std::uint64_t{1} << 61;  // far past the run's epochs
+  o.resume = s;
+  REQUIRE_THROWS_WITH(Loader(o), Catch::Contains("past the end of a run"));
+  s = good;
+  s.epoch = o.epochs;  // the run's end is a valid, finished position
+  s.batch = 0;
+  o.resume = s;
+  REQUIRE_FALSE(Loader(o).next());
+  s = good;
+  s.batch = 1;
+  s.delivered_ahead = {3, 3};
+  o.resume = s;
+  REQUIRE_THROWS_WITH(Loader(o), Catch::Contains("delivered_ahead holds batch 3 twice"));
+  s = good;
+  s.skipped_samples = {o.dataset_size};
+  o.resume = s;
+  REQUIRE_THROWS_WITH(Loader(o), Catch::Contains("skipped_samples holds sample"));
+  REQUIRE(test::descendants(getpid()).empty());
+}

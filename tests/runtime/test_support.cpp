@@ -1,6 +1,11 @@
 #include "test_support.h"
 
 #include <chrono>
+#include <csignal>
+#include <exception>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <dirent.h>
 #include <fstream>
 #include <map>
@@ -73,6 +78,54 @@ std::vector<ProcessInfo> wait_for_no_descendants(pid_t root, int timeout_ms) {
     if (left.empty() || std::chrono::steady_clock::now() > deadline) return left;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+}
+
+std::string in_child(const std::function<std::string()>& body, int timeout_ms) {
+  int fds[2];
+  if (pipe(fds) != 0) return "pipe failed";
+  const pid_t child = fork();
+  if (child < 0) return "fork failed";
+  if (child == 0) {
+    close(fds[0]);
+    std::string message;
+    try {
+      message = body();
+    } catch (const std::exception& e) {
+      message = std::string("exception: ") + e.what();
+    }
+    std::size_t off = 0;
+    while (off < message.size()) {
+      const ssize_t n = write(fds[1], message.data() + off, message.size() - off);
+      if (n <= 0) break;
+      off += static_cast<std::size_t>(n);
+    }
+    _exit(message.empty() ? 0 : 1);
+  }
+  close(fds[1]);
+  std::string message;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  bool timed_out = false;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      timed_out = true;
+      break;
+    }
+    pollfd p{fds[0], POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+    char buf[4096];
+    const ssize_t n = read(fds[0], buf, sizeof buf);
+    if (n <= 0) break;  // EOF: the child has exited (or closed the pipe)
+    message.append(buf, static_cast<std::size_t>(n));
+  }
+  close(fds[0]);
+  if (timed_out) kill(child, SIGKILL);
+  int status = 0;
+  waitpid(child, &status, 0);
+  if (timed_out) return "timed out after " + std::to_string(timeout_ms) + " ms" + (message.empty() ? "" : ": " + message);
+  if (WIFSIGNALED(status)) return "the child was killed by signal " + std::to_string(WTERMSIG(status)) + " " + message;
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return message.empty() ? "the child failed" : message;
+  return "";
 }
 
 }  // namespace sluice::test

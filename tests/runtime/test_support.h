@@ -1,6 +1,7 @@
 // test_support.h: looking at real processes and /dev/shm from tests.
 #pragma once
 
+#include <functional>
 #include <set>
 #include <string>
 #include <sys/types.h>
@@ -22,5 +23,16 @@ std::set<std::string> dev_shm_entries();
 
 // Polls until `root` has no descendant, at most timeout_ms. Returns what is left.
 std::vector<ProcessInfo> wait_for_no_descendants(pid_t root, int timeout_ms);
+
+}  // namespace sluice::test
+
+namespace sluice::test {
+
+// Runs body in a forked child process, where a hang or a crash cannot take the
+// test runner with it. body returns "" on success, else what went wrong; an
+// exception it throws counts as its message. Returns "" if the child
+// succeeded, else its message, "timed out after N ms" (the child is then
+// killed), or how it died.
+std::string in_child(const std::function<std::string()>& body, int timeout_ms);
 
 }  // namespace sluice::test

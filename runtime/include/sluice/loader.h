@@ -13,9 +13,10 @@
 //   loader.run([](sluice::Batch& batch) { train(batch); });    // push
 //
 // Construct the Loader before the host starts threads where possible: the
-// zygote is forked from the constructing thread, and the workers are forked
-// from the zygote, which never runs a second thread. Workers and zygote die
-// with the thread that constructed the Loader (PR_SET_PDEATHSIG).
+// zygote is a copy of the process at that moment, and the workers are forked
+// from the zygote, which never runs a second thread. The zygote and workers
+// live as long as the Loader or the host process, whichever ends first; the
+// constructing thread may exit. Any number of Loaders may exist at once.
 //
 // Thread safety: next(), epoch() and run() must be called from one thread at a
 // time. Batches may be released on any thread.
@@ -26,6 +27,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "sluice/batch.h"
@@ -54,6 +56,9 @@ struct Stats {
   std::uint32_t worker_restarts = 0;    // workers replaced after a crash or a timeout
   std::uint64_t batches_retried = 0;    // batches issued again after a failure
   std::vector<std::uint64_t> skipped_samples;  // dropped by on_error = skip, in the order they were
+  std::vector<std::string> skip_reasons;       // why, for each of skipped_samples: the producer's error
+                                               // (which names the file or record) or the crash
+  std::uint64_t empty_batches = 0;             // batches every sample of which was skipped: not delivered
 };
 
 class Loader {
@@ -64,6 +69,10 @@ class Loader {
   ~Loader();
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;
+  // Movable, so Loaders fit in containers (one per tower, say). A moved-from
+  // Loader may only be destroyed or assigned to.
+  Loader(Loader&&) noexcept = default;
+  Loader& operator=(Loader&& other) noexcept;
 
   // The next batch of the run, or nullopt once every epoch has been delivered.
   // Blocks while no batch is ready. Throws Error if a worker failed.

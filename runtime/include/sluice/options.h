@@ -43,6 +43,14 @@ enum class OnError : std::uint8_t {
   skip,  // drop the sample from its batch (and every later epoch), report it in Stats
 };
 
+// What a batch holds in place of samples that on_error = skip dropped.
+enum class SkipFill : std::uint8_t {
+  shrink,  // the batch is shorter by that many samples; a batch left empty is not delivered
+  repeat,  // the batch keeps batch_size samples: the places of skipped samples are taken by the
+           // batch's own surviving samples, in order, cycling (deterministic: same seed, same
+           // batch); for compiled models that need fixed shapes
+};
+
 struct Options {
   // --- The epoch plan -------------------------------------------------------
   std::uint64_t dataset_size = 0;  // N: samples are the indices [0, N)
@@ -69,15 +77,23 @@ struct Options {
   std::uint64_t slot_bytes = 0;    // bytes per slot; 0 = exactly what the fields need
   bool ordered = true;             // deliver in plan order; false = as batches complete
                                    // (always epoch by epoch)
+  std::uint32_t held_timeout_ms = 5000;  // when the consumer holds every slot, next() waits this long
+                                         // for one to be released (on another thread), then throws
+                                         // an Error that says so; next() works again after a release
 
   // --- Faults ---------------------------------------------------------------
   // A crashed worker is replaced and its batches re-issued; the consumer sees
   // the same batches as a run without the crash.
-  std::uint32_t batch_timeout_ms = 0;  // a batch filling longer gets its worker killed and is retried; 0 = never
-  std::uint32_t max_retries = 3;       // crashes, timeouts or memory kills on one sample before on_error applies
+  // batch_timeout_ms: a worker that fills one batch longer, or that has batches waiting and shows
+  // no sign of life that long (stopped between batches; start-up gets at least 10 s), is killed,
+  // replaced, and its batches retried; 0 = never.
+  std::uint32_t batch_timeout_ms = 0;
+  std::uint32_t max_retries = 3;       // crashes, timeouts or memory kills of one sample in a row
+                                       // (a success resets the count) before on_error applies
   std::uint64_t worker_memory_limit_mb = 0;  // a worker whose private memory (RSS less shared pages)
                                              // passes this is killed and replaced; 0 = no limit
   OnError on_error = OnError::fail;
+  SkipFill skip_fill = SkipFill::shrink;
 };
 
 }  // namespace sluice

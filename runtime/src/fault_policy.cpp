@@ -1,0 +1,156 @@
+// The fault policy: what a crash, a hang or a throw in a worker means for the
+// batch and the sample it was making. A producer that throws is deterministic,
+// so the on_error policy applies at once; a crash or a kill is retried, and a
+// sample (or a batch, when no sample was named) that fails max_retries times
+// in a row gets the policy. A success clears the count, so kills from outside
+// spread over a long run never add up against a sample.
+//
+// Everything read from a slot's header is untrusted: a producer may have
+// scribbled on it. trusted_header() checks what is used before it is used.
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "loader_core.h"
+#include "sluice/error.h"
+#include "worker.h"
+
+namespace sluice::detail {
+
+namespace {
+
+// The worker's message, even if the producer overwrote its terminating NUL.
+std::string bounded(const char* text, std::size_t capacity) { return std::string(text, strnlen(text, capacity)); }
+
+}  // namespace
+
+const SlotHeader* LoaderCore::trusted_header(std::uint32_t slot, std::uint64_t seq) const {
+  const auto* h = reinterpret_cast<const SlotHeader*>(slot_base(*arena_, layout_, slot));
+  if (h->seq != seq || h->size > options_.batch_size || h->ids_offset != layout_.ids_offset) return nullptr;
+  return h;
+}
+
+const std::uint64_t* LoaderCore::slot_ids(std::uint32_t slot) const {
+  return reinterpret_cast<const std::uint64_t*>(slot_base(*arena_, layout_, slot) + layout_.ids_offset);
+}
+
+std::string LoaderCore::describe_batch(std::uint64_t seq, std::uint32_t slot) const {
+  const std::uint64_t per_epoch = plan_.batches_per_epoch();
+  std::string text = "epoch " + std::to_string(seq / per_epoch) + ", batch " + std::to_string(seq % per_epoch);
+  const SlotHeader* h = trusted_header(slot, seq);
+  if (h && h->size > 0) {
+    const std::uint64_t* ids = slot_ids(slot);
+    text += " (samples " + std::to_string(ids[0]);
+    if (h->size > 1) text += " to " + std::to_string(ids[h->size - 1]);
+    text += ")";
+  }
+  return text;
+}
+
+void LoaderCore::on_batch_done(std::uint32_t slot) {
+  if (!batch_failures_.empty()) batch_failures_.erase(slot_seq_[slot]);
+  if (sample_failures_.empty()) return;
+  if (const SlotHeader* h = trusted_header(slot, slot_seq_[slot])) {
+    const std::uint64_t* ids = slot_ids(slot);
+    for (std::uint32_t i = 0; i < h->size; ++i) sample_failures_.erase(ids[i]);
+  }
+}
+
+// The producer threw: the policy applies at once to the sample it was making
+// (or, if it never said, to the whole batch).
+void LoaderCore::on_fill_failed(std::uint32_t w, const Completion& c) {
+  const SlotHeader* h = trusted_header(c.slot, c.seq);
+  if (!h) {
+    fail("worker " + std::to_string(w) + " failed on " + describe_batch(c.seq, c.slot) +
+         ", and the header of its slot was overwritten: a producer wrote outside its fields");
+  }
+  const std::uint64_t* ids = slot_ids(c.slot);
+  const bool named = h->failed_position < h->size;
+  const std::string message = bounded(h->error, sizeof h->error);
+  const std::string where = named ? "sample " + std::to_string(ids[h->failed_position]) + " (" +
+                                        describe_batch(c.seq, c.slot) + ")"
+                                  : describe_batch(c.seq, c.slot);
+  if (options_.on_error == OnError::fail) fail("worker " + std::to_string(w) + " failed on " + where + ": " + message);
+  if (named) {
+    skip_samples({ids + h->failed_position, 1}, message);
+  } else {
+    skip_samples({ids, h->size}, "its batch failed without naming a sample: " + message);
+  }
+  ++stats_.batches_retried;
+  assign(c.slot, c.seq);
+}
+
+void LoaderCore::skip_samples(std::span<const std::uint64_t> samples, const std::string& reason) {
+  SkipList& list = skip_list(*arena_, layout_);
+  std::uint32_t count = list.count.load(std::memory_order_relaxed);
+  for (std::uint64_t id : samples) {
+    if (std::find(stats_.skipped_samples.begin(), stats_.skipped_samples.end(), id) !=
+        stats_.skipped_samples.end()) {
+      continue;
+    }
+    if (count == kMaxSkipped) {
+      fail("more than " + std::to_string(kMaxSkipped) + " samples failed and were skipped; the data or the "
+           "pipeline is broken. The last: sample " + std::to_string(id) + ": " + reason);
+    }
+    list.ids[count++] = id;
+    stats_.skipped_samples.push_back(id);
+    stats_.skip_reasons.push_back(reason);
+  }
+  // Publishes the new ids (see SkipList); every task pushed after this is a
+  // release too, so a worker that pops it sees them.
+  list.count.store(count, std::memory_order_release);
+}
+
+void LoaderCore::on_worker_exit(const WorkerExit& e) {
+  const std::uint32_t w = e.worker;
+  collect_from(w);  // completions it pushed before dying still count
+  const WorkerChannel& ch = worker_channel(*arena_, layout_, w);
+  ++stats_.worker_restarts;
+  if (++deaths_since_progress_ > layout_.workers * (options_.max_retries + 1) + 2) {
+    fail("workers keep dying without finishing a batch; the last, worker " + std::to_string(w) + " (pid " +
+         std::to_string(e.pid) + "), " + e.why);
+  }
+
+  // Blame the batch it was filling, and the sample if the producer named it.
+  const std::uint64_t busy = ch.busy_seq.load(std::memory_order_relaxed);
+  const std::uint32_t position = ch.busy_position.load(std::memory_order_relaxed);
+  for (std::uint32_t slot = 0; busy != kIdle && slot < layout_.slots; ++slot) {
+    if (slot_state_[slot] != SlotState::issued || slot_seq_[slot] != busy || slot_worker_[slot] != w) continue;
+    const SlotHeader* h = trusted_header(slot, busy);
+    const std::uint64_t* ids = slot_ids(slot);
+    const bool named = h && position < h->size;
+    const std::uint32_t tries = named ? ++sample_failures_[ids[position]] : ++batch_failures_[busy];
+    if (tries < options_.max_retries) break;
+    const std::string culprit = named ? "sample " + std::to_string(ids[position]) + " (" +
+                                            describe_batch(busy, slot) + ")"
+                                      : describe_batch(busy, slot);
+    const std::string what = "failed " + std::to_string(tries) + " times in a row; the last time worker " +
+                             std::to_string(w) + " (pid " + std::to_string(e.pid) + ") " + e.why;
+    if (options_.on_error == OnError::fail) fail(culprit + " " + what);
+    if (named) {
+      skip_samples({ids + position, 1}, what);
+    } else if (h) {
+      skip_samples({ids, h->size}, "its batch (" + describe_batch(busy, slot) + ") " + what);
+    }
+    break;
+  }
+
+  // A fresh worker, and every batch the old one owed goes out again.
+  outstanding_[w] = 0;
+  try {
+    supervisor_->replace(w);
+  } catch (const Error& err) {
+    fail(std::string("worker ") + std::to_string(w) + " (pid " + std::to_string(e.pid) + ") " + e.why +
+         ", and could not be replaced: " + err.what());
+  }
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> owed;
+  for (std::uint32_t slot = 0; slot < layout_.slots; ++slot) {
+    if (slot_state_[slot] == SlotState::issued && slot_worker_[slot] == w) owed.emplace_back(slot_seq_[slot], slot);
+  }
+  std::sort(owed.begin(), owed.end());
+  for (const auto& [seq, slot] : owed) assign(slot, seq);
+  stats_.batches_retried += owed.size();
+  notify_workers();
+}
+
+}  // namespace sluice::detail

@@ -1,0 +1,52 @@
+// owned_resources.h: what every Loader of this process owns that a forked
+// child must not keep.
+//
+// fork() without exec ignores O_CLOEXEC, so a zygote forked for one Loader
+// would inherit every other Loader's socket, eventfd and memfd, and map its
+// arena. A zygote that holds another Loader's socket keeps that Loader's own
+// zygote from seeing EOF, and an inherited arena keeps its memory alive after
+// its Loader is gone. So the runtime registers each such fd and mapping here,
+// and a freshly forked zygote drops all of them except its own Loader's.
+//
+// The user's own fds are not touched: a producer may read through a file, an
+// LMDB or HDF5 handle opened before the loader, as PyTorch's workers allow.
+//
+// Thread safety: the registry is changed under one process-wide mutex, and
+// every creation of an owned fd or mapping happens under it too
+// (OwnedLock), as does the fork of a zygote. So a fork never sees a resource
+// that exists but is not yet registered, and the child, whose only thread is
+// the one that held the lock, reads the registry without locking.
+#pragma once
+
+#include <cstddef>
+#include <mutex>
+#include <span>
+
+namespace sluice::detail {
+
+// Held while creating and registering an owned resource, and across the fork
+// of a zygote.
+class OwnedLock {
+ public:
+  OwnedLock();
+  ~OwnedLock();
+  OwnedLock(const OwnedLock&) = delete;
+  OwnedLock& operator=(const OwnedLock&) = delete;
+
+ private:
+  std::unique_lock<std::mutex> lock_;
+};
+
+// The caller holds an OwnedLock across creating and registering a resource,
+// and across unregistering and closing it, so no fork falls in between.
+void register_fd(int fd);
+void unregister_fd(int fd);
+void register_mapping(void* base, std::size_t size);
+void unregister_mapping(void* base);
+
+// In a child right after fork: closes every registered fd not in keep_fds and
+// unmaps every registered mapping other than keep_mapping. Async-signal-safe
+// (close and munmap on memory the child already has).
+void release_others_after_fork(std::span<const int> keep_fds, const void* keep_mapping);
+
+}  // namespace sluice::detail

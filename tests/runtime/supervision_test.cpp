@@ -1,0 +1,420 @@
+// Supervision: the process layer under ordinary host behaviour. Several
+// loaders, a host that ignores SIGCHLD, a loader built on a thread that exits,
+// scribbled shared memory, failed forks, held slots, stopped workers and
+// zygotes. Each case that could hang runs in a child process with a deadline,
+// so a regression fails the test instead of hanging the suite.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "shared_layout.h"
+#include "sluice/error.h"
+#include "sluice/loader.h"
+#include "sluice/producer.h"
+#include "test_support.h"
+
+using namespace sluice;
+using namespace std::chrono_literals;
+
+namespace {
+
+void write_sample(const SampleRef& s) {
+  auto* v = s.as<std::uint32_t>(0);
+  for (int k = 0; k < 16; ++k) v[k] = static_cast<std::uint32_t>(s.index * 2654435761u + k);
+}
+
+Options small_options(std::uint64_t n, std::uint32_t batch, std::uint32_t workers) {
+  Options o;
+  o.dataset_size = n;
+  o.batch_size = batch;
+  o.workers = workers;
+  o.fields = {{"v", DType::u32, {16}}};
+  o.producer = per_sample(write_sample);
+  return o;
+}
+
+// "" if every batch of the run came out right (ids in plan order, content a
+// function of the id), else what was wrong.
+std::string consume_all(Loader& loader, std::uint64_t expected_batches) {
+  std::uint64_t batches = 0;
+  while (auto b = loader.next()) {
+    for (std::size_t j = 0; j < b->size(); ++j) {
+      const std::uint64_t id = b->sample_ids()[j];
+      const auto* v = reinterpret_cast<const std::uint32_t*>(b->field(0).data) + j * 16;
+      if (v[3] != static_cast<std::uint32_t>(id * 2654435761u + 3)) return "wrong data for sample " + std::to_string(id);
+    }
+    ++batches;
+  }
+  if (batches != expected_batches) {
+    return "got " + std::to_string(batches) + " batches, expected " + std::to_string(expected_batches);
+  }
+  return "";
+}
+
+pid_t parent_of(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(f, line);
+  const auto close = line.rfind(')');
+  if (close == std::string::npos) return -1;
+  char state;
+  pid_t ppid = -1;
+  std::sscanf(line.c_str() + close + 2, "%c %d", &state, &ppid);
+  return ppid;
+}
+
+std::uint64_t ms_since(std::chrono::steady_clock::time_point t) {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t).count());
+}
+
+}  // namespace
+
+TEST_CASE("several loaders in one process, destroyed in any order, never deadlock", "[supervision]") {
+  const std::string error = test::in_child(
+      [] {
+        for (int order = 0; order < 2; ++order) {
+          std::vector<std::unique_ptr<Loader>> loaders;
+          for (int i = 0; i < 3; ++i) loaders.push_back(std::make_unique<Loader>(small_options(40, 4, 2)));
+          for (auto& l : loaders) {
+            if (!l->next()) return std::string("no first batch");
+          }
+          // Creation order, then reverse creation order.
+          if (order == 0) {
+            for (auto& l : loaders) l.reset();
+          } else {
+            while (!loaders.empty()) loaders.pop_back();
+          }
+        }
+        // A vector of Loaders, as tower_options builds, consumed and dropped at scope exit.
+        std::vector<Loader> towers;
+        towers.reserve(2);
+        towers.emplace_back(small_options(24, 4, 1));
+        towers.emplace_back(small_options(24, 4, 1));
+        for (auto& t : towers) {
+          if (std::string e = consume_all(t, 6); !e.empty()) return e;
+        }
+        return std::string();
+      },
+      20000);
+  REQUIRE(error == "");
+  REQUIRE(test::descendants(getpid()).empty());
+}
+
+TEST_CASE("a second loader's processes hold none of the first loader's fds", "[supervision]") {
+  Loader first(small_options(40, 4, 1));
+  Loader second(small_options(40, 4, 1));
+  REQUIRE(first.next());
+  REQUIRE(second.next());
+  // Every fd of the second loader's worker, by what it points at: none may be
+  // the first loader's arena (a memfd), eventfd or socket.
+  auto targets = [](pid_t pid) {
+    std::vector<std::string> out;
+    const std::string dir = "/proc/" + std::to_string(pid) + "/fd";
+    for (int fd = 0; fd < 1024; ++fd) {
+      char buf[256];
+      const ssize_t n = readlink((dir + "/" + std::to_string(fd)).c_str(), buf, sizeof buf - 1);
+      if (n > 0) out.emplace_back(buf, static_cast<std::size_t>(n));
+    }
+    return out;
+  };
+  const pid_t worker = second.worker_pids()[0];
+  for (const std::string& t : targets(worker)) {
+    INFO(t);
+    REQUIRE(t.find("sluice-arena") == std::string::npos);
+    REQUIRE(t.find("socket:") == std::string::npos);
+  }
+  // And no mapping of another arena: exactly one sluice-arena mapping.
+  std::ifstream maps("/proc/" + std::to_string(worker) + "/maps");
+  std::string line;
+  int arenas = 0;
+  while (std::getline(maps, line)) arenas += line.find("sluice-arena") != std::string::npos;
+  REQUIRE(arenas == 1);
+}
+
+TEST_CASE("a host that ignores SIGCHLD still gets crashed workers replaced", "[supervision]") {
+  const std::string error = test::in_child(
+      [] {
+        signal(SIGCHLD, SIG_IGN);
+        Options o = small_options(400, 8, 2);
+        o.epochs = 2;
+        Loader loader(o);
+        std::uint64_t batches = 0;
+        bool killed = false;
+        while (auto b = loader.next()) {
+          if (++batches == 10 && !killed) killed = kill(loader.worker_pids()[0], SIGKILL) == 0;
+        }
+        if (!killed) return std::string("could not kill a worker");
+        if (batches != 100) return "got " + std::to_string(batches) + " batches";
+        if (loader.stats().worker_restarts < 1) return std::string("no restart counted");
+        return std::string();
+      },
+      20000);
+  REQUIRE(error == "");
+}
+
+TEST_CASE("a loader built on a thread that then exits keeps its workers", "[supervision]") {
+  std::unique_ptr<Loader> loader;
+  std::thread([&] { loader = std::make_unique<Loader>(small_options(200, 10, 2)); }).join();
+  std::this_thread::sleep_for(50ms);  // time for a death signal tied to the thread to arrive, if there were one
+  REQUIRE(consume_all(*loader, 20) == "");
+}
+
+TEST_CASE("workers and zygote start clean: default signals, empty mask, SIGINT and SIGTERM ignored", "[supervision]") {
+  struct sigaction old_usr1 {};
+  struct sigaction handler {};
+  handler.sa_handler = [](int) {};
+  sigaction(SIGUSR1, &handler, &old_usr1);
+  sigset_t block, old_mask;
+  sigemptyset(&block);
+  sigaddset(&block, SIGUSR2);
+  pthread_sigmask(SIG_BLOCK, &block, &old_mask);
+  Loader loader(small_options(40, 4, 1));
+  sigaction(SIGUSR1, &old_usr1, nullptr);
+  pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+  REQUIRE(loader.next());
+  const pid_t worker = loader.worker_pids()[0];
+  for (pid_t pid : {worker, parent_of(worker)}) {
+    std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+    std::string key, value;
+    unsigned long long blocked = ~0ULL, caught = ~0ULL, ignored = 0;
+    while (status >> key >> value) {
+      if (key == "SigBlk:") blocked = std::stoull(value, nullptr, 16);
+      if (key == "SigCgt:") caught = std::stoull(value, nullptr, 16);
+      if (key == "SigIgn:") ignored = std::stoull(value, nullptr, 16);
+    }
+    INFO("pid " << pid);
+    // The zygote blocks SIGCHLD only (it reads it from a signalfd); a worker blocks nothing.
+    REQUIRE((blocked & ~(1ULL << (SIGCHLD - 1))) == 0);
+    REQUIRE((caught & (1ULL << (SIGUSR1 - 1))) == 0);
+    REQUIRE((ignored & (1ULL << (SIGINT - 1))) != 0);
+    REQUIRE((ignored & (1ULL << (SIGTERM - 1))) != 0);
+  }
+}
+
+TEST_CASE("a scribbled slot header is an error, never a crash of the consumer", "[supervision]") {
+  Options o = small_options(100, 10, 1);
+  const std::uint64_t field_offset = detail::ArenaLayout::compute(o).field_offsets[0];
+  auto scribble = [field_offset](const SampleRef& s) {
+    auto* header = reinterpret_cast<detail::SlotHeader*>(s.batch.data(0) - field_offset);
+    header->size = 0xfffffff0u;  // a size that would read far past the slot
+    std::memset(header->error, 'x', sizeof header->error);  // and no terminating NUL
+  };
+  SECTION("in a batch that completes") {
+    o.producer = per_sample([&](const SampleRef& s) {
+      write_sample(s);
+      if (s.index == 35) scribble(s);
+    });
+  }
+  SECTION("in a batch whose producer then throws") {
+    o.producer = per_sample([&](const SampleRef& s) {
+      write_sample(s);
+      if (s.index == 35) {
+        scribble(s);
+        throw std::runtime_error("bad sample");
+      }
+    });
+  }
+  Loader loader(o);
+  std::string message;
+  try {
+    while (loader.next()) {
+    }
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  REQUIRE(message.find("overwritten") != std::string::npos);
+  REQUIRE(message.find("epoch 0, batch 3") != std::string::npos);
+  REQUIRE_THROWS_WITH(loader.next(), message);  // the one failure, raised again
+}
+
+TEST_CASE("a worker that cannot be re-forked fails the run with the reason, every time", "[supervision]") {
+  const std::string error = test::in_child(
+      [] {
+        // Root is exempt from RLIMIT_NPROC: run as nobody to make fork() fail for real.
+        if (geteuid() == 0 && setuid(65534) != 0) return std::string("setuid failed");
+        Options o = small_options(1000, 10, 2);
+        o.epochs = 0;
+        Loader loader(o);
+        if (!loader.next()) return std::string("no first batch");
+        const pid_t worker = loader.worker_pids()[0];
+        const pid_t zygote = parent_of(worker);
+        const rlimit none{0, 0};
+        if (prlimit(zygote, RLIMIT_NPROC, &none, nullptr) != 0) return std::string("prlimit failed");
+        kill(worker, SIGKILL);
+        std::string first;
+        const auto start = std::chrono::steady_clock::now();
+        try {
+          for (int i = 0; i < 1000000; ++i) loader.next();
+          return std::string("the run went on without worker 0");
+        } catch (const Error& e) {
+          first = e.what();
+        }
+        if (first.find("could not be replaced") == std::string::npos ||
+            first.find("Resource temporarily unavailable") == std::string::npos) {
+          return "unexpected error: " + first;
+        }
+        if (ms_since(start) > 10000) return std::string("the failure took over 10 s");
+        try {
+          loader.next();
+        } catch (const Error& e) {
+          if (e.what() != first) return "a different second error: " + std::string(e.what());
+          return std::string();
+        }
+        return std::string("the second next() did not raise");
+      },
+      30000);
+  REQUIRE(error == "");
+}
+
+TEST_CASE("a consumer that holds every slot gets an error, and can go on after a release", "[supervision]") {
+  Options o = small_options(1000, 10, 2);
+  o.slots = 3;
+  o.held_timeout_ms = 300;
+  Loader loader(o);
+  std::vector<Batch> held;
+  for (int i = 0; i < 3; ++i) held.push_back(*loader.next());
+  const auto start = std::chrono::steady_clock::now();
+  REQUIRE_THROWS_WITH(loader.next(), Catch::Contains("all 3 batch slots") && Catch::Contains("options.slots"));
+  REQUIRE(ms_since(start) >= 300);
+  REQUIRE(ms_since(start) < 3000);
+  held.erase(held.begin());
+  auto b = loader.next();
+  REQUIRE(b);
+  REQUIRE(b->index() == 3);
+}
+
+TEST_CASE("the watchdog kills a worker stopped between batches", "[supervision]") {
+  const std::string error = test::in_child(
+      [] {
+        Options o = small_options(600, 10, 2);
+        o.batch_timeout_ms = 300;
+        Loader loader(o);
+        std::uint64_t batches = 0;
+        bool stopped = false;
+        while (auto b = loader.next()) {
+          if (++batches == 5) {
+            // Idle or between two batches, with more assigned: stop it.
+            stopped = kill(loader.worker_pids()[1], SIGSTOP) == 0;
+          }
+        }
+        if (!stopped) return std::string("could not stop a worker");
+        if (batches != 60) return "got " + std::to_string(batches) + " batches";
+        if (loader.stats().worker_restarts < 1) return std::string("the stopped worker was not replaced");
+        return std::string();
+      },
+      20000);
+  REQUIRE(error == "");
+}
+
+TEST_CASE("the watchdog kills a worker stopped during start-up", "[supervision][slow]") {
+  const std::string error = test::in_child(
+      [] {
+        Options o = small_options(100, 10, 2);
+        o.batch_timeout_ms = 200;
+        struct SlowStart : Producer {
+          void start_worker(std::uint32_t) override { std::this_thread::sleep_for(300ms); }
+          void fill(BatchContext& ctx) override {
+            for (std::size_t j = 0; j < ctx.size(); ++j) write_sample(SampleRef{ctx, j, ctx.samples()[j]});
+          }
+        };
+        o.producer = std::make_shared<SlowStart>();
+        Loader loader(o);
+        kill(loader.worker_pids()[0], SIGSTOP);  // still sleeping in start_worker
+        if (std::string e = consume_all(loader, 10); !e.empty()) return e;
+        if (loader.stats().worker_restarts < 1) return std::string("the stopped worker was not replaced");
+        return std::string();
+      },
+      40000);
+  REQUIRE(error == "");
+}
+
+TEST_CASE("a stopped zygote does not block the loader's destruction", "[supervision]") {
+  auto loader = std::make_unique<Loader>(small_options(100, 10, 2));
+  REQUIRE(loader->next());
+  const pid_t zygote = parent_of(loader->worker_pids()[0]);
+  REQUIRE(kill(zygote, SIGSTOP) == 0);
+  const auto start = std::chrono::steady_clock::now();
+  loader.reset();
+  REQUIRE(ms_since(start) < 5000);
+  REQUIRE(test::wait_for_no_descendants(getpid(), 2000).empty());
+}
+
+TEST_CASE("kills from outside spread over epochs never add up against a sample", "[supervision][faults]") {
+  // Sample 7 crashes its worker the first time it is made in each epoch, then
+  // succeeds: one failure per epoch, fewer than max_retries in a row.
+  char dir[] = "/tmp/sluice-kills-XXXXXX";
+  REQUIRE(mkdtemp(dir) != nullptr);
+  const std::string marks = dir;
+  Options o = small_options(40, 4, 2);
+  o.epochs = 5;
+  o.max_retries = 2;
+  o.producer = per_sample([marks](const SampleRef& s) {
+    if (s.index == 7) {
+      const std::string mark = marks + "/epoch" + std::to_string(s.batch.epoch());
+      if (access(mark.c_str(), F_OK) != 0) {
+        std::ofstream(mark).put('x');
+        raise(SIGKILL);
+      }
+    }
+    write_sample(s);
+  });
+  Loader loader(o);
+  REQUIRE(consume_all(loader, 50) == "");
+  REQUIRE(loader.stats().worker_restarts == 5);
+  REQUIRE(loader.stats().skipped_samples.empty());
+  std::system(("rm -rf " + marks).c_str());
+}
+
+TEST_CASE("chaos: kill -9 and SIGSTOP of random workers change nothing the consumer sees", "[supervision][chaos]") {
+  Options o = small_options(480, 8, 3);
+  o.shuffle = true;
+  o.seed = 77;
+  o.epochs = 4;
+  o.batch_timeout_ms = 250;
+  std::vector<std::vector<std::uint64_t>> clean;
+  {
+    Loader loader(o);
+    while (auto b = loader.next()) clean.emplace_back(b->sample_ids().begin(), b->sample_ids().end());
+  }
+  const std::string error = test::in_child(
+      [&] {
+        std::mt19937 rng(2024);
+        Loader loader(o);
+        std::size_t i = 0;
+        int faults = 0;
+        while (auto b = loader.next()) {
+          if (i >= clean.size()) return std::string("more batches than the clean run");
+          if (!std::equal(clean[i].begin(), clean[i].end(), b->sample_ids().begin(), b->sample_ids().end())) {
+            return "batch " + std::to_string(i) + " differs from the clean run";
+          }
+          const auto* v = reinterpret_cast<const std::uint32_t*>(b->field(0).data);
+          for (std::size_t j = 0; j < b->size(); ++j) {
+            if (v[j * 16] != static_cast<std::uint32_t>(b->sample_ids()[j] * 2654435761u)) return std::string("bad data");
+          }
+          ++i;
+          if (i % 12 == 0) {
+            const auto pids = loader.worker_pids();
+            kill(pids[rng() % pids.size()], rng() % 2 ? SIGKILL : SIGSTOP);
+            ++faults;
+          }
+        }
+        if (i != clean.size()) return "got " + std::to_string(i) + " batches of " + std::to_string(clean.size());
+        if (loader.stats().worker_restarts < 1) return std::string("no worker was replaced");
+        return std::string();
+      },
+      60000);
+  REQUIRE(error == "");
+}
