@@ -71,3 +71,61 @@ TEST_CASE("example: a malformed Example is an error", "[example]") {
   std::vector<std::byte> garbage(40, std::byte{0xff});
   CHECK_THROWS_WITH(ex.parse(garbage), Contains("malformed"));
 }
+
+TEST_CASE("example: pytorch-data's SequenceExamples: context and feature_lists", "[example]") {
+  SLUICE_REQUIRE_SHARED_DATA(data);
+  test::TempDir tmp;
+  TFRecordOptions options;
+  options.index_dir = tmp.path().string();
+  const std::string path = (data / "tfrecord/pytorch-data/sequence_example.tfrecord").string();
+  TFRecordSource source({path}, options);
+  REQUIRE(source.size() == 4);
+  std::vector<std::byte> buf;
+  Sample s;
+  Example ex;
+  // Record i: context x_float = 10i .. 10i+9, x_int = 10 x_float, x_byte =
+  // "test str"; feature_lists x_*_seq: every step repeats the context's list.
+  for (std::uint64_t i = 0; i < 4; ++i) {
+    INFO("record " << i);
+    read_sample(source, i, buf, s);
+    CHECK_THROWS_WITH(ex.parse(s.fields[0].bytes),
+                      Contains("a tf.train.SequenceExample, not a tf.train.Example") &&
+                          Contains("x_byte_seq, x_float_seq, x_int_seq") && Contains("sluice.sequence_example"));
+    ex.parse_sequence(s.fields[0].bytes);
+    CHECK(ex.is_sequence());
+    REQUIRE(ex.features().size() == 3);
+    const auto x = ex.floats("x_float");
+    REQUIRE(x.size() == 10);
+    for (std::size_t k = 0; k < 10; ++k) CHECK(x[k] == static_cast<float>(10 * i + k));
+    const auto lists = ex.feature_lists();
+    REQUIRE(lists.size() == 3);
+    CHECK(lists[0].name == "x_byte_seq");
+    CHECK(lists[0].kind == FeatureKind::bytes_list);
+    CHECK(lists[1].kind == FeatureKind::float_list);
+    CHECK(lists[2].kind == FeatureKind::int64_list);
+    const std::size_t steps = ex.steps("x_float_seq");
+    CHECK(steps == i + 3);
+    CHECK(ex.steps("x_int_seq") == steps);
+    CHECK(ex.steps("x_byte_seq") == steps);
+    for (std::size_t t = 0; t < steps; ++t) {
+      const auto xs = ex.floats("x_float_seq", t);
+      CHECK(std::vector<float>(xs.begin(), xs.end()) == std::vector<float>(x.begin(), x.end()));
+      const auto is = ex.int64s("x_int_seq", t);
+      REQUIRE(is.size() == 10);
+      CHECK(is[9] == static_cast<std::int64_t>(10 * (10 * i + 9)));
+      CHECK(ex.bytes_at("x_byte_seq", 0, t) == "test str");
+      std::vector<std::byte> out(10 * 8);
+      ex.copy_to("x_float_seq", sluice::DType::f64, out, t);
+    }
+    CHECK_THROWS_WITH(ex.floats("x_float_seq", steps), Contains("has " + std::to_string(steps) + " steps"));
+    CHECK_THROWS_WITH(ex.floats("nope", 0), Contains("no feature_list 'nope'"));
+    CHECK_THROWS_WITH(ex.int64s("x_float_seq", 0), Contains("feature_list 'x_float_seq' step 0 is a float_list"));
+  }
+  // Plain Examples still parse, and are no sequences.
+  TFRecordSource plain({(data / "tfrecord/pytorch-data/example.tfrecord").string()}, options);
+  read_sample(plain, 0, buf, s);
+  ex.parse(s.fields[0].bytes);
+  CHECK_FALSE(ex.is_sequence());
+  CHECK(ex.feature_lists().empty());
+  CHECK(ex.steps("x_float") == 0);
+}
