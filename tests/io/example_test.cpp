@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <memory>
 
 #include "io_test_support.h"
 #include "sluice/error.h"
@@ -9,12 +10,24 @@
 using namespace sluice::io;
 using Catch::Matchers::Contains;
 
+namespace {
+
+// pytorch-data's tfrecord `name`, indexed into `tmp`.
+std::unique_ptr<TFRecordSource> pytorch_records(const std::filesystem::path& data, const char* name,
+                                                const test::TempDir& tmp) {
+  TFRecordOptions options;
+  options.index_dir = tmp.path().string();
+  return std::make_unique<TFRecordSource>(
+      std::vector<std::string>{(data / "tfrecord/pytorch-data" / name).string()}, options);
+}
+
+}  // namespace
+
 TEST_CASE("example: pytorch-data's records decode by feature name", "[example]") {
   SLUICE_REQUIRE_SHARED_DATA(data);
   test::TempDir tmp;
-  TFRecordOptions options;
-  options.index_dir = tmp.path().string();
-  TFRecordSource source({(data / "tfrecord/pytorch-data/example.tfrecord").string()}, options);
+  const auto records = pytorch_records(data, "example.tfrecord", tmp);
+  TFRecordSource& source = *records;
   REQUIRE(source.size() == 4);
   std::vector<std::byte> buf;
   Sample s;
@@ -59,9 +72,8 @@ TEST_CASE("example: pytorch-data's records decode by feature name", "[example]")
 TEST_CASE("example: a malformed Example is an error", "[example]") {
   SLUICE_REQUIRE_SHARED_DATA(data);
   test::TempDir tmp;
-  TFRecordOptions options;
-  options.index_dir = tmp.path().string();
-  TFRecordSource source({(data / "tfrecord/pytorch-data/example.tfrecord").string()}, options);
+  const auto records = pytorch_records(data, "example.tfrecord", tmp);
+  TFRecordSource& source = *records;
   std::vector<std::byte> buf;
   Sample s;
   read_sample(source, 0, buf, s);
@@ -75,10 +87,8 @@ TEST_CASE("example: a malformed Example is an error", "[example]") {
 TEST_CASE("example: pytorch-data's SequenceExamples: context and feature_lists", "[example]") {
   SLUICE_REQUIRE_SHARED_DATA(data);
   test::TempDir tmp;
-  TFRecordOptions options;
-  options.index_dir = tmp.path().string();
-  const std::string path = (data / "tfrecord/pytorch-data/sequence_example.tfrecord").string();
-  TFRecordSource source({path}, options);
+  const auto records = pytorch_records(data, "sequence_example.tfrecord", tmp);
+  TFRecordSource& source = *records;
   REQUIRE(source.size() == 4);
   std::vector<std::byte> buf;
   Sample s;
@@ -104,7 +114,7 @@ TEST_CASE("example: pytorch-data's SequenceExamples: context and feature_lists",
     CHECK(lists[1].kind == FeatureKind::float_list);
     CHECK(lists[2].kind == FeatureKind::int64_list);
     const std::size_t steps = ex.steps("x_float_seq");
-    CHECK(steps == i + 3);
+    CHECK(steps == 2 * i + 3);  // 3, 5, 7, 9 (protoc --decode_raw agrees)
     CHECK(ex.steps("x_int_seq") == steps);
     CHECK(ex.steps("x_byte_seq") == steps);
     for (std::size_t t = 0; t < steps; ++t) {
@@ -122,8 +132,8 @@ TEST_CASE("example: pytorch-data's SequenceExamples: context and feature_lists",
     CHECK_THROWS_WITH(ex.int64s("x_float_seq", 0), Contains("feature_list 'x_float_seq' step 0 is a float_list"));
   }
   // Plain Examples still parse, and are no sequences.
-  TFRecordSource plain({(data / "tfrecord/pytorch-data/example.tfrecord").string()}, options);
-  read_sample(plain, 0, buf, s);
+  const auto plain = pytorch_records(data, "example.tfrecord", tmp);
+  read_sample(*plain, 0, buf, s);
   ex.parse(s.fields[0].bytes);
   CHECK_FALSE(ex.is_sequence());
   CHECK(ex.feature_lists().empty());

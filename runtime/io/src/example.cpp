@@ -4,6 +4,10 @@
 #include <cstring>
 #include <limits>
 
+#include <google/protobuf/stubs/logging.h>
+
+#include <mutex>
+
 #include "example.pb.h"
 #include "sluice/error.h"
 
@@ -89,11 +93,6 @@ struct Example::Impl {
 
 namespace {
 
-void check_size(std::span<const std::byte> bytes, const char* type) {
-  if (bytes.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()))
-    throw Error(std::string("malformed ") + type + ": " + std::to_string(bytes.size()) + " bytes, over 2 GiB");
-}
-
 // Reads the varint at bytes[at], advancing at; false past the end.
 bool read_varint(std::span<const std::byte> bytes, std::size_t& at, std::uint64_t& v) {
   v = 0;
@@ -126,6 +125,40 @@ bool has_field_2(std::span<const std::byte> bytes) {
   return false;
 }
 
+// libprotobuf's log (e.g. "String field ... contains invalid UTF-8 data")
+// would go raw to stderr; it is kept here instead, per thread, and becomes
+// part of the sluice::Error of the parse that logged it.
+thread_local std::string protobuf_log;
+
+void capture_protobuf_log(google::protobuf::LogLevel, const char*, int, const std::string& message) {
+  if (!protobuf_log.empty()) protobuf_log += "; ";
+  protobuf_log += message;
+}
+
+void route_protobuf_log() {
+  static std::once_flag once;
+  std::call_once(once, [] { google::protobuf::SetLogHandler(capture_protobuf_log); });
+}
+
+// " (protobuf: ...)" when protobuf logged during the last parse, else "".
+std::string protobuf_said() {
+  std::string said = protobuf_log.empty() ? "" : " (protobuf: " + protobuf_log + ")";
+  protobuf_log.clear();
+  return said;
+}
+
+// Parses `bytes` into `message` (a `type`); throws sluice::Error with
+// protobuf's own complaint.
+template <typename Message>
+void parse_into(Message& message, std::span<const std::byte> bytes, const std::string& type) {
+  if (bytes.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()))
+    throw Error("malformed " + type + ": " + std::to_string(bytes.size()) + " bytes, over 2 GiB");
+  protobuf_log.clear();
+  if (!message.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    throw Error("malformed " + type + " (" + std::to_string(bytes.size()) + " bytes do not parse as one)" +
+                protobuf_said());
+}
+
 std::string names_of(const std::vector<FeatureInfo>& infos) {
   std::string out;
   for (const FeatureInfo& f : infos) out += (out.empty() ? "" : ", ") + f.name;
@@ -134,21 +167,18 @@ std::string names_of(const std::vector<FeatureInfo>& infos) {
 
 }  // namespace
 
-Example::Example() : impl_(std::make_unique<Impl>()) {}
+Example::Example() : impl_(std::make_unique<Impl>()) { route_protobuf_log(); }
 Example::~Example() = default;
 
 void Example::parse(std::span<const std::byte> bytes) {
-  check_size(bytes, "tf.train.Example");
   impl_->is_sequence = false;
-  if (!impl_->message.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
-    throw Error("malformed tf.train.Example (" + std::to_string(bytes.size()) +
-                " bytes do not parse as one)");
+  parse_into(impl_->message, bytes, "tf.train.Example");
   // A SequenceExample parses as an Example (its context is field 1, like
   // Example.features) with its feature_lists (field 2) left as unknown fields.
   if (!has_field_2(bytes)) return;
-  if (!impl_->sequence.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())) ||
-      !impl_->sequence.has_feature_lists())
-    return;
+  const bool sequence = impl_->sequence.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
+  protobuf_log.clear();
+  if (!sequence || !impl_->sequence.has_feature_lists()) return;
   impl_->is_sequence = true;
   const std::string lists = names_of(feature_lists());
   impl_->is_sequence = false;
@@ -158,11 +188,8 @@ void Example::parse(std::span<const std::byte> bytes) {
 }
 
 void Example::parse_sequence(std::span<const std::byte> bytes) {
-  check_size(bytes, "tf.train.SequenceExample");
   impl_->is_sequence = true;
-  if (!impl_->sequence.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
-    throw Error("malformed tf.train.SequenceExample (" + std::to_string(bytes.size()) +
-                " bytes do not parse as one)");
+  parse_into(impl_->sequence, bytes, "tf.train.SequenceExample");
 }
 
 bool Example::is_sequence() const { return impl_->is_sequence; }

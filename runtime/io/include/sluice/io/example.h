@@ -17,6 +17,10 @@
 // the accessors throw sluice::Error naming the feature (and step) when it is
 // absent or of another kind. Callers add the file and record.
 //
+// libprotobuf's log: the first Example made installs a process-wide
+// google::protobuf::SetLogHandler that keeps protobuf's messages (per thread)
+// for the parse error they belong to, so nothing is printed raw to stderr.
+//
 // Thread safety: an Example is not synchronised; use one per thread. Views
 // stay valid until the next parse() or the Example's destruction.
 #pragma once
