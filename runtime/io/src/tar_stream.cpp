@@ -108,10 +108,13 @@ bool TarStream::read_member(std::string& key, Member& member, std::uint64_t& off
     int errnum = 0;
     const char* zmsg = gzerror(gz, &errnum);
     std::string msg = detail::at_offset(path, position_, why);
-    if (errnum != Z_OK && errnum != Z_STREAM_END)
+    if (errnum != Z_OK && errnum != Z_STREAM_END) {
+      std::string_view z = zmsg;  // "PATH: what"
+      if (z.starts_with(path + ": ")) z.remove_prefix(path.size() + 2);
       msg = path + ": gzip " + (errnum == Z_BUF_ERROR ? "stream truncated" : "data corrupt") +
-            " at compressed byte offset " + std::to_string(gzoffset(gz)) + ": zlib: " + zmsg +
-            " (the tar stream breaks off at uncompressed byte " + std::to_string(position_) + ")";
+            " at compressed byte offset " + std::to_string(gzoffset(gz)) + ": zlib: " + std::string(z) +
+            " (the tar reader was at uncompressed byte " + std::to_string(position_) + ")";
+    }
     if (options_.on_error == OnError::fail) throw Error(msg);
     skips_.add(read_count_, msg);
     return false;
