@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 #include <cstring>
-#include <memory>
+#include <span>
+#include <vector>
 
 #include "io_test_support.h"
 #include "sluice/error.h"
@@ -12,30 +13,33 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-// pytorch-data's tfrecord `name`, indexed into `tmp`.
-std::unique_ptr<TFRecordSource> pytorch_records(const std::filesystem::path& data, const char* name,
-                                                const test::TempDir& tmp) {
+// The records of pytorch-data's tfrecord `name`, read through a TFRecordSource
+// (its index in a temporary folder).
+std::vector<std::vector<std::byte>> pytorch_records(const std::filesystem::path& data, const char* name) {
+  test::TempDir tmp;
   TFRecordOptions options;
   options.index_dir = tmp.path().string();
-  return std::make_unique<TFRecordSource>(
-      std::vector<std::string>{(data / "tfrecord/pytorch-data" / name).string()}, options);
+  TFRecordSource source({(data / "tfrecord/pytorch-data" / name).string()}, options);
+  std::vector<std::vector<std::byte>> records;
+  std::vector<std::byte> buf;
+  Sample s;
+  for (std::uint64_t i = 0; i < source.size(); ++i) {
+    read_sample(source, i, buf, s);
+    records.emplace_back(s.fields[0].bytes.begin(), s.fields[0].bytes.end());
+  }
+  return records;
 }
 
 }  // namespace
 
 TEST_CASE("example: pytorch-data's records decode by feature name", "[example]") {
   SLUICE_REQUIRE_SHARED_DATA(data);
-  test::TempDir tmp;
-  const auto records = pytorch_records(data, "example.tfrecord", tmp);
-  TFRecordSource& source = *records;
-  REQUIRE(source.size() == 4);
-  std::vector<std::byte> buf;
-  Sample s;
+  const auto records = pytorch_records(data, "example.tfrecord");
+  REQUIRE(records.size() == 4);
   Example ex;
   for (std::uint64_t i = 0; i < 4; ++i) {
     INFO("record " << i);
-    read_sample(source, i, buf, s);
-    ex.parse(s.fields[0].bytes);
+    ex.parse(records[i]);
     auto features = ex.features();
     REQUIRE(features.size() == 3);
     CHECK(features[0].name == "x_byte");
@@ -71,13 +75,8 @@ TEST_CASE("example: pytorch-data's records decode by feature name", "[example]")
 
 TEST_CASE("example: a malformed Example is an error", "[example]") {
   SLUICE_REQUIRE_SHARED_DATA(data);
-  test::TempDir tmp;
-  const auto records = pytorch_records(data, "example.tfrecord", tmp);
-  TFRecordSource& source = *records;
-  std::vector<std::byte> buf;
-  Sample s;
-  read_sample(source, 0, buf, s);
-  auto payload = s.fields[0].bytes;
+  const auto record = pytorch_records(data, "example.tfrecord").at(0);
+  const std::span<const std::byte> payload(record);
   Example ex;
   CHECK_THROWS_WITH(ex.parse(payload.first(payload.size() - 7)), Contains("malformed tf.train.Example"));
   std::vector<std::byte> garbage(40, std::byte{0xff});
@@ -86,22 +85,17 @@ TEST_CASE("example: a malformed Example is an error", "[example]") {
 
 TEST_CASE("example: pytorch-data's SequenceExamples: context and feature_lists", "[example]") {
   SLUICE_REQUIRE_SHARED_DATA(data);
-  test::TempDir tmp;
-  const auto records = pytorch_records(data, "sequence_example.tfrecord", tmp);
-  TFRecordSource& source = *records;
-  REQUIRE(source.size() == 4);
-  std::vector<std::byte> buf;
-  Sample s;
+  const auto records = pytorch_records(data, "sequence_example.tfrecord");
+  REQUIRE(records.size() == 4);
   Example ex;
   // Record i: context x_float = 10i .. 10i+9, x_int = 10 x_float, x_byte =
   // "test str"; feature_lists x_*_seq: every step repeats the context's list.
   for (std::uint64_t i = 0; i < 4; ++i) {
     INFO("record " << i);
-    read_sample(source, i, buf, s);
-    CHECK_THROWS_WITH(ex.parse(s.fields[0].bytes),
+    CHECK_THROWS_WITH(ex.parse(records[i]),
                       Contains("a tf.train.SequenceExample, not a tf.train.Example") &&
                           Contains("x_byte_seq, x_float_seq, x_int_seq") && Contains("sluice.sequence_example"));
-    ex.parse_sequence(s.fields[0].bytes);
+    ex.parse_sequence(records[i]);
     CHECK(ex.is_sequence());
     REQUIRE(ex.features().size() == 3);
     const auto x = ex.floats("x_float");
@@ -132,9 +126,7 @@ TEST_CASE("example: pytorch-data's SequenceExamples: context and feature_lists",
     CHECK_THROWS_WITH(ex.int64s("x_float_seq", 0), Contains("feature_list 'x_float_seq' step 0 is a float_list"));
   }
   // Plain Examples still parse, and are no sequences.
-  const auto plain = pytorch_records(data, "example.tfrecord", tmp);
-  read_sample(*plain, 0, buf, s);
-  ex.parse(s.fields[0].bytes);
+  ex.parse(pytorch_records(data, "example.tfrecord")[0]);
   CHECK_FALSE(ex.is_sequence());
   CHECK(ex.feature_lists().empty());
   CHECK(ex.steps("x_float") == 0);
