@@ -18,6 +18,7 @@ packages=(
   liburing-dev            # small-file reads in one io_uring submission per job
   clang libclang-rt-14-dev  # libFuzzer for tools/fuzz.sh
   openmpi-bin             # mpirun, for the distributed test
+  python3-numpy           # .npz/.npy test files written by numpy itself (tests skip without it)
 )
 
 missing=()

@@ -24,6 +24,7 @@
 --   sluice.tfrecord{ "shards/*.tfrecord" }        one record per sample; index = true (default) or false
 --   sluice.tar{ "shards/*.tar" }                  WebDataset: sample.fields.jpg, .cls, ... by extension
 --   sluice.npy{ "x.npy", "y.npy" }                rows along axis 0: sample.fields.x, sample.fields.y
+--   sluice.npy{ { "d.npz", member = "x" } }       a .npz archive's member: sample.fields.x
 -- A record reaches map(sample, ctx) as (valid during that call only):
 --   sample.bytes     uint8 tensor over the record (files, folders, tfrecord): .data, .nbytes
 --   sample.fields    name -> tensor: "data" for files and tfrecord, extensions for tar
@@ -34,7 +35,8 @@
 --   sample.offset    byte offset in path
 -- sluice.example(sample) parses a tf.train.Example record; ex:floats("x"),
 -- ex:int64s("y"), ex:bytes("img") give tensors in place, ex:read("x", ctx.out.x)
--- converts into a field (see sluice.example below).
+-- converts into a field (see sluice.example below); sluice.sequence_example
+-- parses a tf.train.SequenceExample (context and feature_lists).
 --
 -- Reading: records are read ahead of map on each worker's own libuv loop
 -- (`read_ahead` records, `io_threads` pool threads), for the batches the
@@ -140,7 +142,7 @@ local function native_source(kind, spec, paths)
   for _, key in ipairs({ "index", "index_dir", "verify_crc", "shuffle_shards", "shuffle_buffer", "size" }) do
     if spec[key] ~= nil then parts[#parts + 1] = key .. "=" .. tostring(spec[key]) end
   end
-  for _, list in ipairs({ spec.names or {}, spec.extensions or {} }) do
+  for _, list in ipairs({ spec.names or {}, spec.members or {}, spec.extensions or {} }) do
     for _, v in ipairs(list) do parts[#parts + 1] = v end
   end
   spec.kind, spec.paths = kind, paths
@@ -263,18 +265,36 @@ end
 -- Each array is a field of the sample, named after its file or its key:
 --   sluice.npy{ "x.npy", "y.npy" }  -> sample.fields.x, sample.fields.y
 --   sluice.npy{ image = "train_images.npy", label = "train_labels.npy" }
+-- A member of a .npz archive (numpy.savez / savez_compressed) is an entry
+-- { PATH, member = NAME }, named after the member or its key:
+--   sluice.npy{ { "data.npz", member = "x" }, label = { "data.npz", member = "y" } }
+-- Stored members stay mapped; deflated ones are inflated once, at load, in
+-- the launching process (each CRC-32 is checked then).
 -- A field is a read-only tensor of the array's dtype and row shape. Without a
 -- map, the sample's fields are the pipeline's fields.
 function M.npy(spec)
   if type(spec) ~= "table" then fail(1, "sluice.npy: expected a table of .npy paths") end
-  local names, paths, seen = {}, {}, {}
+  local names, paths, members, seen = {}, {}, {}, {}
   local function add(name, p)
-    if type(p) ~= "string" then fail(2, "sluice.npy: %s is a %s, not a path", tostring(name), type(p)) end
+    local member = ""
+    if type(p) == "table" then
+      for k in pairs(p) do
+        if k ~= 1 and k ~= "member" then fail(2, "sluice.npy: %s: bad key %s in { PATH, member = NAME }", tostring(name), tostring(k)) end
+      end
+      if type(p[1]) ~= "string" or type(p.member) ~= "string" or p.member == "" then
+        fail(2, "sluice.npy: %s: a .npz member is { PATH, member = NAME }", tostring(name))
+      end
+      p, member = p[1], p.member
+      if name == nil then name = member:gsub("%.npy$", "") end
+    elseif type(p) ~= "string" then
+      fail(2, "sluice.npy: %s is a %s, not a path", tostring(name), type(p))
+    end
+    if name == nil then name = (p:match("([^/]+)$") or p):gsub("%.npy$", "") end
     if seen[name] then fail(2, "sluice.npy: two arrays are named '%s'; name them: sluice.npy{ a = ..., b = ... }", name) end
     seen[name] = true
-    names[#names + 1], paths[#paths + 1] = name, M.path(p)
+    names[#names + 1], paths[#paths + 1], members[#members + 1] = name, M.path(p), member
   end
-  for i = 1, #spec do add((spec[i]:match("([^/]+)$") or spec[i]):gsub("%.npy$", ""), spec[i]) end
+  for i = 1, #spec do add(nil, spec[i]) end
   local keys = {}
   for k in pairs(spec) do
     if type(k) == "string" then keys[#keys + 1] = k
@@ -283,12 +303,13 @@ function M.npy(spec)
   table.sort(keys)
   for _, k in ipairs(keys) do add(k, spec[k]) end
   if #paths == 0 then fail(1, "sluice.npy: no array given") end
-  return native_source("npy", { names = names }, paths)
+  return native_source("npy", { names = names, members = members }, paths)
 end
 
 -- tf.train.Example, parsed by protobuf in C++. sluice.example(x) parses x (a
 -- sample: its bytes; or a uint8 tensor) and returns the parsed Example, which
--- stays valid until the next sluice.example call in this process:
+-- stays valid until the next sluice.example or sluice.sequence_example call in
+-- this process:
 --   ex:floats(name)  float32 tensor over the float_list, in place (read-only)
 --   ex:int64s(name)  int64 tensor over the int64_list, in place (read-only)
 --   ex:bytes(name [, i])  uint8 tensor over entry i (1-based, default 1) of a bytes_list
@@ -296,51 +317,88 @@ end
 --                    as many elements as the list) and returns t: e.g. ctx.out.x
 --   ex:count(name)   values in the list (0 when absent)
 --   ex:kind(name)    "float_list", "int64_list", "bytes_list" or nil
--- Errors name the feature, and the file and record when x is a sample.
+-- A tf.train.SequenceExample record is refused by sluice.example (its
+-- feature_lists would be lost); sluice.sequence_example(x) parses one:
+--   seq.context      an Example over the context features (the methods above)
+--   seq:steps(name)  steps in the feature_list name (0 when absent)
+--   seq:step(t)      an Example over step t (1-based) of every feature_list:
+--                    seq:step(t):floats("x_seq") is that step's float_list
+-- Errors name the feature (and step), and the file and record when x is a sample.
 local Example = {}
 Example.__index = Example
 local KINDS = { "bytes_list", "float_list", "int64_list" }
 local example_out = ffi.new("const void*[1]")
 local example_size = ffi.new("uint64_t[1]")
 local example_kind = ffi.new("int32_t[1]")
-local parsed  -- the one Example object of this process
+local parsed  -- the one parsed handle of this process: { handle, path, record, offset }
 
 local function example_fail(ex)
-  local where = ex.path and string.format("%s record %d (byte %d): ", ex.path, ex.record, ex.offset) or ""
-  error(where .. ffi.string(native.api.example_error(ex.handle)), 3)
+  local src = ex.source
+  local where = src.path and string.format("%s record %d (byte %d): ", src.path, src.record, src.offset) or ""
+  error(where .. ffi.string(native.api.example_error(src.handle)), 3)
 end
 
-function M.example(x)
-  local bytes, ex = x, parsed
+-- Parses x into the process's one handle; an Example view over its features.
+local function parse(fn, x, sequence)
+  local bytes = x
   if type(x) == "table" and not tensor.is_tensor(x) then bytes = x.bytes end
   if not tensor.is_tensor(bytes) then
-    error("sluice.example: expected a sample with bytes or a uint8 tensor, got " .. type(bytes), 2)
+    error(fn .. ": expected a sample with bytes or a uint8 tensor, got " .. type(bytes), 3)
   end
-  if ex == nil then
+  if parsed == nil then
     local handle = native.api.example_new()
-    if handle == nil then error("sluice.example: out of memory", 2) end
-    ex = setmetatable({ handle = ffi.gc(handle, native.api.example_free) }, Example)
-    parsed = ex
+    if handle == nil then error(fn .. ": out of memory", 3) end
+    parsed = { handle = ffi.gc(handle, native.api.example_free) }
+    parsed.features = setmetatable({ source = parsed, handle = parsed.handle, step = -1 }, Example)
   end
-  if bytes == x then ex.path = nil else ex.path, ex.record, ex.offset = x.path, x.record, x.offset end
-  if native.api.example_parse(ex.handle, bytes.data, bytes.nbytes) ~= 0 then example_fail(ex) end
-  return ex
+  if bytes == x then parsed.path = nil else parsed.path, parsed.record, parsed.offset = x.path, x.record, x.offset end
+  if native.api.example_parse(parsed.handle, bytes.data, bytes.nbytes, sequence) ~= 0 then
+    example_fail(parsed.features)
+  end
+  return parsed.features
+end
+
+function M.example(x) return parse("sluice.example", x, 0) end
+
+local SequenceExample = {}
+SequenceExample.__index = SequenceExample
+
+function M.sequence_example(x)
+  local context = parse("sluice.sequence_example", x, 1)
+  parsed.sequence = parsed.sequence or setmetatable({ context = context, views = {} }, SequenceExample)
+  return parsed.sequence
+end
+
+function SequenceExample:steps(name)
+  local ex = self.context
+  if native.api.example_steps(ex.handle, name, example_size) ~= 0 then example_fail(ex) end
+  return tonumber(example_size[0])
+end
+
+function SequenceExample:step(t)
+  if type(t) ~= "number" or t < 1 then error("seq:step: expected a step number from 1", 2) end
+  local view = self.views[t]
+  if view == nil then
+    view = setmetatable({ source = self.context.source, handle = self.context.handle, step = t - 1 }, Example)
+    self.views[t] = view
+  end
+  return view
 end
 
 function Example:kind(name)
-  if native.api.example_info(self.handle, name, example_kind, example_size) ~= 0 then example_fail(self) end
+  if native.api.example_info(self.handle, name, self.step, example_kind, example_size) ~= 0 then example_fail(self) end
   return KINDS[example_kind[0]]
 end
 
 function Example:count(name)
-  if native.api.example_info(self.handle, name, example_kind, example_size) ~= 0 then example_fail(self) end
+  if native.api.example_info(self.handle, name, self.step, example_kind, example_size) ~= 0 then example_fail(self) end
   return tonumber(example_size[0])
 end
 
 local function values(self, name, kind, dtype)
   local api = native.api
-  if api.example_info(self.handle, name, example_kind, example_size) ~= 0 then example_fail(self) end
-  if api.example_values(self.handle, name, kind, example_out) ~= 0 then example_fail(self) end
+  if api.example_info(self.handle, name, self.step, example_kind, example_size) ~= 0 then example_fail(self) end
+  if api.example_values(self.handle, name, self.step, kind, example_out) ~= 0 then example_fail(self) end
   return tensor.view(dtype, { tonumber(example_size[0]) }, example_out[0])
 end
 
@@ -349,14 +407,16 @@ function Example:int64s(name) return values(self, name, 3, "int64") end
 
 function Example:bytes(name, i)
   i = i or 1
-  if native.api.example_bytes(self.handle, name, i - 1, example_out, example_size) ~= 0 then example_fail(self) end
+  if native.api.example_bytes(self.handle, name, self.step, i - 1, example_out, example_size) ~= 0 then
+    example_fail(self)
+  end
   return tensor.view("uint8", { tonumber(example_size[0]) }, example_out[0])
 end
 
 function Example:read(name, t)
   if not tensor.is_tensor(t) then error("ex:read: the second argument must be a tensor", 2) end
   local dt = tensor.dtype(t.dtype)
-  if native.api.example_copy(self.handle, name, dt.code, t.data, t.nbytes) ~= 0 then example_fail(self) end
+  if native.api.example_copy(self.handle, name, self.step, dt.code, t.data, t.nbytes) ~= 0 then example_fail(self) end
   return t
 end
 

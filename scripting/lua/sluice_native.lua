@@ -24,11 +24,12 @@ typedef struct sluice_ffi_api {
   void* (*example_new)(void);
   void (*example_free)(void* example);
   const char* (*example_error)(void* example);
-  int32_t (*example_parse)(void* example, const void* data, uint64_t size);
-  int32_t (*example_info)(void* example, const char* name, int32_t* kind, uint64_t* count);
-  int32_t (*example_values)(void* example, const char* name, int32_t kind, const void** data);
-  int32_t (*example_bytes)(void* example, const char* name, uint64_t i, const void** data, uint64_t* size);
-  int32_t (*example_copy)(void* example, const char* name, int32_t dtype, void* dst, uint64_t bytes);
+  int32_t (*example_parse)(void* example, const void* data, uint64_t size, int32_t sequence);
+  int32_t (*example_info)(void* example, const char* name, int64_t step, int32_t* kind, uint64_t* count);
+  int32_t (*example_values)(void* example, const char* name, int64_t step, int32_t kind, const void** data);
+  int32_t (*example_bytes)(void* example, const char* name, int64_t step, uint64_t i, const void** data, uint64_t* size);
+  int32_t (*example_copy)(void* example, const char* name, int64_t step, int32_t dtype, void* dst, uint64_t bytes);
+  int32_t (*example_steps)(void* example, const char* name, uint64_t* steps);
   void (*copy_to_batch)(void* dst, const void* src, uint64_t bytes);
 } sluice_ffi_api;
 

@@ -109,7 +109,8 @@ void DataSource::open_tar() {
 void DataSource::open_npy() {
   std::uint64_t rows = 0;
   for (std::size_t i = 0; i < spec_.paths.size(); ++i) {
-    io::NpyArray array(spec_.paths[i]);
+    const std::string member = i < spec_.members.size() ? spec_.members[i] : "";
+    io::NpyArray array = member.empty() ? io::NpyArray(spec_.paths[i]) : io::NpyArray(spec_.paths[i], member);
     if (i > 0 && array.rows() != rows)
       throw Error(spec_.paths[i] + " has " + std::to_string(array.rows()) + " rows, " + spec_.paths[0] +
                   " has " + std::to_string(rows) + "; every array needs the same first dimension");

@@ -36,6 +36,7 @@ struct SourceSpec {
   std::string kind;                     // files, folders, tfrecord, tar, npy
   std::vector<std::string> paths;       // files, patterns, shards or arrays; folders: the root
   std::vector<std::string> names;       // npy: one field name per array
+  std::vector<std::string> members;     // npy: the .npz member per array; "" for a .npy file
   std::vector<std::string> extensions;  // folders: kept extensions; empty keeps all
   int index = -1;                       // tfrecord, tar: 1 indexed, 0 streaming, -1 automatic
   std::string index_dir;                // tfrecord: where sidecar indexes live

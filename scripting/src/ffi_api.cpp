@@ -87,46 +87,58 @@ const char* ffi_example_error(void* handle) noexcept {
   return static_cast<ExampleHandle*>(handle)->error.c_str();
 }
 
-std::int32_t ffi_example_parse(void* handle, const void* data, std::uint64_t size) noexcept {
+std::int32_t ffi_example_parse(void* handle, const void* data, std::uint64_t size,
+                              std::int32_t sequence) noexcept {
   return guarded(handle, [&](io::Example& ex) {
-    ex.parse({static_cast<const std::byte*>(data), static_cast<std::size_t>(size)});
+    const std::span<const std::byte> bytes(static_cast<const std::byte*>(data), static_cast<std::size_t>(size));
+    if (sequence) ex.parse_sequence(bytes);
+    else ex.parse(bytes);
   });
 }
 
-std::int32_t ffi_example_info(void* handle, const char* name, std::int32_t* kind,
+// A negative step from Lua: the features.
+std::size_t step_of(std::int64_t step) {
+  return step < 0 ? io::Example::kFeatures : static_cast<std::size_t>(step);
+}
+
+std::int32_t ffi_example_info(void* handle, const char* name, std::int64_t step, std::int32_t* kind,
                               std::uint64_t* count) noexcept {
   return guarded(handle, [&](io::Example& ex) {
-    *kind = static_cast<std::int32_t>(ex.kind(name));
-    *count = ex.count(name);
+    *kind = static_cast<std::int32_t>(ex.kind(name, step_of(step)));
+    *count = ex.count(name, step_of(step));
   });
 }
 
-std::int32_t ffi_example_values(void* handle, const char* name, std::int32_t kind,
+std::int32_t ffi_example_values(void* handle, const char* name, std::int64_t step, std::int32_t kind,
                                 const void** data) noexcept {
   return guarded(handle, [&](io::Example& ex) {
-    if (kind == static_cast<std::int32_t>(io::FeatureKind::float_list)) *data = ex.floats(name).data();
-    else *data = ex.int64s(name).data();
+    if (kind == static_cast<std::int32_t>(io::FeatureKind::float_list)) *data = ex.floats(name, step_of(step)).data();
+    else *data = ex.int64s(name, step_of(step)).data();
   });
 }
 
-std::int32_t ffi_example_bytes(void* handle, const char* name, std::uint64_t i, const void** data,
-                               std::uint64_t* size) noexcept {
+std::int32_t ffi_example_bytes(void* handle, const char* name, std::int64_t step, std::uint64_t i,
+                               const void** data, std::uint64_t* size) noexcept {
   return guarded(handle, [&](io::Example& ex) {
-    const std::string_view entry = ex.bytes_at(name, static_cast<std::size_t>(i));
+    const std::string_view entry = ex.bytes_at(name, static_cast<std::size_t>(i), step_of(step));
     *data = entry.data();
     *size = entry.size();
   });
+}
+
+std::int32_t ffi_example_steps(void* handle, const char* name, std::uint64_t* steps) noexcept {
+  return guarded(handle, [&](io::Example& ex) { *steps = ex.steps(name); });
 }
 
 void ffi_copy_to_batch(void* dst, const void* src, std::uint64_t bytes) noexcept {
   copy_to_batch(dst, src, static_cast<std::size_t>(bytes));
 }
 
-std::int32_t ffi_example_copy(void* handle, const char* name, std::int32_t dtype, void* dst,
-                              std::uint64_t bytes) noexcept {
+std::int32_t ffi_example_copy(void* handle, const char* name, std::int64_t step, std::int32_t dtype,
+                              void* dst, std::uint64_t bytes) noexcept {
   return guarded(handle, [&](io::Example& ex) {
-    ex.copy_to(name, static_cast<DType>(dtype),
-               {static_cast<std::byte*>(dst), static_cast<std::size_t>(bytes)});
+    ex.copy_to(name, static_cast<DType>(dtype), {static_cast<std::byte*>(dst), static_cast<std::size_t>(bytes)},
+               step_of(step));
   });
 }
 
@@ -136,7 +148,7 @@ constexpr sluice_ffi_api kApi = {
     ffi_alloc,          ffi_release,       ffi_feed_begin,     ffi_feed_take,
     ffi_example_new,    ffi_example_free,  ffi_example_error,  ffi_example_parse,
     ffi_example_info,   ffi_example_values, ffi_example_bytes, ffi_example_copy,
-    ffi_copy_to_batch,
+    ffi_example_steps,  ffi_copy_to_batch,
 };
 
 }  // namespace

@@ -38,22 +38,28 @@ struct sluice_ffi_api {
   // feed_begin, then the record of row `row` (dataset index `index`) into *out;
   // 0, or -1 with out->error set. Views stay valid until the next feed_take.
   std::int32_t (*feed_take)(void* host, std::uint32_t row, std::uint64_t index, sluice_record* out);
-  // tf.train.Example, parsed by protobuf (sluice::io::Example). Every call but
-  // example_new/free returns 0, or -1 with the reason in example_error().
+  // tf.train.Example (sequence = 0) or SequenceExample (1), parsed by protobuf
+  // (sluice::io::Example). Every call but example_new/free returns 0, or -1
+  // with the reason in example_error(). `step` < 0: the features (a
+  // SequenceExample's context); otherwise step `step` of the feature_list `name`.
   void* (*example_new)();
   void (*example_free)(void* example);
   const char* (*example_error)(void* example);
-  std::int32_t (*example_parse)(void* example, const void* data, std::uint64_t size);
+  std::int32_t (*example_parse)(void* example, const void* data, std::uint64_t size, std::int32_t sequence);
   // kind: 0 absent, 1 bytes_list, 2 float_list, 3 int64_list; count: values.
-  std::int32_t (*example_info)(void* example, const char* name, std::int32_t* kind, std::uint64_t* count);
+  std::int32_t (*example_info)(void* example, const char* name, std::int64_t step, std::int32_t* kind,
+                               std::uint64_t* count);
   // The float_list (kind 2) or int64_list (kind 3) `name`, in place.
-  std::int32_t (*example_values)(void* example, const char* name, std::int32_t kind, const void** data);
+  std::int32_t (*example_values)(void* example, const char* name, std::int64_t step, std::int32_t kind,
+                                 const void** data);
   // Entry i of the bytes_list `name`, in place.
-  std::int32_t (*example_bytes)(void* example, const char* name, std::uint64_t i, const void** data,
-                                std::uint64_t* size);
+  std::int32_t (*example_bytes)(void* example, const char* name, std::int64_t step, std::uint64_t i,
+                                const void** data, std::uint64_t* size);
   // The numeric list `name` converted to sluice::DType `dtype` into dst[0, bytes).
-  std::int32_t (*example_copy)(void* example, const char* name, std::int32_t dtype, void* dst,
-                               std::uint64_t bytes);
+  std::int32_t (*example_copy)(void* example, const char* name, std::int64_t step, std::int32_t dtype,
+                               void* dst, std::uint64_t bytes);
+  // Steps in the feature_list `name` (0 when absent).
+  std::int32_t (*example_steps)(void* example, const char* name, std::uint64_t* steps);
   // sluice::copy_to_batch: a tensor's bytes into its field in the slot.
   void (*copy_to_batch)(void* dst, const void* src, std::uint64_t bytes);
 };

@@ -110,6 +110,7 @@ scripting::SourceSpec read_source_spec(lua_State* L, int table) {
   spec.kind = string_field(L, table, "kind");
   spec.paths = string_list(L, table, "paths");
   spec.names = string_list(L, table, "names");
+  spec.members = string_list(L, table, "members");
   spec.extensions = string_list(L, table, "extensions");
   lua_getfield(L, table, "index");
   spec.index = lua_isnil(L, -1) ? -1 : (lua_toboolean(L, -1) ? 1 : 0);

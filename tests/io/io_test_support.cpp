@@ -20,6 +20,22 @@ std::optional<std::filesystem::path> shared_data() {
   return std::nullopt;
 }
 
+bool run_numpy(const std::string& script, const std::filesystem::path& dir) {
+  if (std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") != 0) {
+    WARN("skipped: /usr/bin/python3 with NumPy is unavailable (Debian: python3-numpy)");
+    return false;
+  }
+  const std::string file = (dir / "make.py").string();
+  {
+    std::ofstream out(file);
+    out << script;
+  }
+  const std::string cmd = "cd '" + dir.string() + "' && /usr/bin/python3 make.py";
+  INFO(script);
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  return true;
+}
+
 TempDir::TempDir() {
   std::string tmpl = (std::filesystem::temp_directory_path() / "sluice-io-XXXXXX").string();
   if (!::mkdtemp(tmpl.data())) FAIL("mkdtemp failed");

@@ -28,6 +28,11 @@ class TempDir {
   std::filesystem::path path_;
 };
 
+// Runs the Python `script` with /usr/bin/python3 and NumPy, in `dir`. False
+// (after a WARN saying what is missing) when either is unavailable; a script
+// that fails is a test failure.
+bool run_numpy(const std::string& script, const std::filesystem::path& dir);
+
 std::vector<std::byte> read_file(const std::string& path);
 void write_file(const std::string& path, const std::vector<std::byte>& bytes);
 std::vector<std::byte> bytes_of(const std::string& text);

@@ -118,6 +118,55 @@ TEST_CASE("tar: gzip-compressed shards stream, and are refused for random access
   CHECK(mixed_keys == plain_keys);
 }
 
+TEST_CASE("tar: a damaged gzip shard names the gzip failure, its offset and the file", "[tar]") {
+  SLUICE_REQUIRE_SHARED_DATA(data);
+  test::TempDir tmp;
+  const auto good = test::read_file((data / "webdataset/webdataset-testdata/sample.tgz").string());
+  REQUIRE(good.size() > 4096);
+  const std::string path = tmp.file("damaged.tgz");
+  // Flipped bytes across the deflate stream (past the 10-byte gzip header,
+  // before the 8-byte trailer): every one is an error naming the file; zlib's
+  // own check (or the trailer's CRC-32) finds them, not the tar reader.
+  std::size_t gzip_named = 0, flips = 0;
+  for (std::size_t at = 64; at + 8 < good.size(); at += good.size() / 23, ++flips) {
+    auto bad = good;
+    bad[at] ^= std::byte{0x5a};
+    test::write_file(path, bad);
+    INFO("flipped byte " << at);
+    TarStream st({path});
+    try {
+      stream_all(st);
+      FAIL("no error");
+    } catch (const sluice::Error& e) {
+      const std::string what = e.what();
+      CHECK_THAT(what, Contains(path));
+      if (what.find("gzip data corrupt at compressed byte offset") != std::string::npos &&
+          what.find("zlib: ") != std::string::npos)
+        ++gzip_named;
+    }
+  }
+  CHECK(gzip_named >= flips - 2);  // a flip may still inflate to a tar header that fails its checksum first
+
+  // Truncated: the stream ends inside the deflate data.
+  auto cut = good;
+  cut.resize(good.size() / 2);
+  test::write_file(path, cut);
+  TarStream truncated({path});
+  CHECK_THROWS_WITH(stream_all(truncated), Contains(path) && Contains("gzip stream truncated at compressed byte offset") &&
+                                               Contains("unexpected end of file"));
+  // Only the trailer cut off: every member inflated, yet the stream is incomplete.
+  cut = good;
+  cut.resize(good.size() - 4);
+  test::write_file(path, cut);
+  TarStream no_trailer({path});
+  CHECK_THROWS_WITH(stream_all(no_trailer), Contains(path) && Contains("gzip stream truncated"));
+
+  // A plain tar named .tgz.
+  test::write_file(path, test::read_file((data / "webdataset/pytorch-data/wds.tar").string()));
+  TarStream plain({path});
+  CHECK_THROWS_WITH(stream_all(plain), Contains(path) && Contains("not a gzip file"));
+}
+
 TEST_CASE("tar: a corrupt header names the file and byte offset", "[tar]") {
   SLUICE_REQUIRE_SHARED_DATA(data);
   test::TempDir tmp;

@@ -2,6 +2,10 @@
 // left behind, whether the pipeline succeeds or fails.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <string>
+#include <vector>
+
 #include "support.h"
 
 using Catch::Contains;
@@ -69,4 +73,47 @@ return sluice.pipeline {
   CHECK(sluice::test::wait_for_no_descendants(2000).empty());
 }
 
+#endif
+
+#ifdef SLUICE_CLI
+namespace {
+
+// Whether `text` holds a control byte other than a newline.
+bool has_control_bytes(const std::string& text) {
+  for (char c : text)
+    if ((static_cast<unsigned char>(c) < 0x20 && c != '\n') || c == 0x7f) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("sluice inspect on records that are no tf.train.Example prints clean text", "[cli]") {
+  const std::string data = SLUICE_SHARED_DATA;
+  if (!std::filesystem::is_directory(data)) {
+    WARN("skipped: " << data << " is absent (the real-data fixtures)");
+    return;
+  }
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(data + "/tfrecord/tensorflow-ranking"))
+    if (e.path().extension() == ".tfrecord") files.push_back(e.path().string());
+  REQUIRE(files.size() == 7);
+  files.push_back(data + "/tfrecord/magenta/notesequences.tfrecord");
+  files.push_back(data + "/tfrecord/magenta/tfrecord_iterator_test.tfrecord");
+  for (const std::string& file : files) {
+    INFO(file);
+    const CliResult r = sluice::test::run_cli({"inspect", "--records", "5", file});
+    INFO(r.out << r.err);
+    CHECK(r.status == 0);
+    CHECK(r.err.empty());  // libprotobuf's own log lines included
+    CHECK_THAT(r.out, !Contains("libprotobuf"));
+    CHECK_FALSE(has_control_bytes(r.out));
+    CHECK_THAT(r.out, Contains("TFRecord") && Contains("not a tf.train.Example: "));
+  }
+  const CliResult seq = sluice::test::run_cli({"inspect", data + "/tfrecord/pytorch-data/sequence_example.tfrecord"});
+  CHECK(seq.status == 0);
+  CHECK_THAT(seq.out, Contains("tf.train.SequenceExample") && Contains("x_float_seq") && Contains("3 steps"));
+  const CliResult npz = sluice::test::run_cli({"inspect", SLUICE_IO_TEST_DATA "/small_compressed.npz"});
+  CHECK(npz.status == 0);
+  CHECK_THAT(npz.out, Contains(".npz archive, 2 members") && Contains("x.npy (deflated): float32 [4, 3]"));
+}
 #endif

@@ -107,6 +107,51 @@ TEST_CASE("tfrecord with an index: tf.train.Example decoded by name, shuffled, e
   CHECK(loader.stats().skipped_samples.empty());
 }
 
+TEST_CASE("tfrecord: SequenceExamples through sluice.sequence_example; sluice.example refuses them", "[sources]") {
+  const std::string data = shared_data();
+  if (data.empty()) return;
+  TempDir dir;
+  const std::string shard = data + "/tfrecord/pytorch-data/sequence_example.tfrecord";
+  // Record r: context x_float = 10r .. 10r+9; 2r+3 steps, each repeating it.
+  const std::string path = dir.write("seq.lua", pipeline("sluice.tfrecord { '" + shard + "', index_dir = 'idx' }", R"(
+  fields = { { "x", "float32", { 10 } }, { "steps", "int64" }, { "last", "float32", { 10 } }, { "record", "int64" } },
+  map = function(s, ctx)
+    local seq = sluice.sequence_example(s)
+    ctx.out.x:copy(seq.context:floats("x_float"))
+    local n = seq:steps("x_float_seq")
+    assert(seq:steps("x_int_seq") == n and seq:steps("nope") == 0)
+    seq:step(n):read("x_float_seq", ctx.out.last)
+    assert(seq:step(1):count("x_int_seq") == 10 and seq:step(1):kind("x_byte_seq") == "bytes_list")
+    assert(seq:step(n):bytes("x_byte_seq").nbytes == 8)  -- "test str"
+    local ok, err = pcall(function() return seq:step(n + 1):floats("x_float_seq") end)
+    assert(not ok and err:find("step " .. n) and err:find("record " .. s.record), err)
+    return { x = ctx.out.x, steps = n, last = ctx.out.last, record = s.record }
+  end,
+  batch_size = 4,
+)"));
+  fs::create_directory(dir.path() + "/idx");
+  sluice::Script script = sluice::load_script({.path = path});
+  sluice::Loader loader(script.options);
+  auto batch = loader.next();
+  REQUIRE(batch);
+  const auto x = values<float>(*batch, "x");
+  const auto last = values<float>(*batch, "last");
+  const auto steps = values<std::int64_t>(*batch, "steps");
+  const auto record = values<std::int64_t>(*batch, "record");
+  for (std::size_t j = 0; j < 4; ++j) {
+    CHECK(steps[j] == 2 * record[j] + 3);
+    CHECK(x[j * 10] == static_cast<float>(10 * record[j]));
+    CHECK(last[j * 10 + 9] == x[j * 10 + 9]);
+  }
+  const std::string wrong = dir.write("wrong.lua", pipeline("sluice.tfrecord { '" + shard + "', index_dir = 'idx' }", R"(
+  fields = { { "x", "float32", { 10 } } },
+  map = function(s, ctx) return { x = sluice.example(s):floats("x_float") } end,
+)"));
+  CHECK_THROWS_WITH(sluice::load_script({.path = wrong}),
+                    Contains("sequence_example.tfrecord record 0") && Contains("a tf.train.SequenceExample") &&
+                        Contains("sluice.sequence_example"));
+}
+
 TEST_CASE("tfrecord streaming: index = false reads each record once per pass", "[sources]") {
   const std::string data = shared_data();
   if (data.empty()) return;
@@ -213,6 +258,28 @@ TEST_CASE("npy: rows of C and Fortran arrays as typed fields, no map needed", "[
   CHECK_THROWS_WITH(sluice::load_script({.path = dir.write("bad.lua", pipeline(
                         "sluice.npy { '" + npy + "double.le.npy', '" + npy + "int.le.npy' }", ""))}),
                     Contains("int.le.npy has 5 rows") && Contains("same first dimension"));
+}
+
+TEST_CASE("npy: members of .npz archives, stored and deflated, as fields", "[sources]") {
+  TempDir dir;
+  // Written by numpy.savez / savez_compressed: x = arange(12, float32).reshape(4, 3), y = int64 [1..4].
+  const std::string npz = std::string(SLUICE_IO_TEST_DATA) + "/";
+  const std::string path = dir.write("npz.lua", pipeline(
+      "sluice.npy { { '" + npz + "small.npz', member = 'x' }, label = { '" + npz +
+      "small_compressed.npz', member = 'y' } }", "  batch_size = 4,\n"));
+  sluice::Script script = sluice::load_script({.path = path});
+  REQUIRE(script.options.dataset_size == 4);
+  sluice::Loader loader(script.options);
+  auto batch = loader.next();
+  REQUIRE(batch);
+  CHECK(values<float>(*batch, "x") == std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
+  CHECK(values<std::int64_t>(*batch, "label") == std::vector<std::int64_t>{1, 2, 3, 4});
+  CHECK_THROWS_WITH(sluice::load_script({.path = dir.write("bare.lua", pipeline(
+                        "sluice.npy { '" + npz + "small.npz' }", ""))}),
+                    Contains("small.npz") && Contains(".npz archive") && Contains("members: x, y"));
+  CHECK_THROWS_WITH(sluice::load_script({.path = dir.write("nomember.lua", pipeline(
+                        "sluice.npy { { '" + npz + "small.npz', member = 'z' } }", ""))}),
+                    Contains("no member 'z'"));
 }
 
 TEST_CASE("files and folders: globs with ** and labels from an ImageNet-style tree", "[sources]") {

@@ -24,9 +24,10 @@ using namespace sluice::io;
 
 constexpr const char* kInspectUsage = R"(usage: sluice inspect [--records N] FILE...
 
-Prints each file's format (TFRecord, WebDataset tar, gzip tar, .npy, or a
-plain file), its record count, and the fields and sizes of its first records
-(tf.train.Example features by name and kind). Checks TFRecord CRCs and tar
+Prints each file's format (TFRecord, WebDataset tar, gzip tar, .npy, .npz, or
+a plain file), its record count, and the fields and sizes of its first records
+(tf.train.Example or SequenceExample features by name and kind; other records
+are said to be no Example, and names are printed with odd bytes escaped). Checks TFRecord CRCs and tar
 header checksums on the way.
 
 options:
@@ -43,7 +44,7 @@ options:
   --index-dir DIR   write the indexes in DIR instead of beside each file
 )";
 
-enum class Format { tfrecord, tar, tar_gz, npy, file };
+enum class Format { tfrecord, tar, tar_gz, npy, npz, file };
 
 bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
@@ -56,6 +57,7 @@ Format detect(const std::string& path) {
   in.read(reinterpret_cast<char*>(head), sizeof head);
   const auto got = static_cast<std::size_t>(in.gcount());
   if (got >= 6 && std::memcmp(head, "\x93NUMPY", 6) == 0) return Format::npy;
+  if (looks_like_zip({reinterpret_cast<const std::byte*>(head), got})) return Format::npz;
   if (got >= 2 && head[0] == 0x1f && head[1] == 0x8b &&
       (ends_with(path, ".tgz") || ends_with(path, ".tar.gz")))
     return Format::tar_gz;
@@ -70,10 +72,76 @@ Format detect(const std::string& path) {
   return Format::file;
 }
 
+// `text` safe to print: valid UTF-8 kept, control bytes, invalid UTF-8 and
+// backslashes written as \xNN (\\ for a backslash).
+std::string escaped(std::string_view text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    bool ok = len > 0 && i + len <= text.size() && (c >= 0x20 || len > 1) && c != 0x7f && c != '\\';
+    for (std::size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(text[i + k]) & 0xc0) == 0x80;
+    if (ok) {
+      out.append(text.substr(i, len));
+      i += len;
+      continue;
+    }
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "\\x%02x", c);
+    out += c == '\\' ? "\\\\" : hex;
+    ++i;
+  }
+  return out;
+}
+
+// Whether a name would need escaping: not one a tf.train.Example writer gives.
+bool odd_names(const std::vector<FeatureInfo>& features) {
+  for (const FeatureInfo& f : features)
+    if (escaped(f.name) != f.name) return true;
+  return false;
+}
+
+constexpr const char* kOddNames =
+    "feature names hold control or non-UTF-8 bytes (another protobuf message, e.g. an "
+    "ExampleListWithContext?)";
+
 void print_fields(const Sample& s) {
   for (const Field& f : s.fields)
-    std::printf("    %-12.*s %zu bytes\n", static_cast<int>(f.name.size()), f.name.data(),
-                f.bytes.size());
+    std::printf("    %-12s %zu bytes\n", escaped(f.name).c_str(), f.bytes.size());
+}
+
+void print_features(const std::vector<FeatureInfo>& features, const char* count_unit) {
+  for (const FeatureInfo& f : features)
+    std::printf("    %-24s %-10s %zu %s\n", escaped(f.name).c_str(),
+                std::string(feature_kind_name(f.kind)).c_str(), f.count, count_unit);
+}
+
+// What record `bytes` is: a tf.train.Example (its features), a SequenceExample
+// (context and feature_lists), or "not a tf.train.Example: why".
+void print_record(Example& ex, std::span<const std::byte> bytes) {
+  std::string why;
+  try {
+    ex.parse(bytes);
+    const std::vector<FeatureInfo> features = ex.features();
+    if (features.empty()) why = "it parses to no features";
+    else if (odd_names(features)) why = kOddNames;
+    else return print_features(features, "values");
+  } catch (const Error& e) {
+    why = e.what();
+  }
+  try {
+    ex.parse_sequence(bytes);
+    const std::vector<FeatureInfo> context = ex.features(), lists = ex.feature_lists();
+    if (!lists.empty() && !odd_names(context) && !odd_names(lists)) {
+      std::printf("    tf.train.SequenceExample, context:\n");
+      print_features(context, "values");
+      std::printf("    feature_lists:\n");
+      return print_features(lists, "steps");
+    }
+    if (!lists.empty()) why = kOddNames;
+  } catch (const Error&) {
+  }
+  std::printf("    not a tf.train.Example: %s\n", escaped(why).c_str());
 }
 
 void inspect_tfrecord(const std::string& path, std::size_t show) {
@@ -89,19 +157,7 @@ void inspect_tfrecord(const std::string& path, std::size_t show) {
     read_sample(source, i, buf, s);
     std::printf("  record %llu at byte offset %llu: %zu bytes\n", static_cast<unsigned long long>(i),
                 static_cast<unsigned long long>(s.offset), s.fields[0].bytes.size());
-    std::vector<FeatureInfo> features;
-    try {
-      ex.parse(s.fields[0].bytes);
-      features = ex.features();
-    } catch (const Error&) {
-    }
-    if (features.empty()) {
-      std::printf("    (not a tf.train.Example)\n");
-      continue;
-    }
-    for (const FeatureInfo& f : features)
-      std::printf("    %-24s %-10s %zu values\n", f.name.c_str(),
-                  std::string(feature_kind_name(f.kind)).c_str(), f.count);
+    print_record(ex, s.fields[0].bytes);
   }
 }
 
@@ -113,8 +169,7 @@ void inspect_tar(const std::string& path, std::size_t show) {
   Sample s;
   for (std::uint64_t i = 0; i < source.size() && i < show; ++i) {
     read_sample(source, i, buf, s);
-    std::printf("  sample %llu key %.*s:\n", static_cast<unsigned long long>(i),
-                static_cast<int>(s.key.size()), s.key.data());
+    std::printf("  sample %llu key %s:\n", static_cast<unsigned long long>(i), escaped(s.key).c_str());
     print_fields(s);
   }
 }
@@ -126,9 +181,9 @@ void inspect_tar_gz(const std::string& path, std::size_t show) {
   std::string shown;  // printed after the count, which needs the whole stream
   while (stream.next(s)) {
     if (n < show) {
-      shown += "  sample " + std::to_string(n) + " key " + std::string(s.key) + ":\n";
+      shown += "  sample " + std::to_string(n) + " key " + escaped(s.key) + ":\n";
       for (const Field& f : s.fields)
-        shown += "    " + std::string(f.name) + " " + std::to_string(f.bytes.size()) + " bytes\n";
+        shown += "    " + escaped(f.name) + " " + std::to_string(f.bytes.size()) + " bytes\n";
     }
     ++n;
   }
@@ -136,15 +191,24 @@ void inspect_tar_gz(const std::string& path, std::size_t show) {
               static_cast<unsigned long long>(n), shown.c_str());
 }
 
-void inspect_npy(const std::string& path, std::size_t show) {
-  NpyArray a(path);
+// "float32 [4, 3] C order, 4 rows of 12 bytes".
+std::string describe(const NpyArray& a) {
   std::string shape;
   for (std::int64_t d : a.shape()) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
-  std::printf("%s: .npy %s [%s] %s order, %llu rows of %zu bytes\n", path.c_str(),
-              std::string(dtype_name(a.dtype())).c_str(), shape.c_str(),
-              a.fortran_order() ? "Fortran" : "C", static_cast<unsigned long long>(a.rows()),
-              a.row_bytes());
-  (void)show;
+  return std::string(dtype_name(a.dtype())) + " [" + shape + "] " + (a.fortran_order() ? "Fortran" : "C") +
+         " order, " + std::to_string(a.rows()) + " rows of " + std::to_string(a.row_bytes()) + " bytes";
+}
+
+void inspect_npy(const std::string& path) {
+  std::printf("%s: .npy %s\n", path.c_str(), describe(NpyArray(path)).c_str());
+}
+
+void inspect_npz(const std::string& path) {
+  NpzArchive npz(path);
+  std::printf("%s: .npz archive, %zu members\n", path.c_str(), npz.members().size());
+  for (const NpzMember& m : npz.members())
+    std::printf("  %s (%s): %s\n", escaped(m.name).c_str(), m.deflated ? "deflated" : "stored",
+                describe(npz.array(m.name)).c_str());
 }
 
 void inspect_file(const std::string& path) {
@@ -186,7 +250,8 @@ int inspect_command(int argc, char** argv) {
         case Format::tfrecord: inspect_tfrecord(path, show); break;
         case Format::tar: inspect_tar(path, show); break;
         case Format::tar_gz: inspect_tar_gz(path, show); break;
-        case Format::npy: inspect_npy(path, show); break;
+        case Format::npy: inspect_npy(path); break;
+        case Format::npz: inspect_npz(path); break;
         case Format::file: inspect_file(path); break;
       }
     } catch (const std::exception& e) {

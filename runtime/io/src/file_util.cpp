@@ -66,6 +66,13 @@ std::size_t pread_full(int fd, std::span<std::byte> out, std::uint64_t offset,
   return got;
 }
 
+std::shared_ptr<const std::byte> map_read_only(int fd, std::size_t bytes, const std::string& path) {
+  void* p = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) throw Error("cannot map " + path + ": " + std::strerror(errno));
+  return {static_cast<const std::byte*>(p),
+          [bytes](const std::byte* m) { ::munmap(const_cast<std::byte*>(m), bytes); }};
+}
+
 std::string at_offset(const std::string& path, std::uint64_t offset, const std::string& what) {
   return path + ": byte offset " + std::to_string(offset) + ": " + what;
 }

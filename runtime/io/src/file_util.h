@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 
@@ -75,6 +76,10 @@ std::uint64_t file_size(int fd, const std::string& path);
 // count read (less only at end of file). Throws sluice::Error on an I/O error.
 std::size_t pread_full(int fd, std::span<std::byte> out, std::uint64_t offset,
                        const std::string& path);
+
+// Maps `bytes` (> 0) of `fd` read-only and shared; unmapped when the last
+// owner lets go. Throws sluice::Error "cannot map PATH: reason".
+std::shared_ptr<const std::byte> map_read_only(int fd, std::size_t bytes, const std::string& path);
 
 // "PATH: byte offset N: what".
 std::string at_offset(const std::string& path, std::uint64_t offset, const std::string& what);

@@ -1,7 +1,5 @@
 #include "sluice/io/npy.h"
 
-#include <sys/mman.h>
-
 #include <cstring>
 #include <utility>
 
@@ -45,44 +43,36 @@ NpyArray::NpyArray(std::string path) : path_(std::move(path)) {
   detail::Fd fd = detail::open_read(path_);
   map_bytes_ = detail::file_size(fd.get(), path_);
   if (map_bytes_ < 10)
-    throw Error(path_ + ": not a .npy file: " + std::to_string(map_bytes_) + " bytes, too short for the header");
-  void* p = ::mmap(nullptr, map_bytes_, PROT_READ, MAP_SHARED, fd.get(), 0);
-  if (p == MAP_FAILED) throw Error("cannot map " + path_ + ": " + std::strerror(errno));
-  map_ = static_cast<const std::byte*>(p);
-  try {
-    parse_header();
-  } catch (...) {
-    ::munmap(const_cast<std::byte*>(map_), map_bytes_);
-    map_ = nullptr;
-    throw;
-  }
+    throw Error(where() + ": not a .npy file: " + std::to_string(map_bytes_) + " bytes, too short for the header");
+  storage_ = detail::map_read_only(fd.get(), map_bytes_, path_);
+  map_ = storage_.get();
+  if (looks_like_zip({map_, map_bytes_}))
+    throw Error(where() + ": a .npz archive, not a .npy file; name one of its members (" +
+                NpzArchive(path_).member_list() + ")");
+  parse_header();
 }
 
-NpyArray::~NpyArray() {
-  if (map_) ::munmap(const_cast<std::byte*>(map_), map_bytes_);
+NpyArray::NpyArray(std::string path, std::string_view member)
+    : NpyArray(NpzArchive(std::move(path)).array(member)) {}
+
+NpyArray::NpyArray(std::string path, std::string member, std::shared_ptr<const std::byte> storage,
+                   std::size_t bytes)
+    : path_(std::move(path)), member_(std::move(member)), storage_(std::move(storage)) {
+  map_ = storage_.get();
+  map_bytes_ = bytes;
+  if (map_bytes_ < 10)
+    throw Error(where() + ": not a .npy stream: " + std::to_string(map_bytes_) +
+                " bytes, too short for the header");
+  parse_header();
 }
 
-NpyArray::NpyArray(NpyArray&& o) noexcept { *this = std::move(o); }
-
-NpyArray& NpyArray::operator=(NpyArray&& o) noexcept {
-  if (this == &o) return *this;
-  if (map_) ::munmap(const_cast<std::byte*>(map_), map_bytes_);
-  path_ = std::move(o.path_);
-  map_ = std::exchange(o.map_, nullptr);
-  map_bytes_ = std::exchange(o.map_bytes_, 0);
-  data_offset_ = o.data_offset_;
-  dtype_ = o.dtype_;
-  item_bytes_ = o.item_bytes_;
-  shape_ = std::move(o.shape_);
-  fortran_ = o.fortran_;
-  rows_ = o.rows_;
-  row_bytes_ = o.row_bytes_;
-  return *this;
+std::string NpyArray::where() const {
+  return member_.empty() ? path_ : path_ + ": member '" + member_ + "'";
 }
 
 void NpyArray::parse_header() {
   auto bad = [&](std::uint64_t offset, const std::string& why) {
-    throw Error(detail::at_offset(path_, offset, "bad .npy header: " + why));
+    throw Error(detail::at_offset(where(), offset, "bad .npy header: " + why));
   };
   if (std::memcmp(map_, "\x93NUMPY", 6) != 0) bad(0, "no \\x93NUMPY magic");
   const auto major = static_cast<unsigned>(map_[6]);
@@ -153,7 +143,7 @@ void NpyArray::parse_header() {
   for (std::int64_t d : shape_) elements *= static_cast<std::uint64_t>(d);
   const std::uint64_t need = elements * item_bytes_;
   if (map_bytes_ - data_offset_ < need)
-    throw Error(detail::at_offset(path_, data_offset_,
+    throw Error(detail::at_offset(where(), data_offset_,
                                   "truncated .npy: the shape needs " + std::to_string(need) +
                                       " data bytes, the file has " +
                                       std::to_string(map_bytes_ - data_offset_)));
@@ -173,15 +163,15 @@ std::span<const std::byte> NpyArray::data() const {
 
 std::span<const std::byte> NpyArray::row(std::uint64_t i) const {
   if (i >= rows_)
-    throw Error(path_ + ": row " + std::to_string(i) + " out of range (" + std::to_string(rows_) + " rows)");
+    throw Error(where() + ": row " + std::to_string(i) + " out of range (" + std::to_string(rows_) + " rows)");
   if (!rows_contiguous())
-    throw Error(path_ + ": rows of a Fortran-order array are not contiguous; use copy_row()");
+    throw Error(where() + ": rows of a Fortran-order array are not contiguous; use copy_row()");
   return {map_ + data_offset_ + i * row_bytes_, row_bytes_};
 }
 
 void NpyArray::copy_row(std::uint64_t i, std::span<std::byte> out) const {
   if (out.size() != row_bytes_)
-    throw Error(path_ + ": copy_row needs " + std::to_string(row_bytes_) + " bytes, got " +
+    throw Error(where() + ": copy_row needs " + std::to_string(row_bytes_) + " bytes, got " +
                 std::to_string(out.size()));
   if (rows_contiguous()) {
     std::span<const std::byte> r = row(i);
@@ -189,7 +179,7 @@ void NpyArray::copy_row(std::uint64_t i, std::span<std::byte> out) const {
     return;
   }
   if (i >= rows_)
-    throw Error(path_ + ": row " + std::to_string(i) + " out of range (" + std::to_string(rows_) + " rows)");
+    throw Error(where() + ": row " + std::to_string(i) + " out of range (" + std::to_string(rows_) + " rows)");
   // Fortran order: element (i, j1..jn) lies at i + d0*(j1 + d1*(j2 + ...)).
   // Walk the row's elements in C order, carrying the Fortran offset along.
   const std::size_t n = shape_.size();

@@ -42,13 +42,21 @@ bool TarStream::open_next_shard() {
     shard_ = order_[next_shard_++];
     position_ = 0;
     record_ = 0;
-    gzFile gz = gzopen(shards_[shard_].c_str(), "rb");
+    const std::string& path = shards_[shard_];
+    std::string msg;
+    gzFile gz = gzopen(path.c_str(), "rb");
     if (gz) {
       gzbuffer(gz, 256 * 1024);
       gz_ = gz;
-      return true;
+      // zlib reads a file that is no gzip stream as it is; one named as
+      // gzip must be one, or its bytes would be parsed as a tar.
+      const bool named_gzip = path.ends_with(".tgz") || path.ends_with(".gz");
+      if (!named_gzip || gzdirect(gz) == 0) return true;
+      close_shard();
+      msg = path + ": not a gzip file (no 1f 8b magic at byte 0), though its name says gzip";
+    } else {
+      msg = "cannot open " + path + ": " + std::strerror(errno);
     }
-    std::string msg = "cannot open " + shards_[shard_] + ": " + std::strerror(errno);
     if (options_.on_error == OnError::fail) throw Error(msg);
     skips_.add(read_count_, msg);
   }
@@ -94,11 +102,19 @@ bool TarStream::read_member(std::string& key, Member& member, std::uint64_t& off
     }
     return true;
   };
+  // A zlib failure is the cause of whatever the tar reader saw: it is named
+  // first, with the compressed byte offset zlib had reached.
   auto bad = [&](const std::string& why) {
     int errnum = 0;
     const char* zmsg = gzerror(gz, &errnum);
     std::string msg = detail::at_offset(path, position_, why);
-    if (errnum != Z_OK && errnum != Z_STREAM_END) msg += std::string(" (gzip: ") + zmsg + ")";
+    if (errnum != Z_OK && errnum != Z_STREAM_END) {
+      std::string_view z = zmsg;  // "PATH: what"
+      if (z.starts_with(path + ": ")) z.remove_prefix(path.size() + 2);
+      msg = path + ": gzip " + (errnum == Z_BUF_ERROR ? "stream truncated" : "data corrupt") +
+            " at compressed byte offset " + std::to_string(gzoffset(gz)) + ": zlib: " + std::string(z) +
+            " (the tar reader was at uncompressed byte " + std::to_string(position_) + ")";
+    }
     if (options_.on_error == OnError::fail) throw Error(msg);
     skips_.add(read_count_, msg);
     return false;
@@ -108,7 +124,12 @@ bool TarStream::read_member(std::string& key, Member& member, std::uint64_t& off
   for (;;) {
     const std::uint64_t header_at = position_;
     int r = gzread(gz, block.data(), detail::kTarBlock);
-    if (r == 0) return false;  // end of the stream without end blocks: accept
+    if (r == 0) {  // end of the stream without end blocks: accept, unless zlib failed
+      int errnum = Z_OK;
+      gzerror(gz, &errnum);
+      if (errnum == Z_OK || errnum == Z_STREAM_END) return false;
+      return bad("end of data");
+    }
     if (r < static_cast<int>(detail::kTarBlock)) return bad("truncated tar header");
     position_ += detail::kTarBlock;
     detail::TarHeader h;
@@ -117,7 +138,15 @@ bool TarStream::read_member(std::string& key, Member& member, std::uint64_t& off
       position_ = header_at;
       return bad(why);
     }
-    if (h.entry == detail::TarEntry::end) return false;
+    if (h.entry == detail::TarEntry::end) {
+      // The gzip trailer's CRC-32 and length check the whole stream: read up
+      // to it, or a corruption that still inflated would pass unseen.
+      while (gzdirect(gz) == 0 && gzread(gz, block.data(), detail::kTarBlock) > 0) {
+      }
+      int errnum = Z_OK;
+      gzerror(gz, &errnum);
+      return errnum == Z_OK || errnum == Z_STREAM_END ? false : bad("after the tar end blocks");
+    }
     const std::uint64_t padded = detail::tar_padded(h.size);
     if (h.entry == detail::TarEntry::file) {
       const std::string name = next_path.empty() ? h.path : next_path;
