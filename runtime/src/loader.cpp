@@ -1,5 +1,6 @@
 #include "sluice/loader.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "loader_core.h"
@@ -25,6 +26,17 @@ Loader& Loader::operator=(Loader&& other) noexcept {
 std::optional<Batch> Loader::next() { return core_->next(std::numeric_limits<std::uint64_t>::max()); }
 
 std::optional<Batch> Loader::next_in_epoch(std::uint64_t epoch) { return core_->next(epoch); }
+
+std::optional<Batch> Loader::try_next() {
+  return core_->next(std::numeric_limits<std::uint64_t>::max(), std::chrono::milliseconds(0));
+}
+
+std::optional<Batch> Loader::next_for(std::chrono::milliseconds timeout) {
+  return core_->next(std::numeric_limits<std::uint64_t>::max(), std::max(timeout, std::chrono::milliseconds(0)));
+}
+
+bool Loader::finished() const { return core_->finished(); }
+int Loader::ready_fd() { return core_->ready_fd(); }
 
 void Loader::run(const std::function<void(Batch&)>& fn) {
   while (std::optional<Batch> batch = next()) fn(*batch);

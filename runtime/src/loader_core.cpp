@@ -8,6 +8,7 @@
 #include <limits>
 #include <new>
 #include <poll.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -68,10 +69,11 @@ LoaderCore::LoaderCore(Options options)
 
 LoaderCore::~LoaderCore() {
   shutdown();
-  if (eventfd_ >= 0) {
-    OwnedLock lock;
-    unregister_fd(eventfd_);
-    close(eventfd_);
+  OwnedLock lock;
+  for (int fd : {ready_fd_, eventfd_}) {
+    if (fd < 0) continue;
+    unregister_fd(fd);
+    close(fd);
   }
 }
 
@@ -317,7 +319,7 @@ void LoaderCore::wait_for_workers(int max_sleep_ms) {
     std::uint64_t count;
     [[maybe_unused]] ssize_t n = read(eventfd_, &count, sizeof count);
   }
-  header.parent_sleeping.disarm();
+  if (ready_fd_ < 0) header.parent_sleeping.disarm();  // a polling host stays armed (ready_fd)
   handle_exits();
 }
 
@@ -333,10 +335,12 @@ void LoaderCore::handle_exits() {
   }
 }
 
-std::optional<Batch> LoaderCore::next(std::uint64_t max_epoch) {
+std::optional<Batch> LoaderCore::next(std::uint64_t max_epoch, std::optional<std::chrono::milliseconds> timeout) {
   if (!failure_.empty()) throw Error(failure_);
   if (stopped_) throw Error("the loader has been shut down");
+  const auto deadline = timeout ? Clock::now() + *timeout : Clock::time_point::max();
   std::optional<Clock::time_point> wait_start;
+  bool looked_again = false;
   for (;;) {
     if (interrupted()) return std::nullopt;
     reclaim_released();
@@ -350,18 +354,72 @@ std::optional<Batch> LoaderCore::next(std::uint64_t max_epoch) {
         stats_.consumer_wait_ns += elapsed_ns(*wait_start);
         ++stats_.consumer_waits;
       }
+      all_held_since_ns_ = 0;
       return batch;
     }
     if (!wait_start) wait_start = Clock::now();
-    int max_sleep_ms = -1;
-    if (released_.size_approx() == 0 &&
-        std::count(slot_state_.begin(), slot_state_.end(), SlotState::held) == layout_.slots) {
-      const std::uint64_t waited_ms = elapsed_ns(*wait_start) / 1'000'000ULL;
-      if (waited_ms >= options_.held_timeout_ms) fail_all_slots_held();
-      max_sleep_ms = static_cast<int>(options_.held_timeout_ms - waited_ms);
+    int max_sleep_ms = held_wait_left_ms();
+    if (timeout) {
+      const auto now = Clock::now();
+      if (now >= deadline) {
+        if (looked_again) return std::nullopt;
+        // Read the ready fd empty, then look once more: a completion that
+        // lands after the read rings it again, so the host is woken for it.
+        std::uint64_t count;
+        [[maybe_unused]] ssize_t n = read(eventfd_, &count, sizeof count);
+        handle_exits();
+        looked_again = true;
+        continue;
+      }
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
+      max_sleep_ms = max_sleep_ms < 0 ? static_cast<int>(left) : std::min<int>(max_sleep_ms, static_cast<int>(left));
     }
     wait_for_workers(max_sleep_ms);
   }
+}
+
+// With every slot held by the consumer and none being released, nothing can
+// be filled: after held_timeout_ms (counted across calls, so a polling host is
+// told too) that is an error. Returns how long the consumer may still sleep
+// for it, or -1 while some slot is not held.
+int LoaderCore::held_wait_left_ms() {
+  if (released_.size_approx() != 0 ||
+      std::count(slot_state_.begin(), slot_state_.end(), SlotState::held) != layout_.slots) {
+    all_held_since_ns_ = 0;
+    return -1;
+  }
+  const std::uint64_t now = monotonic_ns();
+  if (all_held_since_ns_ == 0) all_held_since_ns_ = now;
+  const std::uint64_t waited_ms = (now - all_held_since_ns_) / 1'000'000ULL;
+  if (waited_ms >= options_.held_timeout_ms) {
+    all_held_since_ns_ = 0;
+    fail_all_slots_held();
+  }
+  return static_cast<int>(options_.held_timeout_ms - waited_ms);
+}
+
+int LoaderCore::ready_fd() {
+  if (ready_fd_ >= 0) return ready_fd_;
+  OwnedLock lock;  // another Loader's zygote must not inherit it
+  const int fd = epoll_create1(EPOLL_CLOEXEC);
+  if (fd < 0) throw Error(std::string("epoll_create1 failed: ") + std::strerror(errno));
+  for (int watched : {eventfd_, supervisor_->event_fd()}) {
+    epoll_event e{};
+    e.events = EPOLLIN;
+    e.data.fd = watched;
+    if (epoll_ctl(fd, EPOLL_CTL_ADD, watched, &e) != 0) {
+      const int err = errno;
+      close(fd);
+      throw Error(std::string("epoll_ctl failed: ") + std::strerror(err));
+    }
+  }
+  register_fd(fd);
+  ready_fd_ = fd;
+  // From now on the consumer counts as asleep between calls: every
+  // completion and release rings the eventfd (one write per batch).
+  arena_header(*arena_).parent_sleeping.arm();
+  ring_eventfd(eventfd_);  // readable at once: the first try_next() hands out the first batches' work
+  return ready_fd_;
 }
 
 }  // namespace sluice::detail

@@ -29,6 +29,7 @@
 #include <concurrentqueue/concurrentqueue.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -58,8 +59,13 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   void shutdown();
 
   // The next batch whose epoch is at most max_epoch; nullopt when there is
-  // none, or once interrupted.
-  std::optional<Batch> next(std::uint64_t max_epoch);
+  // none, once interrupted, or when `timeout` passes first (none: no limit).
+  std::optional<Batch> next(std::uint64_t max_epoch,
+                            std::optional<std::chrono::milliseconds> timeout = std::nullopt);
+  bool finished() const { return delivered_ >= total_batches_ || !failure_.empty() || stopped_; }
+  // An epoll fd over the eventfd and the zygote's socket; made on first use,
+  // after which every completion rings the eventfd (see ready_fd in loader.h).
+  int ready_fd();
   // Thread-safe: gives a slot back to the pool.
   void release(std::uint32_t slot);
   // Async-signal-safe.
@@ -103,6 +109,7 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   void handle_exits();
   [[noreturn]] void fail(const std::string& message);
   [[noreturn]] void fail_all_slots_held();
+  int held_wait_left_ms();
   std::uint32_t least_loaded_worker() const;
 
   Options options_;
@@ -110,6 +117,7 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   ArenaLayout layout_;
   std::unique_ptr<Arena> arena_;
   int eventfd_ = -1;
+  int ready_fd_ = -1;  // epoll over eventfd_ and the zygote's socket, once asked for
   std::unique_ptr<Supervisor> supervisor_;  // after arena_: stops the processes before it is unmapped
 
   std::uint64_t total_batches_;      // over all epochs; UINT64_MAX when epochs == 0
@@ -136,6 +144,7 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   // Timing.
   std::uint64_t created_ns_ = 0;
   std::uint64_t slots_full_since_ns_ = 0;  // 0 while a slot is free or nothing is left to issue
+  std::uint64_t all_held_since_ns_ = 0;    // 0 unless the consumer holds every slot
 
   std::string failure_;
   std::atomic<bool> stopped_{false};

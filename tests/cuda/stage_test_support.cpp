@@ -1,5 +1,7 @@
 #include "stage_test_support.h"
 
+#include "skip.h"
+
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -28,6 +30,7 @@ Options image_options(std::uint64_t n, std::uint32_t batch, std::uint32_t worker
 bool have_gpu_or_warn() {
   std::string why;
   if (cuda_device_count(&why) > 0) return true;
+  sluice::test::exit_if_skip_code("no CUDA device: " + why);
   WARN("no CUDA device: " << why << "; skipping this GPU test");
   return false;
 }

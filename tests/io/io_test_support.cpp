@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+
+#include "skip.h"
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -15,6 +17,7 @@ std::optional<std::filesystem::path> shared_data() {
   std::filesystem::path p = SLUICE_SHARED_DATA;
   std::error_code ec;
   if (std::filesystem::is_directory(p, ec)) return p;
+  sluice::test::exit_if_skip_code("shared test data not found at " + p.string());
   WARN("skipped: shared test data not found at " << p.string()
                                                  << " (expected ../shared/data beside the repository)");
   return std::nullopt;
@@ -22,6 +25,7 @@ std::optional<std::filesystem::path> shared_data() {
 
 bool run_numpy(const std::string& script, const std::filesystem::path& dir) {
   if (std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") != 0) {
+    sluice::test::exit_if_skip_code("/usr/bin/python3 with NumPy is unavailable (Debian: python3-numpy)");
     WARN("skipped: /usr/bin/python3 with NumPy is unavailable (Debian: python3-numpy)");
     return false;
   }

@@ -5,6 +5,7 @@
 // so a regression fails the test instead of hanging the suite.
 #include <catch2/catch.hpp>
 
+#include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -417,4 +418,62 @@ TEST_CASE("chaos: kill -9 and SIGSTOP of random workers change nothing the consu
       },
       60000);
   REQUIRE(error == "");
+}
+
+TEST_CASE("a polling host: try_next never blocks, ready_fd wakes it for batches and for crashes", "[supervision][poll]") {
+  Options o = small_options(60, 6, 2);
+  o.producer = per_sample([](const SampleRef& s) {
+    std::this_thread::sleep_for(50ms);  // a batch takes ~300 ms: most polls find nothing
+    write_sample(s);
+  });
+  Loader loader(o);
+  const int fd = loader.ready_fd();
+  std::uint64_t batches = 0, empty_polls = 0, slowest_try_us = 0;
+  bool killed = false;
+  while (!loader.finished()) {
+    pollfd p{fd, POLLIN, 0};
+    REQUIRE(poll(&p, 1, 5000) == 1);  // never a 5 s silence while work remains
+    for (;;) {
+      const auto start = std::chrono::steady_clock::now();
+      std::optional<Batch> b = loader.try_next();
+      slowest_try_us = std::max<std::uint64_t>(
+          slowest_try_us,
+          std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count());
+      if (!b) {
+        ++empty_polls;
+        break;
+      }
+      for (std::size_t j = 0; j < b->size(); ++j) {
+        const auto* v = reinterpret_cast<const std::uint32_t*>(b->field(0).data) + j * 16;
+        REQUIRE(v[0] == static_cast<std::uint32_t>(b->sample_ids()[j] * 2654435761u));
+      }
+      REQUIRE(b->index() == batches);
+      ++batches;
+      if (batches == 3 && !killed) killed = kill(loader.worker_pids()[0], SIGKILL) == 0;
+    }
+  }
+  REQUIRE(killed);
+  REQUIRE(batches == 10);
+  REQUIRE(loader.stats().worker_restarts >= 1);
+  REQUIRE(empty_polls > 0);
+  INFO("slowest try_next: " << slowest_try_us << " us");
+  REQUIRE(slowest_try_us < 100'000);  // a try that waited for a batch would take ~300 ms
+}
+
+TEST_CASE("next_for returns within its timeout when no batch is ready", "[supervision][poll]") {
+  Options o = small_options(40, 4, 1);
+  o.producer = per_sample([](const SampleRef& s) {
+    std::this_thread::sleep_for(500ms);
+    write_sample(s);
+  });
+  Loader loader(o);
+  const auto start = std::chrono::steady_clock::now();
+  REQUIRE_FALSE(loader.next_for(100ms));
+  const auto took = ms_since(start);
+  REQUIRE(took >= 100);
+  REQUIRE(took < 400);
+  REQUIRE_FALSE(loader.finished());
+  auto b = loader.next_for(10s);
+  REQUIRE(b);
+  REQUIRE(b->index() == 0);
 }

@@ -2,6 +2,8 @@
 // launchers: real processes, real signals, real files.
 #include <catch2/catch.hpp>
 
+#include "skip.h"
+
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -153,8 +155,7 @@ TEST_CASE("a run stopped and resumed with another worker count sees what one who
 
 TEST_CASE("mpirun -np 3: ranks see disjoint shards with equal batch counts, and resume per rank", "[cli][mpi]") {
   if (std::system("command -v mpirun > /dev/null 2>&1") != 0) {
-    WARN("mpirun not found (Debian package openmpi-bin): skipping the distributed test");
-    return;
+    SKIP_TEST("mpirun not found (Debian package openmpi-bin): the distributed test needs it");
   }
   TempDir dir;
   const std::string script = dir.write("p.lua", kPipeline);

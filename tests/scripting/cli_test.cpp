@@ -2,6 +2,8 @@
 // left behind, whether the pipeline succeeds or fails.
 #include <catch2/catch.hpp>
 
+#include "skip.h"
+
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -90,8 +92,7 @@ bool has_control_bytes(const std::string& text) {
 TEST_CASE("sluice inspect on records that are no tf.train.Example prints clean text", "[cli]") {
   const std::string data = SLUICE_SHARED_DATA;
   if (!std::filesystem::is_directory(data)) {
-    WARN("skipped: " << data << " is absent (the real-data fixtures)");
-    return;
+    SKIP_TEST(data << " is absent (the real-data fixtures)");
   }
   std::vector<std::string> files;
   for (const auto& e : std::filesystem::directory_iterator(data + "/tfrecord/tensorflow-ranking"))

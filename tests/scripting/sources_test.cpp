@@ -3,6 +3,8 @@
 // through load_script, a Loader and real workers.
 #include <catch2/catch.hpp>
 
+#include "skip.h"
+
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
@@ -27,6 +29,7 @@ namespace {
 std::string shared_data() {
   const fs::path path = SLUICE_SHARED_DATA;
   if (fs::is_directory(path)) return fs::canonical(path).string();
+  sluice::test::exit_if_skip_code(path.string() + " is absent (the real-data fixtures)");
   WARN("skipped: " << path.string() << " is absent (the real-data fixtures)");
   return "";
 }

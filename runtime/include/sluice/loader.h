@@ -22,6 +22,7 @@
 // time. Batches may be released on any thread.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -77,6 +78,20 @@ class Loader {
   // The next batch of the run, or nullopt once every epoch has been delivered.
   // Blocks while no batch is ready. Throws Error if a worker failed.
   std::optional<Batch> next();
+
+  // For hosts that must never block (a game-style frame loop, an event loop):
+  // the next batch if one is ready now (try_next) or within `timeout`
+  // (next_for), else nullopt. finished() tells the end of the run from "not
+  // yet". Call one of them regularly (each frame): they also replace crashed
+  // workers and run the watchdog, as next() does while it waits.
+  std::optional<Batch> try_next();
+  std::optional<Batch> next_for(std::chrono::milliseconds timeout);
+  bool finished() const;
+  // A file descriptor that is readable when try_next() may have something to
+  // do: a batch completed, a worker exited, or the run ended. For epoll, libuv
+  // (uv_poll_t) or a game loop's poll. Level-triggered and owned by the
+  // loader; it may be readable spuriously, and try_next() reads it empty.
+  int ready_fd();
 
   // The batches of the current epoch (the epoch of the next batch), for range-for.
   class EpochRange;
