@@ -13,15 +13,6 @@ using namespace sluice::ops::test;
 
 namespace {
 
-std::uint32_t crc32(const std::uint8_t* p, std::size_t n) {
-  std::uint32_t c = 0xffffffffu;
-  for (std::size_t i = 0; i < n; ++i) {
-    c ^= p[i];
-    for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1u)));
-  }
-  return ~c;
-}
-
 void put_be32(std::uint8_t* p, std::uint32_t v) {
   p[0] = v >> 24, p[1] = v >> 16, p[2] = v >> 8, p[3] = v;
 }

@@ -33,7 +33,6 @@ struct Session {
   jpeg_progress_mgr progress;
   std::jmp_buf jump;
   bool strict;
-  bool finishing;                  // every scanline is out; only markers after the image remain
   Failure failure;
   int first_warning;               // msg_code of the first warning, -1 for none
   char warning[JMSG_LENGTH_MAX];   // its text
@@ -68,7 +67,7 @@ void on_emit_message(j_common_ptr cinfo, int level) noexcept {
     err.format_message(cinfo, s.message);
     stop(cinfo, Failure::strict_warning);
   }
-  if (err.msg_code == JWRN_JPEG_EOF && !s.finishing) {
+  if (err.msg_code == JWRN_JPEG_EOF) {
     err.format_message(cinfo, s.message);
     stop(cinfo, Failure::truncated);
   }
@@ -149,7 +148,6 @@ class Decompressor {
         for (unsigned i = 0; i < count; ++i) rows[i] = image.row<JSAMPLE>(static_cast<int>(first + i));
         jpeg_read_scanlines(&s_.cinfo, rows, count);
       }
-      s_.finishing = true;
       jpeg_finish_decompress(&s_.cinfo);
     });
   }

@@ -8,13 +8,12 @@
 // warnings follow what PIL delivers (PIL ignores libjpeg warnings but refuses
 // data that ends early unless LOAD_TRUNCATED_IMAGES is set):
 //  - JWRN_JPEG_EOF ("Premature end of JPEG file"): the data ends before the
-//    image does. An error, unless every scanline was already decoded and only
-//    the end-of-image marker is missing (PIL returns such an image too);
+//    end-of-image marker. An error ("image file is truncated" in PIL), even
+//    when only the marker is missing;
 //  - any other warning (extraneous bytes before a marker, a corrupt scan
 //    libjpeg recovers from, an unknown marker...): the image decodes as
 //    libjpeg recovers it, the pixels PIL returns;
-//  - with `strict`, any warning, the missing end-of-image marker included, is
-//    an error.
+//  - with `strict`, any warning is an error.
 // Every error message starts with the file's name.
 #pragma once
 

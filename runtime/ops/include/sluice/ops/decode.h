@@ -21,12 +21,11 @@
 // it would in a new decoder.
 //
 // JPEG warnings, as PIL delivers: libjpeg's fatal errors are errors whatever
-// warnings came before. Data that ends before the image does ("Premature end
-// of JPEG file") is an error, as in PIL without LOAD_TRUNCATED_IMAGES (a
-// missing end-of-image marker after the last scanline is not). Other warnings
-// (extraneous bytes before a marker, a corrupt scan libjpeg recovers from)
-// decode to the pixels libjpeg recovers, which are PIL's. With
-// DecodeOptions::strict, any warning is an error.
+// warnings came before. Data that ends before the end-of-image marker
+// ("Premature end of JPEG file") is an error, as in PIL without
+// LOAD_TRUNCATED_IMAGES. Other warnings (extraneous bytes before a marker, a
+// corrupt scan libjpeg recovers from) decode to the pixels libjpeg recovers,
+// which are PIL's. With DecodeOptions::strict, any warning is an error.
 //
 // Memory: the decoded image lives in the decoder's own scratch and stays valid
 // until its next decode(). Scratch grows to the largest image decoded and is
