@@ -20,25 +20,6 @@ namespace {
 
 using Bytes = std::vector<std::uint8_t>;
 
-// Offset of the first marker segment `marker`, up to the first scan (SOS), or 0.
-std::size_t find_segment(const Bytes& jpeg, std::uint8_t marker) {
-  std::size_t at = 2;
-  while (at + 4 <= jpeg.size() && jpeg[at] == 0xFF) {
-    if (jpeg[at + 1] == marker) return at;
-    if (jpeg[at + 1] == 0xDA) return 0;
-    at += 2 + ((jpeg[at + 2] << 8) | jpeg[at + 3]);
-  }
-  return 0;
-}
-
-// A DHT whose code counts add up to more than 256 codes.
-Bytes bogus_huffman(Bytes jpeg) {
-  const std::size_t dht = find_segment(jpeg, 0xC4);
-  REQUIRE(dht != 0);
-  for (int i = 0; i < 16; ++i) jpeg[dht + 5 + i] = 0xFF;
-  return jpeg;
-}
-
 // Two stray bytes before the first DQT: libjpeg's JWRN_EXTRANEOUS_DATA.
 Bytes extraneous_bytes(Bytes jpeg) {
   const std::size_t dqt = find_segment(jpeg, 0xDB);

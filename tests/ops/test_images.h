@@ -97,6 +97,26 @@ inline std::uint32_t crc32(const std::uint8_t* p, std::size_t n) {
   return ~c;
 }
 
+// Offset of the first marker segment `marker` of a JPEG, up to the first scan (SOS), or 0.
+inline std::size_t find_segment(const std::vector<std::uint8_t>& jpeg, std::uint8_t marker) {
+  std::size_t at = 2;
+  while (at + 4 <= jpeg.size() && jpeg[at] == 0xFF) {
+    if (jpeg[at + 1] == marker) return at;
+    if (jpeg[at + 1] == 0xDA) return 0;
+    at += 2 + ((jpeg[at + 2] << 8) | jpeg[at + 3]);
+  }
+  return 0;
+}
+
+// The JPEG with a DHT whose code counts add up to more than 256 codes:
+// libjpeg's "Bogus Huffman table definition", in the header.
+inline std::vector<std::uint8_t> bogus_huffman(std::vector<std::uint8_t> jpeg) {
+  const std::size_t dht = find_segment(jpeg, 0xC4);
+  REQUIRE(dht != 0);
+  for (int i = 0; i < 16; ++i) jpeg[dht + 5 + i] = 0xFF;
+  return jpeg;
+}
+
 // Mean absolute difference of two same-shaped uint8 images.
 inline double mean_abs_diff(const Image& a, const Image& b) {
   double sum = 0;
