@@ -44,16 +44,6 @@ std::vector<std::uint8_t> jpeg_claiming(std::uint16_t width, std::uint16_t heigh
   return jpeg;
 }
 
-std::string decode_error(ImageDecoder& decoder, const std::vector<std::uint8_t>& bytes, const std::string& name,
-                         const DecodeOptions& options = {}) {
-  try {
-    decoder.decode(bytes.data(), bytes.size(), name, options);
-  } catch (const sluice::Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 }  // namespace
 
 TEST_CASE("a JPEG decodes to the channels and dtype asked for") {

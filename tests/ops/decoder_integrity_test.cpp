@@ -40,16 +40,6 @@ Bytes without_table_0(Bytes jpeg) {
 
 Bytes cut(const Bytes& bytes, std::size_t size) { return Bytes(bytes.begin(), bytes.begin() + size); }
 
-std::string error_of(ImageDecoder& decoder, const Bytes& bytes, const std::string& name,
-                     const DecodeOptions& options = {}) {
-  try {
-    decoder.decode(bytes.data(), bytes.size(), name, options);
-  } catch (const sluice::Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 struct File {
   std::string name;
   Bytes bytes;
@@ -90,7 +80,7 @@ TEST_CASE("good files decode through one decoder exactly as through a fresh one,
         CHECK(same_pixels(once.image, fresh.decode(f.bytes.data(), f.bytes.size(), f.name, mode).image));
         ++good;
       } else {
-        CHECK_THAT(error_of(shared, f.bytes, f.name, mode), StartsWith(f.name + ": "));
+        CHECK_THAT(decode_error(shared, f.bytes, f.name, mode), StartsWith(f.name + ": "));
         ++bad;
       }
     }
@@ -137,11 +127,11 @@ TEST_CASE("a fatal JPEG error after a warning throws, naming the file and both m
   if (!have_pillow_images()) return;
   ImageDecoder decoder;
   const Bytes hopper = pillow_file("hopper.jpg");
-  const std::string error = error_of(decoder, extraneous_bytes(without_table_0(hopper)), "fatal.jpg");
+  const std::string error = decode_error(decoder, extraneous_bytes(without_table_0(hopper)), "fatal.jpg");
   CHECK_THAT(error, StartsWith("fatal.jpg: corrupt JPEG: "));
   CHECK_THAT(error, Contains("Quantization table 0x00 was not defined"));
   CHECK_THAT(error, Contains("extraneous bytes before marker 0xdb"));
-  CHECK_THAT(error_of(decoder, without_table_0(hopper), "q.jpg"), Contains("Quantization table 0x00"));
+  CHECK_THAT(decode_error(decoder, without_table_0(hopper), "q.jpg"), Contains("Quantization table 0x00"));
 }
 
 TEST_CASE("JPEG warnings: truncation is an error, other warnings decode as PIL does, strict refuses all") {
@@ -154,18 +144,18 @@ TEST_CASE("JPEG warnings: truncation is an error, other warnings decode as PIL d
   const Bytes stray = extraneous_bytes(hopper);
   CHECK(same_pixels(clean.image, decoder.decode(stray.data(), stray.size(), "stray.jpg").image));
   CHECK(decoder.info(stray.data(), stray.size(), "stray.jpg").width == 128);
-  const std::string strict_error = error_of(decoder, stray, "stray.jpg", {.strict = true});
+  const std::string strict_error = decode_error(decoder, stray, "stray.jpg", {.strict = true});
   CHECK_THAT(strict_error, StartsWith("stray.jpg: JPEG warning"));
   CHECK_THAT(strict_error, Contains("extraneous bytes"));
   CHECK_THROWS_WITH(decoder.info(stray.data(), stray.size(), "stray.jpg", DecodeOptions{.strict = true}),
                     StartsWith("stray.jpg: JPEG warning"));
-  CHECK(error_of(decoder, hopper, "hopper.jpg", {.strict = true}).empty());
+  CHECK(decode_error(decoder, hopper, "hopper.jpg", {.strict = true}).empty());
 
   // Data that ends early, even by the end-of-image marker only (PIL: "image
   // file is truncated").
   for (const std::size_t size : {hopper.size() / 2, hopper.size() - 2}) {
     INFO(size);
-    CHECK_THAT(error_of(decoder, cut(hopper, size), "cut.jpg"),
+    CHECK_THAT(decode_error(decoder, cut(hopper, size), "cut.jpg"),
                StartsWith("cut.jpg: truncated JPEG: Premature end of JPEG file"));
   }
   // Bytes after the end-of-image marker are not looked at.
@@ -190,6 +180,6 @@ TEST_CASE("a JPEG with more than 500 progressive scans is refused") {
   for (int i = 0; i < 600; ++i) many.insert(many.end(), progressive.begin() + sos, progressive.begin() + end);
   many.insert(many.end(), progressive.begin() + end, progressive.end());
   ImageDecoder decoder;
-  CHECK(error_of(decoder, progressive, "p.jpg").empty());
-  CHECK_THAT(error_of(decoder, many, "many.jpg"), StartsWith("many.jpg: corrupt JPEG: more than 500 progressive scans"));
+  CHECK(decode_error(decoder, progressive, "p.jpg").empty());
+  CHECK_THAT(decode_error(decoder, many, "many.jpg"), StartsWith("many.jpg: corrupt JPEG: more than 500 progressive scans"));
 }

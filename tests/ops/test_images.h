@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "sluice/error.h"
+#include "sluice/ops/decode.h"
 #include "sluice/ops/image.h"
 
 namespace sluice::ops::test {
@@ -115,6 +117,17 @@ inline std::vector<std::uint8_t> bogus_huffman(std::vector<std::uint8_t> jpeg) {
   REQUIRE(dht != 0);
   for (int i = 0; i < 16; ++i) jpeg[dht + 5 + i] = 0xFF;
   return jpeg;
+}
+
+// decode()'s error message, or "" when the bytes decode.
+inline std::string decode_error(ImageDecoder& decoder, const std::vector<std::uint8_t>& bytes, const std::string& name,
+                                const DecodeOptions& options = {}) {
+  try {
+    decoder.decode(bytes.data(), bytes.size(), name, options);
+  } catch (const sluice::Error& e) {
+    return e.what();
+  }
+  return "";
 }
 
 // Mean absolute difference of two same-shaped uint8 images.
