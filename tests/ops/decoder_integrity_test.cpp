@@ -155,8 +155,10 @@ TEST_CASE("JPEG warnings: truncation is an error, other warnings decode as PIL d
   // file is truncated").
   for (const std::size_t size : {hopper.size() / 2, hopper.size() - 2}) {
     INFO(size);
-    CHECK_THAT(decode_error(decoder, cut(hopper, size), "cut.jpg"),
-               StartsWith("cut.jpg: truncated JPEG: Premature end of JPEG file"));
+    for (const bool strict : {false, true}) {
+      CHECK_THAT(decode_error(decoder, cut(hopper, size), "cut.jpg", {.strict = strict}),
+                 StartsWith("cut.jpg: truncated JPEG: Premature end of JPEG file"));
+    }
   }
   // Bytes after the end-of-image marker are not looked at.
   Bytes trailing = hopper;

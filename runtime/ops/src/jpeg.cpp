@@ -63,13 +63,9 @@ void on_emit_message(j_common_ptr cinfo, int level) noexcept {
     s.first_warning = err.msg_code;
     err.format_message(cinfo, s.warning);
   }
-  if (s.strict) {
+  if (err.msg_code == JWRN_JPEG_EOF || s.strict) {
     err.format_message(cinfo, s.message);
-    stop(cinfo, Failure::strict_warning);
-  }
-  if (err.msg_code == JWRN_JPEG_EOF) {
-    err.format_message(cinfo, s.message);
-    stop(cinfo, Failure::truncated);
+    stop(cinfo, err.msg_code == JWRN_JPEG_EOF ? Failure::truncated : Failure::strict_warning);
   }
 }
 
