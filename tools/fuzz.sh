@@ -22,6 +22,8 @@ for t in $targets; do
     tfrecord) find ../shared/data/tfrecord -name '*.tfrecord' -exec cp -n {} "$work"/ \; 2>/dev/null || true ;;
     tar) find ../shared/data/webdataset -name '*.tar' -size -200k -exec cp -n {} "$work"/ \; 2>/dev/null || true ;;
     npy) find ../shared/data/npy -name '*.npy' -exec cp -n {} "$work"/ \; 2>/dev/null || true ;;
+    image) find ../shared/data/images/pillow-tests \( -name '*.jpg' -o -name '*.png' \) -size -20k \
+             -exec cp -n {} "$work"/ \; 2>/dev/null || true ;;
   esac
   log="build-fuzz/fuzz-$t.log"
   if ! "build-fuzz/tests/fuzz/fuzz_$t" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 \

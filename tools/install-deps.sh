@@ -14,7 +14,9 @@ packages=(
   libxxhash-dev
   zlib1g-dev              # gzip-compressed tar shards
   libprotobuf-dev protobuf-compiler  # tf.train.Example (lite runtime)
-  libturbojpeg0-dev libspng-dev      # image decode ops
+  libjpeg62-turbo-dev libspng-dev    # image decode ops (libjpeg-turbo's jpeglib.h API)
+  libjpeg-turbo-progs     # cjpeg/djpeg: JPEG test files and reference pixels (ops tests)
+  python3-pil             # PIL reference pixels (ops tests; compared when present)
   liburing-dev            # small-file reads in one io_uring submission per job
   clang libclang-rt-14-dev  # libFuzzer for tools/fuzz.sh
   openmpi-bin             # mpirun, for the distributed test

@@ -18,10 +18,14 @@
 -- (ctx:tensor scratch, ctx.out.NAME in the batch slot). Failures raise Lua
 -- errors naming the file, so the pipeline's on_error policy applies.
 --
---   image.info(bytes, name [, exif])   -> {width, height, channels, bit_depth, orientation, format}
+--   image.info(bytes, name [, opts])   -> {width, height, channels, bit_depth, orientation, format};
+--                                         opts: exif (false), strict (false), size (as in
+--                                         decode), or a boolean for exif
 --   image.decode(bytes, opts)          -> tensor; opts: name, size, channels (3), dtype ("uint8"),
 --                                         scale (1: JPEGs may decode at 1/2, 1/4, 1/8 while
---                                         keeping at least this fraction), exif (false), max_pixels
+--                                         keeping at least this fraction), exif (false), max_pixels,
+--                                         strict (false: JPEG warnings other than truncation decode
+--                                         as PIL does; true: any warning is an error)
 --   image.random_resized_crop(w, h, rng, opts) -> box {x0, y0, x1, y1}; opts: scale {0.08, 1},
 --                                         ratio {3/4, 4/3}, attempts (10)
 --   image.shrink(box, height, width)   -> the decode scale a resize of box to height x width needs
@@ -48,7 +52,7 @@ typedef struct sluice_image_info {
   int32_t format, width, height, channels, bit_depth, orientation;
 } sluice_image_info;
 typedef struct sluice_decode_args {
-  int32_t channels, dtype, apply_exif_orientation; double scale; uint64_t max_pixels;
+  int32_t channels, dtype, apply_exif_orientation, strict; double scale; uint64_t max_pixels;
 } sluice_decode_args;
 typedef struct sluice_rrc_args {
   double scale_min, scale_max, ratio_min, ratio_max; int32_t attempts;
@@ -59,8 +63,8 @@ typedef struct sluice_normalize_args {
 typedef struct sluice_image_api {
   sluice_image_workspace* (*workspace_new)();
   void (*workspace_free)(sluice_image_workspace* ws);
-  int (*info)(sluice_image_workspace*, const uint8_t*, uint64_t, const char*, int32_t,
-              sluice_image_info*, char*, uint64_t);
+  int (*info)(sluice_image_workspace*, const uint8_t*, uint64_t, const char*,
+              const sluice_decode_args*, sluice_image_info*, char*, uint64_t);
   int (*decode)(sluice_image_workspace*, const uint8_t*, uint64_t, const char*,
                 const sluice_decode_args*, sluice_image_desc*, int32_t*, char*, uint64_t);
   int (*random_resized_crop)(int32_t, int32_t, sluice_rng*, const sluice_rrc_args*,
@@ -87,6 +91,7 @@ local src_desc, dst_desc = ffi.new("sluice_image_desc"), ffi.new("sluice_image_d
 local box_c = ffi.new("sluice_image_box")
 local info_c = ffi.new("sluice_image_info")
 local decode_args = ffi.new("sluice_decode_args")
+local info_args = ffi.new("sluice_decode_args")
 local rrc_args = ffi.new("sluice_rrc_args")
 local norm_args = ffi.new("sluice_normalize_args")
 local divisor_c = ffi.new("int32_t[1]")
@@ -136,9 +141,13 @@ local function describe(t, d, what)
   return d
 end
 
-function M.info(bytes, name, exif)
-  local p, n = bytes_of(bytes)
-  check(C.info(workspace(), p, n, name or "(unnamed image)", exif and 1 or 0, info_c, err, ERR_SIZE))
+function M.info(bytes, name, opts)
+  local exif, strict, size = opts, false, nil
+  if type(opts) == "table" then exif, strict, size = opts.exif, opts.strict, opts.size end
+  local p, n = bytes_of(bytes, size)
+  info_args.apply_exif_orientation = exif and 1 or 0
+  info_args.strict = strict and 1 or 0
+  check(C.info(workspace(), p, n, name or "(unnamed image)", info_args, info_c, err, ERR_SIZE))
   return { width = info_c.width, height = info_c.height, channels = info_c.channels,
            bit_depth = info_c.bit_depth, orientation = info_c.orientation, format = FORMATS[info_c.format] }
 end
@@ -151,6 +160,7 @@ function M.decode(bytes, opts)
   decode_args.channels = opts.channels or 3
   decode_args.dtype = dt.code
   decode_args.apply_exif_orientation = opts.exif and 1 or 0
+  decode_args.strict = opts.strict and 1 or 0
   decode_args.scale = opts.scale or 1
   decode_args.max_pixels = opts.max_pixels or 2^27
   check(C.decode(workspace(), p, n, opts.name or "(unnamed image)", decode_args, dst_desc, divisor_c,

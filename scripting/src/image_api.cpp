@@ -52,10 +52,16 @@ sluice_image_workspace* workspace_new() noexcept {
 
 void workspace_free(sluice_image_workspace* ws) noexcept { delete ws; }
 
+ops::DecodeOptions options_of(const sluice_decode_args& a) {
+  return {.channels = a.channels, .dtype = static_cast<DType>(a.dtype), .scale = a.scale,
+          .apply_exif_orientation = a.apply_exif_orientation != 0, .max_pixels = a.max_pixels,
+          .strict = a.strict != 0};
+}
+
 int info(sluice_image_workspace* ws, const std::uint8_t* bytes, std::uint64_t size, const char* name,
-         std::int32_t exif, sluice_image_info* out, char* err, std::uint64_t err_size) noexcept {
+         const sluice_decode_args* a, sluice_image_info* out, char* err, std::uint64_t err_size) noexcept {
   return guarded(err, err_size, [&] {
-    const ops::ImageInfo i = ws->decoder.info(bytes, size, name, exif != 0);
+    const ops::ImageInfo i = ws->decoder.info(bytes, size, name, options_of(*a));
     *out = {static_cast<std::int32_t>(i.format), i.width, i.height, i.channels, i.bit_depth, i.orientation};
   });
 }
@@ -64,10 +70,7 @@ int decode(sluice_image_workspace* ws, const std::uint8_t* bytes, std::uint64_t 
            const sluice_decode_args* a, sluice_image_desc* out, std::int32_t* divisor, char* err,
            std::uint64_t err_size) noexcept {
   return guarded(err, err_size, [&] {
-    const ops::DecodedImage d = ws->decoder.decode(
-        bytes, size, name,
-        {.channels = a->channels, .dtype = static_cast<DType>(a->dtype), .scale = a->scale,
-         .apply_exif_orientation = a->apply_exif_orientation != 0, .max_pixels = a->max_pixels});
+    const ops::DecodedImage d = ws->decoder.decode(bytes, size, name, options_of(*a));
     *out = desc_of(d.image);
     *divisor = d.scale_divisor;
   });

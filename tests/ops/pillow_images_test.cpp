@@ -32,6 +32,7 @@ std::vector<std::filesystem::path> pillow_images() {
 }  // namespace
 
 TEST_CASE("every Pillow test image decodes or fails cleanly") {
+  if (!have_pillow_images()) return;
   const auto files = pillow_images();
   REQUIRE(files.size() >= 470);
   const DecodeOptions modes[] = {

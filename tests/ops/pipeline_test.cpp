@@ -14,6 +14,7 @@
 #include "sluice/error.h"
 #include "sluice/loader.h"
 #include "sluice/script.h"
+#include "test_images.h"
 
 namespace fs = std::filesystem;
 
@@ -62,6 +63,7 @@ std::vector<float> first_batch(const std::string& pipeline, std::uint32_t worker
 }  // namespace
 
 TEST_CASE("examples/imagenet.lua decodes, crops, flips and normalizes in workers") {
+  if (!sluice::ops::test::have_pillow_images()) return;
   const Tree tree(SLUICE_EXAMPLES_DIR "/imagenet.lua", kImages);
   std::vector<std::int64_t> labels_1, labels_2;
   const auto one = first_batch(tree.pipeline(), 1, labels_1);
@@ -84,6 +86,7 @@ TEST_CASE("examples/imagenet.lua decodes, crops, flips and normalizes in workers
 }
 
 TEST_CASE("a corrupt image in a pipeline fails naming the file") {
+  if (!sluice::ops::test::have_pillow_images()) return;
   const Tree tree(SLUICE_EXAMPLES_DIR "/imagenet.lua", {{"a", "hopper.jpg"}, {"b", "truncated_jpeg.jpg"}});
   try {
     std::vector<std::int64_t> labels;
@@ -98,4 +101,63 @@ TEST_CASE("a corrupt image in a pipeline fails naming the file") {
     INFO(message);
     CHECK(message.find("truncated_jpeg.jpg: truncated JPEG") != std::string::npos);
   }
+}
+
+namespace {
+
+// Decodes every file of train/ in 1 worker, in order, under on_error = "skip".
+const char* const kSkipPipeline = R"(
+local sluice = require("sluice")
+local image = require("sluice.image")
+return sluice.pipeline {
+  source = sluice.folders("train"),
+  map = function(s, ctx)
+    local img = image.decode(s.bytes, { name = s.path, channels = 3 })
+    image.resize(img, ctx.out.image)
+    return { image = ctx.out.image, label = s.label }
+  end,
+  fields = { { "image", "uint8", { 32, 32, 3 } }, { "label", "int64" } },
+  batch_size = 16, shuffle = false, workers = 1, on_error = "skip",
+}
+)";
+
+struct SkipRun {
+  std::vector<std::uint8_t> pixels;
+  std::vector<std::uint64_t> skipped;
+};
+
+SkipRun run_skip_pipeline(const std::vector<std::pair<std::string, std::vector<std::uint8_t>>>& files) {
+  sluice::ops::test::TempDir dir;
+  std::ofstream(dir.file("pipeline.lua")) << kSkipPipeline;
+  fs::create_directories(dir.file("train/a"));
+  for (const auto& [name, bytes] : files) sluice::ops::test::write_bytes(dir.file("train/a/" + name), bytes);
+  sluice::Script script = sluice::load_script({.path = dir.file("pipeline.lua"), .epochs = 1, .workers = 1});
+  sluice::Loader loader(script.options);
+  SkipRun run;
+  while (auto batch = loader.next()) {
+    const auto px = batch->field("image").as<const std::uint8_t>();
+    run.pixels.insert(run.pixels.end(), px.begin(), px.end());
+  }
+  run.skipped = loader.stats().skipped_samples;
+  return run;
+}
+
+}  // namespace
+
+TEST_CASE("a corrupt JPEG under on_error = skip does not poison the worker's decoder") {
+  if (!sluice::ops::test::have_pillow_images()) return;
+  using sluice::ops::test::pillow_file;
+  const auto hopper = pillow_file("hopper.jpg"), sample = pillow_file("pil_sample_rgb.jpg");
+  const auto truncated = pillow_file("truncated_jpeg.jpg");
+  // The issue's folder: good, bad header, good, truncated, good.
+  const SkipRun with_bad = run_skip_pipeline({{"1.jpg", hopper},
+                                              {"2.jpg", sluice::ops::test::bogus_huffman(hopper)},
+                                              {"3.jpg", sample},
+                                              {"4.jpg", truncated},
+                                              {"5.jpg", hopper}});
+  const SkipRun good_only = run_skip_pipeline({{"1.jpg", hopper}, {"3.jpg", sample}, {"5.jpg", hopper}});
+  CHECK(with_bad.skipped == std::vector<std::uint64_t>{1, 3});
+  CHECK(good_only.skipped.empty());
+  REQUIRE(good_only.pixels.size() == 3u * 32 * 32 * 3);
+  CHECK(with_bad.pixels == good_only.pixels);
 }

@@ -1,12 +1,23 @@
 // test_images.h: helpers shared by the ops tests.
 #pragma once
 
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "skip.h"
+#include "sluice/error.h"
+#include "sluice/ops/decode.h"
 #include "sluice/ops/image.h"
 
 namespace sluice::ops::test {
@@ -19,6 +30,108 @@ inline std::vector<std::uint8_t> read_bytes(const std::string& path) {
 }
 
 inline std::vector<std::uint8_t> pillow_file(const std::string& name) { return read_bytes(pillow_path(name)); }
+
+inline void write_bytes(const std::string& path, const std::vector<std::uint8_t>& bytes) {
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
+
+// Pillow's test images (../shared/data), or false after a WARN: the test then
+// is skipped (skip.h).
+inline bool have_pillow_images() {
+  if (std::filesystem::is_directory(SLUICE_PILLOW_IMAGES)) return true;
+  sluice::test::exit_if_skip_code(std::string(SLUICE_PILLOW_IMAGES) + " is absent (the real-data fixtures)");
+  WARN("skipped: " << SLUICE_PILLOW_IMAGES << " is absent (the real-data fixtures)");
+  return false;
+}
+
+// An executable program, or false after a WARN naming its Debian package.
+inline bool have_program(const char* path, const char* package) {
+  if (::access(path, X_OK) == 0) return true;
+  sluice::test::exit_if_skip_code(std::string(path) + " is absent (Debian package " + package + ")");
+  WARN("skipped: " << path << " is absent (Debian package " << package << ")");
+  return false;
+}
+
+// A directory removed with everything in it at the end of the scope.
+class TempDir {
+ public:
+  TempDir() {
+    char pattern[] = "/tmp/sluice-ops-test-XXXXXX";
+    if (::mkdtemp(pattern) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path_ = pattern;
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// Runs a shell command; true when it exits 0.
+inline bool shell(const std::string& command) { return std::system(command.c_str()) == 0; }
+
+// A binary PGM/PPM (P5/P6, maxval 255) as written by djpeg and the PIL helper.
+struct Pnm {
+  int width = 0, height = 0, channels = 0;
+  std::vector<std::uint8_t> pixels;
+};
+
+inline Pnm read_pnm(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string magic;
+  int maxval = 0;
+  Pnm p;
+  in >> magic >> p.width >> p.height >> maxval;
+  in.get();  // the one whitespace byte after maxval
+  if (!in || maxval != 255 || (magic != "P5" && magic != "P6")) return {};
+  p.channels = magic == "P5" ? 1 : 3;
+  p.pixels.resize(static_cast<std::size_t>(p.width) * p.height * p.channels);
+  in.read(reinterpret_cast<char*>(p.pixels.data()), static_cast<std::streamsize>(p.pixels.size()));
+  return in ? p : Pnm{};
+}
+
+// The PNG (zlib) CRC-32.
+inline std::uint32_t crc32(const std::uint8_t* p, std::size_t n) {
+  std::uint32_t c = 0xffffffffu;
+  for (std::size_t i = 0; i < n; ++i) {
+    c ^= p[i];
+    for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1u)));
+  }
+  return ~c;
+}
+
+// Offset of the first marker segment `marker` of a JPEG, up to the first scan (SOS), or 0.
+inline std::size_t find_segment(const std::vector<std::uint8_t>& jpeg, std::uint8_t marker) {
+  std::size_t at = 2;
+  while (at + 4 <= jpeg.size() && jpeg[at] == 0xFF) {
+    if (jpeg[at + 1] == marker) return at;
+    if (jpeg[at + 1] == 0xDA) return 0;
+    at += 2 + ((jpeg[at + 2] << 8) | jpeg[at + 3]);
+  }
+  return 0;
+}
+
+// The JPEG with a DHT whose code counts add up to more than 256 codes:
+// libjpeg's "Bogus Huffman table definition", in the header.
+inline std::vector<std::uint8_t> bogus_huffman(std::vector<std::uint8_t> jpeg) {
+  const std::size_t dht = find_segment(jpeg, 0xC4);
+  REQUIRE(dht != 0);
+  for (int i = 0; i < 16; ++i) jpeg[dht + 5 + i] = 0xFF;
+  return jpeg;
+}
+
+// decode()'s error message, or "" when the bytes decode.
+inline std::string decode_error(ImageDecoder& decoder, const std::vector<std::uint8_t>& bytes, const std::string& name,
+                                const DecodeOptions& options = {}) {
+  try {
+    decoder.decode(bytes.data(), bytes.size(), name, options);
+  } catch (const sluice::Error& e) {
+    return e.what();
+  }
+  return "";
+}
 
 // Mean absolute difference of two same-shaped uint8 images.
 inline double mean_abs_diff(const Image& a, const Image& b) {
@@ -36,6 +149,14 @@ struct OwnedImage {
   std::vector<std::uint8_t> bytes;
   Image image;
 };
+
+inline bool same_pixels(const Image& a, const Image& b) {
+  if (a.height != b.height || a.width != b.width || a.channels != b.channels || a.dtype != b.dtype) return false;
+  for (int y = 0; y < a.height; ++y) {
+    if (std::memcmp(a.row<std::uint8_t>(y), b.row<std::uint8_t>(y), a.row_bytes()) != 0) return false;
+  }
+  return true;
+}
 
 inline OwnedImage own(const Image& src) {
   OwnedImage o;

@@ -1,4 +1,4 @@
-// ImageDecoder: format sniffing, then libjpeg-turbo or libspng, then channel
+// ImageDecoder: format sniffing, then libjpeg or libspng, then channel
 // conversion and orientation, each into the decoder's reused buffers.
 #include <cstdint>
 #include <cstdio>
@@ -47,7 +47,6 @@ void check_options(const DecodeOptions& o) {
 }  // namespace
 
 struct ImageDecoder::Impl {
-  JpegDecoder jpeg;
   Buffer decoded, converted, oriented;
 };
 
@@ -63,14 +62,19 @@ int jpeg_scale_divisor(double scale) {
 
 ImageInfo ImageDecoder::info(const void* bytes, std::size_t size, std::string_view name,
                              bool apply_exif_orientation) {
+  return info(bytes, size, name, DecodeOptions{.apply_exif_orientation = apply_exif_orientation});
+}
+
+ImageInfo ImageDecoder::info(const void* bytes, std::size_t size, std::string_view name,
+                             const DecodeOptions& options) {
   const auto* p = static_cast<const std::uint8_t*>(bytes);
   ImageInfo info;
   if (sniff(p, size, name) == ImageFormat::jpeg) {
-    const JpegHeader h = impl_->jpeg.header(p, size, name);
+    const JpegHeader h = jpeg_header(p, size, name, options.strict);
     info.width = h.width, info.height = h.height, info.channels = h.channels;
-    if (apply_exif_orientation) info.orientation = jpeg_exif_orientation(p, size);
+    if (options.apply_exif_orientation) info.orientation = jpeg_exif_orientation(p, size);
   } else {
-    info = png_info(p, size, name, apply_exif_orientation);
+    info = png_info(p, size, name, options.apply_exif_orientation);
   }
   if (orientation_transposes(info.orientation)) std::swap(info.width, info.height);
   return info;
@@ -84,19 +88,21 @@ DecodedImage ImageDecoder::decode(const void* bytes, std::size_t size, std::stri
   StoredLayout layout;
   Image image;
   if (sniff(p, size, name) == ImageFormat::jpeg) {
-    const JpegHeader h = impl_->jpeg.header(p, size, name);
-    check_pixel_limit(name, h.width, h.height, options.max_pixels);
+    result.scale_divisor = jpeg_scale_divisor(options.scale);
+    JpegHeader h;
+    image = jpeg_decode(p, size, name,
+                        {.divisor = result.scale_divisor, .channels = options.channels, .strict = options.strict,
+                         .max_pixels = options.max_pixels},
+                        impl_->decoded, layout, h);
     result.info.width = h.width, result.info.height = h.height, result.info.channels = h.channels;
     if (options.apply_exif_orientation) result.info.orientation = jpeg_exif_orientation(p, size);
-    result.scale_divisor = jpeg_scale_divisor(options.scale);
-    image = impl_->jpeg.decode(p, size, name, h, result.scale_divisor, options.channels, impl_->decoded, layout);
   } else {
     result.info = png_info(p, size, name, false);
     image = png_decode(p, size, name, options, impl_->decoded, layout, result.info.orientation);
   }
   if (!matches(layout, options.channels) || image.dtype != options.dtype) {
     Image converted = packed_image(nullptr, image.height, image.width, options.channels, options.dtype);
-    converted.data = impl_->converted.reserve(converted.stride * static_cast<std::size_t>(converted.height));
+    converted.data = impl_->converted.reserve(converted.stride * static_cast<std::size_t>(converted.height), name);
     convert_pixels(image, layout, converted);
     image = converted;
   }
@@ -105,7 +111,7 @@ DecodedImage ImageDecoder::decode(const void* bytes, std::size_t size, std::stri
     const bool transposes = orientation_transposes(orientation);
     Image oriented = packed_image(nullptr, transposes ? image.width : image.height,
                                   transposes ? image.height : image.width, image.channels, image.dtype);
-    oriented.data = impl_->oriented.reserve(oriented.stride * static_cast<std::size_t>(oriented.height));
+    oriented.data = impl_->oriented.reserve(oriented.stride * static_cast<std::size_t>(oriented.height), name);
     apply_orientation(image, orientation, oriented);
     image = oriented;
     if (transposes) std::swap(result.info.width, result.info.height);

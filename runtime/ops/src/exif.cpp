@@ -6,7 +6,9 @@ namespace sluice::ops {
 namespace {
 
 constexpr std::uint16_t kOrientationTag = 0x0112;
-constexpr std::uint16_t kShortType = 3;
+
+// TIFF field types that hold an integer.
+enum : std::uint16_t { kByte = 1, kShort = 3, kLong = 4, kSignedByte = 6, kSignedShort = 8, kSignedLong = 9 };
 
 }  // namespace
 
@@ -34,8 +36,18 @@ int exif_orientation(const std::uint8_t* p, std::size_t size) {
     const std::size_t entry = ifd + 2 + static_cast<std::size_t>(i) * 12;
     if (entry + 12 > size) return 1;
     if (u16(entry) == kOrientationTag) {
-      if (u16(entry + 2) != kShortType) return 1;
-      const std::uint32_t value = u16(entry + 8);
+      // One value of up to 4 bytes sits in the entry itself, left-justified.
+      if (u32(entry + 4) < 1) return 1;
+      std::int64_t value;
+      switch (u16(entry + 2)) {
+        case kByte: value = p[entry + 8]; break;
+        case kSignedByte: value = static_cast<std::int8_t>(p[entry + 8]); break;
+        case kShort: value = u16(entry + 8); break;
+        case kSignedShort: value = static_cast<std::int16_t>(u16(entry + 8)); break;
+        case kLong: value = u32(entry + 8); break;
+        case kSignedLong: value = static_cast<std::int32_t>(u32(entry + 8)); break;
+        default: return 1;
+      }
       return value >= 1 && value <= 8 ? static_cast<int>(value) : 1;
     }
   }
@@ -61,6 +73,20 @@ int jpeg_exif_orientation(const std::uint8_t* p, std::size_t size) {
       return exif_orientation(body + 6, body_size - 6);
     }
     at += 2 + length;
+  }
+  return 1;
+}
+
+int png_exif_orientation(const std::uint8_t* p, std::size_t size) {
+  std::size_t at = 8;  // after the signature
+  while (at + 12 <= size) {
+    const std::size_t length =
+        (std::size_t{p[at]} << 24) | (std::size_t{p[at + 1]} << 16) | (std::size_t{p[at + 2]} << 8) | p[at + 3];
+    const std::uint8_t* type = p + at + 4;
+    if (length > size - at - 12) return 1;
+    if (std::memcmp(type, "eXIf", 4) == 0) return exif_orientation(p + at + 8, length);
+    if (std::memcmp(type, "IEND", 4) == 0) return 1;
+    at += 12 + length;
   }
   return 1;
 }

@@ -1,64 +1,206 @@
 #include "jpeg.h"
 
-#include <turbojpeg.h>
-
+// jpeglib.h wants size_t and FILE declared first.
+#include <cstdio>
 #include <cstring>
+// clang-format off
+#include <jpeglib.h>
+#include <jerror.h>
+// clang-format on
+
+#include <algorithm>
+#include <csetjmp>
 #include <string>
+#include <type_traits>
 
 #include "fail.h"
 
 namespace sluice::ops {
 namespace {
 
-// libjpeg's warning for data that ends before the image does (JWRN_JPEG_EOF)
-// and for a scan cut short (JWRN_HIT_MARKER's "premature end of data segment").
-bool is_truncation(const char* message) {
-  return std::strstr(message, "Premature end") != nullptr || std::strstr(message, "premature end") != nullptr;
+// TurboJPEG's TJFLAG_LIMITSCANS: a progressive JPEG may need one pass over its
+// coefficients per scan, so thousands of tiny scans make a small file slow.
+constexpr int kMaxScans = 500;
+
+enum class Failure { none, fatal, truncated, strict_warning, too_many_scans };
+
+// All libjpeg state of one decode, plain C data only: libjpeg's error_exit
+// longjmps back to guarded() below, and nothing between there and libjpeg
+// may own a C++ object with a destructor.
+struct Session {
+  jpeg_decompress_struct cinfo;
+  jpeg_error_mgr err;
+  jpeg_progress_mgr progress;
+  std::jmp_buf jump;
+  bool strict;
+  Failure failure;
+  int first_warning;               // msg_code of the first warning, -1 for none
+  char warning[JMSG_LENGTH_MAX];   // its text
+  char message[JMSG_LENGTH_MAX];   // the text of what ended the decode
+};
+static_assert(std::is_trivially_destructible_v<Session>);
+
+Session& session_of(j_common_ptr cinfo) { return *static_cast<Session*>(cinfo->client_data); }
+
+[[noreturn]] void stop(j_common_ptr cinfo, Failure failure) noexcept {
+  Session& s = session_of(cinfo);
+  s.failure = failure;
+  std::longjmp(s.jump, 1);
 }
+
+// libjpeg callbacks: they never throw; they record and longjmp.
+void on_error_exit(j_common_ptr cinfo) noexcept {
+  cinfo->err->format_message(cinfo, session_of(cinfo).message);
+  stop(cinfo, Failure::fatal);
+}
+
+void on_emit_message(j_common_ptr cinfo, int level) noexcept {
+  if (level >= 0) return;  // trace messages
+  Session& s = session_of(cinfo);
+  jpeg_error_mgr& err = *cinfo->err;
+  ++err.num_warnings;
+  if (s.first_warning < 0) {
+    s.first_warning = err.msg_code;
+    err.format_message(cinfo, s.warning);
+  }
+  if (err.msg_code == JWRN_JPEG_EOF || s.strict) {
+    err.format_message(cinfo, s.message);
+    stop(cinfo, err.msg_code == JWRN_JPEG_EOF ? Failure::truncated : Failure::strict_warning);
+  }
+}
+
+void on_progress(j_common_ptr cinfo) noexcept {
+  if (reinterpret_cast<j_decompress_ptr>(cinfo)->input_scan_number > kMaxScans) {
+    stop(cinfo, Failure::too_many_scans);
+  }
+}
+
+// Runs `step` (libjpeg calls) with `s.jump` set: false when libjpeg failed.
+// The step's captures and locals must be trivially destructible, since a
+// longjmp out of libjpeg unwinds them without running destructors.
+template <typename Step>
+bool guarded(Session& s, const Step& step) noexcept {
+  static_assert(std::is_trivially_destructible_v<Step>);
+  if (setjmp(s.jump) != 0) return false;
+  step();
+  return true;
+}
+
+// Owns one Session: created fresh per call and destroyed on every path.
+class Decompressor {
+ public:
+  Decompressor(std::string_view name, bool strict) : name_(name) {
+    std::memset(&s_, 0, sizeof s_);
+    s_.strict = strict;
+    s_.first_warning = -1;
+    s_.cinfo.err = jpeg_std_error(&s_.err);
+    s_.err.error_exit = on_error_exit;
+    s_.err.emit_message = on_emit_message;
+    s_.cinfo.client_data = &s_;
+    if (!guarded(s_, [this] { jpeg_create_decompress(&s_.cinfo); })) {
+      jpeg_destroy_decompress(&s_.cinfo);
+      fail("cannot start libjpeg");
+    }
+    s_.progress.progress_monitor = on_progress;
+    s_.cinfo.progress = &s_.progress;
+  }
+  ~Decompressor() { jpeg_destroy_decompress(&s_.cinfo); }
+  Decompressor(const Decompressor&) = delete;
+  Decompressor& operator=(const Decompressor&) = delete;
+
+  JpegHeader read_header(const std::uint8_t* bytes, std::size_t size) {
+    run("not a readable JPEG", [this, bytes, size] {
+      jpeg_mem_src(&s_.cinfo, bytes, static_cast<unsigned long>(size));
+      jpeg_read_header(&s_.cinfo, TRUE);
+    });
+    JpegHeader h{static_cast<int>(s_.cinfo.image_width), static_cast<int>(s_.cinfo.image_height), 3};
+    if (s_.cinfo.jpeg_color_space == JCS_GRAYSCALE) h.channels = 1;
+    if (s_.cinfo.jpeg_color_space == JCS_CMYK || s_.cinfo.jpeg_color_space == JCS_YCCK) h.channels = 4;
+    return h;
+  }
+
+  // Output size at 1/divisor, in `color`, with libjpeg's (and PIL's)
+  // defaults: ISLOW DCT, fancy upsampling.
+  void configure(J_COLOR_SPACE color, int divisor) {
+    s_.cinfo.out_color_space = color;
+    s_.cinfo.scale_num = 1;
+    s_.cinfo.scale_denom = static_cast<unsigned>(divisor);
+    s_.cinfo.dct_method = JDCT_ISLOW;
+    s_.cinfo.do_fancy_upsampling = TRUE;
+    run("corrupt JPEG", [this] { jpeg_calc_output_dimensions(&s_.cinfo); });
+  }
+  int output_width() const { return static_cast<int>(s_.cinfo.output_width); }
+  int output_height() const { return static_cast<int>(s_.cinfo.output_height); }
+  int output_components() const { return s_.cinfo.output_components; }
+
+  // Decodes every scanline into `image` (already sized by configure()).
+  void read_scanlines(const Image& image) {
+    run("corrupt JPEG", [this, &image] {
+      jpeg_start_decompress(&s_.cinfo);
+      JSAMPROW rows[16];
+      while (s_.cinfo.output_scanline < s_.cinfo.output_height) {
+        const unsigned first = s_.cinfo.output_scanline;
+        const unsigned count = std::min(16u, s_.cinfo.output_height - first);
+        for (unsigned i = 0; i < count; ++i) rows[i] = image.row<JSAMPLE>(static_cast<int>(first + i));
+        jpeg_read_scanlines(&s_.cinfo, rows, count);
+      }
+      jpeg_finish_decompress(&s_.cinfo);
+    });
+  }
+
+ private:
+  template <typename Step>
+  void run(const char* what, const Step& step) {
+    if (!guarded(s_, step)) fail(what);
+  }
+
+  [[noreturn]] void fail(const char* what) const {
+    std::string message;
+    switch (s_.failure) {
+      case Failure::truncated: message = std::string("truncated JPEG: ") + s_.message; break;
+      case Failure::strict_warning:
+        message = std::string("JPEG warning (an error under DecodeOptions::strict): ") + s_.message;
+        break;
+      case Failure::too_many_scans:
+        message = "corrupt JPEG: more than " + std::to_string(kMaxScans) + " progressive scans";
+        break;
+      default: message = std::string(what) + ": " + s_.message; break;
+    }
+    if (s_.failure == Failure::fatal && s_.first_warning >= 0) {
+      message += std::string(" (after the warning: ") + s_.warning + ")";
+    }
+    fail_file(name_, message);
+  }
+
+  Session s_;
+  std::string_view name_;
+};
 
 }  // namespace
 
-JpegDecoder::JpegDecoder() : handle_(tjInitDecompress()) {
-  if (handle_ == nullptr) throw Error(std::string("sluice ops: cannot start libjpeg-turbo: ") + tjGetErrorStr2(nullptr));
+JpegHeader jpeg_header(const std::uint8_t* bytes, std::size_t size, std::string_view name, bool strict) {
+  Decompressor d(name, strict);
+  return d.read_header(bytes, size);
 }
 
-JpegDecoder::~JpegDecoder() { tjDestroy(handle_); }
-
-JpegHeader JpegDecoder::header(const std::uint8_t* bytes, std::size_t size, std::string_view name) {
-  int width = 0, height = 0, subsampling = 0, colorspace = 0;
-  // A warning (extraneous bytes before a marker, say) still leaves a usable header.
-  if (tjDecompressHeader3(handle_, bytes, static_cast<unsigned long>(size), &width, &height, &subsampling,
-                          &colorspace) != 0 &&
-      (tjGetErrorCode(handle_) != TJERR_WARNING || width <= 0 || height <= 0)) {
-    fail_file(name, std::string("not a readable JPEG: ") + tjGetErrorStr2(handle_));
-  }
-  JpegHeader h{width, height, 3};
-  if (colorspace == TJCS_GRAY) h.channels = 1;
-  if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK) h.channels = 4;
-  return h;
-}
-
-Image JpegDecoder::decode(const std::uint8_t* bytes, std::size_t size, std::string_view name,
-                          const JpegHeader& header, int divisor, int channels, Buffer& out, StoredLayout& layout) {
-  int format = TJPF_RGB, stored = 3;
+Image jpeg_decode(const std::uint8_t* bytes, std::size_t size, std::string_view name, const JpegDecode& options,
+                  Buffer& out, StoredLayout& layout, JpegHeader& header) {
+  Decompressor d(name, options.strict);
+  header = d.read_header(bytes, size);
+  check_pixel_limit(name, header.width, header.height, options.max_pixels);
+  J_COLOR_SPACE color = JCS_EXT_RGB;
   layout = StoredLayout::rgb;
   if (header.channels == 4) {
-    format = TJPF_CMYK, stored = 4, layout = StoredLayout::cmyk_inverted;
-  } else if (header.channels == 1 || channels == 1) {
-    format = TJPF_GRAY, stored = 1, layout = StoredLayout::gray;
-  } else if (channels == 4) {
-    format = TJPF_RGBA, stored = 4, layout = StoredLayout::rgba;
+    color = JCS_CMYK, layout = StoredLayout::cmyk_inverted;
+  } else if (header.channels == 1 || options.channels == 1) {
+    color = JCS_GRAYSCALE, layout = StoredLayout::gray;
+  } else if (options.channels == 4) {
+    color = JCS_EXT_RGBA, layout = StoredLayout::rgba;
   }
-  const int width = (header.width + divisor - 1) / divisor;
-  const int height = (header.height + divisor - 1) / divisor;
-  Image image = packed_image(nullptr, height, width, stored);
-  image.data = out.reserve(image.stride * static_cast<std::size_t>(height));
-  if (tjDecompress2(handle_, bytes, static_cast<unsigned long>(size), static_cast<unsigned char*>(image.data),
-                    width, static_cast<int>(image.stride), height, format, TJFLAG_LIMITSCANS) != 0) {
-    const char* message = tjGetErrorStr2(handle_);
-    if (tjGetErrorCode(handle_) != TJERR_WARNING) fail_file(name, std::string("corrupt JPEG: ") + message);
-    if (is_truncation(message)) fail_file(name, std::string("truncated JPEG: ") + message);
-  }
+  d.configure(color, options.divisor);
+  Image image = packed_image(nullptr, d.output_height(), d.output_width(), d.output_components());
+  image.data = out.reserve(image.stride * static_cast<std::size_t>(image.height), name);
+  d.read_scanlines(image);
   return image;
 }
 

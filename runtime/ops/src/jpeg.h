@@ -1,4 +1,20 @@
-// jpeg.h: libjpeg-turbo behind the decoder.
+// jpeg.h: libjpeg (libjpeg-turbo's jpeglib.h API) behind the decoder.
+//
+// Every call runs a fresh libjpeg decompressor that is destroyed before the
+// call returns, on success and on every error: nothing (Huffman or
+// quantization tables, error state) carries over from one file to the next.
+//
+// Errors and warnings. libjpeg's fatal errors always throw. Its recoverable
+// warnings follow what PIL delivers (PIL ignores libjpeg warnings but refuses
+// data that ends early unless LOAD_TRUNCATED_IMAGES is set):
+//  - JWRN_JPEG_EOF ("Premature end of JPEG file"): the data ends before the
+//    end-of-image marker. An error ("image file is truncated" in PIL), even
+//    when only the marker is missing;
+//  - any other warning (extraneous bytes before a marker, a corrupt scan
+//    libjpeg recovers from, an unknown marker...): the image decodes as
+//    libjpeg recovers it, the pixels PIL returns;
+//  - with `strict`, any warning is an error.
+// Every error message starts with the file's name.
 #pragma once
 
 #include <cstddef>
@@ -17,22 +33,20 @@ struct JpegHeader {
   int channels = 0;  // 1 gray, 3 YCbCr/RGB, 4 CMYK/YCCK
 };
 
-class JpegDecoder {
- public:
-  JpegDecoder();
-  ~JpegDecoder();
-  JpegDecoder(const JpegDecoder&) = delete;
-  JpegDecoder& operator=(const JpegDecoder&) = delete;
+// Reads the markers up to the first scan. Throws Error naming the file.
+JpegHeader jpeg_header(const std::uint8_t* bytes, std::size_t size, std::string_view name, bool strict);
 
-  JpegHeader header(const std::uint8_t* bytes, std::size_t size, std::string_view name);
-
-  // Decodes at 1/divisor (1, 2, 4, 8) into `out`, as gray, RGB, RGBA or
-  // inverted CMYK: the stored layout closest to `channels`.
-  Image decode(const std::uint8_t* bytes, std::size_t size, std::string_view name, const JpegHeader& header,
-               int divisor, int channels, Buffer& out, StoredLayout& layout);
-
- private:
-  void* handle_;
+struct JpegDecode {
+  int divisor = 1;    // DCT downscale: 1, 2, 4 or 8
+  int channels = 3;   // wanted: 1, 3 or 4
+  bool strict = false;
+  std::uint64_t max_pixels = ~std::uint64_t{0};  // checked on the header, before allocating
 };
+
+// Decodes at 1/divisor (sizes rounded up) into `out`, as gray, RGB, RGBA or
+// inverted CMYK: the stored layout closest to `channels`. `header` is set
+// from the file. Throws Error naming the file; on error nothing is returned.
+Image jpeg_decode(const std::uint8_t* bytes, std::size_t size, std::string_view name, const JpegDecode& options,
+                  Buffer& out, StoredLayout& layout, JpegHeader& header);
 
 }  // namespace sluice::ops

@@ -37,12 +37,6 @@ Context open(const std::uint8_t* bytes, std::size_t size, std::string_view name,
   return ctx;
 }
 
-int orientation_of(spng_ctx* ctx) {
-  spng_exif exif{};
-  if (spng_get_exif(ctx, &exif) != 0) return 1;
-  return exif_orientation(reinterpret_cast<const std::uint8_t*>(exif.data), exif.length);
-}
-
 int stored_channels(const spng_ihdr& ihdr) {
   switch (ihdr.color_type) {
     case SPNG_COLOR_TYPE_GRAYSCALE: return 1;
@@ -63,7 +57,7 @@ ImageInfo png_info(const std::uint8_t* bytes, std::size_t size, std::string_view
   info.height = static_cast<int>(ihdr.height);
   info.channels = stored_channels(ihdr);
   info.bit_depth = ihdr.bit_depth == 16 ? 16 : 8;
-  if (read_orientation) info.orientation = orientation_of(ctx.get());
+  if (read_orientation) info.orientation = png_exif_orientation(bytes, size);
   return info;
 }
 
@@ -87,11 +81,11 @@ Image png_decode(const std::uint8_t* bytes, std::size_t size, std::string_view n
   if (bytes_out != image.stride * static_cast<std::size_t>(image.height)) {
     fail_file(name, "libspng reports an unexpected decoded size");
   }
-  image.data = out.reserve(bytes_out);
+  image.data = out.reserve(bytes_out, name);
   if (int e = spng_decode_image(ctx.get(), image.data, bytes_out, format, SPNG_DECODE_TRNS); e != 0) {
     fail_png(name, "corrupt or truncated PNG", e);
   }
-  orientation = options.apply_exif_orientation ? orientation_of(ctx.get()) : 1;
+  orientation = options.apply_exif_orientation ? png_exif_orientation(bytes, size) : 1;
   return image;
 }
 

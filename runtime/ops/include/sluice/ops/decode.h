@@ -1,4 +1,4 @@
-// sluice/ops/decode.h: JPEG (libjpeg-turbo) and PNG (libspng) decoding.
+// sluice/ops/decode.h: JPEG (libjpeg-turbo's libjpeg API) and PNG (libspng) decoding.
 //
 //   sluice::ops::ImageDecoder decoder;                  // one per worker
 //   ImageInfo info = decoder.info(bytes, size, path);   // header only
@@ -14,20 +14,25 @@
 //
 // Errors: a file that is not a JPEG or PNG, truncated, corrupt, or whose
 // header claims more than `max_pixels` pixels throws sluice::Error whose
-// message starts with the name given for the file. The pixel limit is checked
-// on the header, before any pixel memory is allocated. JPEG warnings that
-// leave the image complete (extraneous bytes, an odd marker) are tolerated;
-// a JPEG that ends early is an error.
+// message starts with the name given for the file (an allocation failure
+// too). The pixel limit is checked on the header, before any pixel memory is
+// allocated. A failed decode returns nothing, and leaves nothing behind: each
+// file gets fresh libjpeg / libspng state, so the next file decodes exactly as
+// it would in a new decoder.
+//
+// JPEG warnings, as PIL delivers: libjpeg's fatal errors are errors whatever
+// warnings came before. Data that ends before the end-of-image marker
+// ("Premature end of JPEG file") is an error, as in PIL without
+// LOAD_TRUNCATED_IMAGES. Other warnings (extraneous bytes before a marker, a
+// corrupt scan libjpeg recovers from) decode to the pixels libjpeg recovers,
+// which are PIL's. With DecodeOptions::strict, any warning is an error.
 //
 // Memory: the decoded image lives in the decoder's own scratch and stays valid
 // until its next decode(). Scratch grows to the largest image decoded and is
-// then reused: steady-state decoding of JPEGs allocates nothing (libspng
-// allocates its own small per-file state for each PNG).
+// then reused; libjpeg and libspng allocate their own small per-file state.
 //
 // Thread safety: an ImageDecoder is not thread-safe; give each thread or worker
-// its own. Decoders in different threads are independent. Create decoders
-// after fork() (in Producer::start_worker or the worker's Lua state), not
-// before: each holds a libjpeg-turbo handle.
+// its own. Decoders in different threads are independent.
 #pragma once
 
 #include <cstddef>
@@ -64,6 +69,7 @@ struct DecodeOptions {
   double scale = 1.0;
   bool apply_exif_orientation = false;    // rotate/flip as the EXIF tag says
   std::uint64_t max_pixels = kDefaultMaxPixels;
+  bool strict = false;                    // any JPEG warning is an error (see above)
 };
 
 struct DecodedImage {
@@ -84,6 +90,9 @@ class ImageDecoder {
   // Reads the header. `name` names the file in errors. Throws Error.
   ImageInfo info(const void* bytes, std::size_t size, std::string_view name,
                  bool apply_exif_orientation = false);
+  // The same, as decode() with `options` would report it (apply_exif_orientation
+  // and strict apply; a JPEG warning in the header is an error under strict).
+  ImageInfo info(const void* bytes, std::size_t size, std::string_view name, const DecodeOptions& options);
 
   // Decodes into the decoder's scratch (valid until the next decode). Throws Error.
   DecodedImage decode(const void* bytes, std::size_t size, std::string_view name,
