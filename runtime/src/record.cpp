@@ -33,6 +33,7 @@ struct RecordedBatch {
 struct Record {
   detail::JsonValue header;
   std::vector<RecordedBatch> batches;
+  std::vector<std::uint64_t> skipped;  // from skip lines, in file order
 };
 
 Record read_record(const std::string& path) {
@@ -49,6 +50,10 @@ Record read_record(const std::string& path) {
       if (number == 1) {
         if (!v.find("sluice_record")) throw Error("not a Sluice run record (no \"sluice_record\" header)");
         r.header = std::move(v);
+        continue;
+      }
+      if (const detail::JsonValue* skip = v.find("skip")) {
+        r.skipped.push_back(skip->at("sample").as_u64("sample"));
         continue;
       }
       RecordedBatch b;
@@ -86,7 +91,7 @@ RunRecorder::RunRecorder(const std::string& path, const RecordHeader& h) : path_
           ",\"world_size\":" + std::to_string(h.world_size) + ",\"options\":";
   line += h.options_json.empty() ? "{}" : h.options_json;
   line += "}\n";
-  if (std::fputs(line.c_str(), file_) < 0) throw Error(path_ + ": write failed: " + std::strerror(errno));
+  write(line);
 }
 
 RunRecorder::~RunRecorder() {
@@ -109,7 +114,27 @@ void RunRecorder::record(const Batch& b) {
     line += ":\"" + hex64(digest_bytes(v.data, v.nbytes)) + "\"";
   }
   line += "}}\n";
+  write(line);
+}
+
+void RunRecorder::write(const std::string& line) {
   if (!file_ || std::fputs(line.c_str(), file_) < 0) throw Error(path_ + ": write failed: " + std::strerror(errno));
+}
+
+void RunRecorder::record_skip(std::uint64_t sample, std::string_view reason) {
+  write("{\"skip\":" + skip_json(sample, std::nullopt, reason) + "}\n");
+}
+
+std::string json_string(std::string_view s) {
+  std::string text;
+  detail::append_json_string(text, s);
+  return text;
+}
+
+std::string skip_json(std::uint64_t sample, std::optional<std::uint64_t> epoch, std::string_view reason) {
+  std::string text = "{\"sample\":" + std::to_string(sample);
+  if (epoch) text += ",\"epoch\":" + std::to_string(*epoch);
+  return text + ",\"reason\":" + json_string(reason) + "}";
 }
 
 void RunRecorder::close() {
@@ -177,8 +202,21 @@ VerifyResult verify_records(const std::string& path_a, const std::string& path_b
                      std::to_string(b.batches.size()) + "; the first " + std::to_string(n) + " are identical";
     return result;
   }
+  // Skips are found in whatever order the workers meet them: compare the sets.
+  std::sort(a.skipped.begin(), a.skipped.end());
+  std::sort(b.skipped.begin(), b.skipped.end());
+  if (a.skipped != b.skipped) {
+    result.message = "the " + std::to_string(n) + " batches are identical, but the skipped samples differ: " +
+                     std::to_string(a.skipped.size()) + " skipped in " + path_a + ", " +
+                     std::to_string(b.skipped.size()) + " in " + path_b;
+    return result;
+  }
   result.identical = true;
   result.message = "identical: " + std::to_string(n) + " batches, same samples and field digests";
+  if (!a.skipped.empty()) {
+    result.message += ", the same " + std::to_string(a.skipped.size()) +
+                      (a.skipped.size() == 1 ? " sample skipped" : " samples skipped");
+  }
   if (a_sorted != b_sorted) result.message += " (delivered in a different order; identical after ordering)";
   return result;
 }

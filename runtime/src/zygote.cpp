@@ -240,7 +240,13 @@ void Zygote::request(std::uint32_t word) {
 void Zygote::kill_worker(std::uint32_t id) { request(id | kKillFlag); }
 
 pid_t Zygote::spawn(std::uint32_t id) {
-  request(id);
+  request_spawn(id);
+  return await_spawn(id);
+}
+
+void Zygote::request_spawn(std::uint32_t id) { request(id); }
+
+pid_t Zygote::await_spawn(std::uint32_t id) {
   for (;;) {
     ZygoteEvent e = *receive(kAnswerWaitMs);
     if (e.kind == ZygoteEvent::exited) {

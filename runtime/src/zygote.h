@@ -70,6 +70,10 @@ class Zygote {
   // Forks worker `id` and returns its pid, or -errno if the fork failed.
   // Throws Error if the zygote is gone or does not answer.
   pid_t spawn(std::uint32_t id);
+  // spawn() in two halves, so that a loader can ask for every worker before
+  // waiting for the first answer (answers come in request order).
+  void request_spawn(std::uint32_t id);
+  pid_t await_spawn(std::uint32_t id);
 
   // Has the zygote SIGKILL worker `id` (race-free: the zygote is its parent and
   // has not reaped it, so the pid cannot have been reused). Its exit is

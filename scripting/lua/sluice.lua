@@ -438,10 +438,11 @@ M.half = {
 local OPTIONS = {
   source = true, map = true, map_batch = true, batch_size = true, drop_last = true,
   shuffle = true, seed = true, fields = true, workers = true, prefetch = true,
-  ordered = true, epochs = true, device = true, on_error = true, read_ahead = true, io_threads = true,
+  ordered = true, epochs = true, device = true, on_error = true, skip_fill = true, read_ahead = true,
+  io_threads = true,
 }
 local OPTION_LIST = "source, map, map_batch, batch_size, drop_last, shuffle, seed, fields, "
-  .. "workers, prefetch, ordered, epochs, device, on_error, read_ahead, io_threads"
+  .. "workers, prefetch, ordered, epochs, device, on_error, skip_fill, read_ahead, io_threads"
 
 local Pipeline = {}
 M.Pipeline = Pipeline
@@ -499,7 +500,11 @@ end
 --   on_error    "fail": a bad record or a failing map stops the run with an error
 --               naming the sample (and the file and byte offset or record);
 --               "skip": that sample is dropped from its batch and every later
---               epoch, and reported (count and ids) when the run ends
+--               epoch, and reported (ids and reasons) when the run ends; a
+--               failing sample 0 is tried past (up to 16 samples) at load
+--   skip_fill   "shrink": a batch that lost samples to on_error = "skip" is
+--               shorter; "repeat": it keeps batch_size samples by repeating
+--               its surviving samples in order (fixed shapes for compiled models)
 --   read_ahead  64: records read ahead of the sample being made, per worker
 --   io_threads  4: libuv thread-pool threads per worker (whole-file reads)
 function M.pipeline(spec)
@@ -541,6 +546,8 @@ function M.pipeline(spec)
   p.prefetch = option("prefetch", count, 0, "a non-negative integer")
   p.ordered = option("ordered", boolean, true, "true or false")
   p.on_error = option("on_error", function(v) return v == "fail" or v == "skip" end, "fail", '"fail" or "skip"')
+  p.skip_fill = option("skip_fill", function(v) return v == "shrink" or v == "repeat" end, "shrink",
+    '"shrink" or "repeat"')
   p.read_ahead = option("read_ahead", positive, 64, "a positive integer")
   p.io_threads = option("io_threads", function(v) return positive(v) and v <= 1024 end, 4,
     "an integer in [1, 1024]")

@@ -5,11 +5,14 @@
 --   source_spec() -> plain table describing a native source (sluice.files,
 --                    .folders, .tfrecord, .tar, .npy), or nil for sluice.range;
 --                    the host opens it and learns its size
---   describe(epochs, workers, prefetch, seed, size, host) -> plain table for
---                    sluice::Options (the first four: overrides or nil; size: a
---                    native source's sample count; host: a FeedHost* for
---                    feed_take); it also makes sample 0 once, to infer the
---                    fields and to fail early and clearly
+--   describe(epochs, workers, prefetch, seed, size, host, on_error) -> plain
+--                    table for sluice::Options (the first four and on_error:
+--                    overrides or nil; size: a native source's sample count;
+--                    host: a FeedHost* for feed_take); it also makes sample 0
+--                    once (the trial), to infer the fields and to fail early
+--                    and clearly. With on_error = "skip" a failing sample 0
+--                    does not stop the trial: the next samples are tried (at
+--                    most TRIAL_SAMPLES), and the workers skip sample 0
 -- In each worker process, on its own fresh Lua state:
 --   load(path, dir); start_worker(spec); then fill(view) per batch, where
 --   view.host is the worker's FeedHost (feed_begin / feed_take per row)
@@ -274,14 +277,22 @@ local function run_map(index, epoch, row)
   return map(sample, ctx)
 end
 
+-- The most bytes one sample of one field may take: more is a mistake in the
+-- shape (and would overflow the sizes of batches and slots).
+local MAX_FIELD_BYTES = 2 ^ 40
+
 local function set_fields(list)
   fields, field_named = {}, {}
   local names = {}
   for k, f in ipairs(list) do
-    local entry = {
-      name = f.name, dtype = f.dtype, shape = f.shape,
-      numel = tensor.numel(f.shape), nbytes = tensor.numel(f.shape) * f.dtype.size,
-    }
+    local numel = tensor.numel(f.shape)
+    local nbytes = numel * f.dtype.size
+    if not (nbytes <= MAX_FIELD_BYTES) then  -- also catches inf
+      fail("%s: field '%s' is %s: %s bytes per sample, more than the 2^40 bytes (1 TiB) a field may "
+        .. "take; check its shape", path_name, f.name, tensor.describe(f.dtype.name, f.shape),
+        nbytes < 2 ^ 63 and format("%.0f", nbytes) or format("%.3g", nbytes))
+    end
+    local entry = { name = f.name, dtype = f.dtype, shape = f.shape, numel = numel, nbytes = nbytes }
     fields[k], field_named[f.name], names[k] = entry, entry, f.name
   end
   field_list = #names > 0 and table.concat(names, ", ") or "name = value, ..."
@@ -346,20 +357,20 @@ local function undeclared_out()
   end })
 end
 
--- Fields from what map returned for sample 0, in name order.
-local function infer_fields(result)
+-- Fields from what map returned for sample `index`, in name order.
+local function infer_fields(result, index)
   if result == nil or type(result) ~= "table" or is_tensor(result) then
     write_result(result, 0)  -- fails with the message for a missing or non-table result
   end
   local names = {}
   for name in pairs(result) do
     if type(name) ~= "string" then
-      fail("%s returned a table with the non-string key %s for sample 0; fields are named by strings",
-        who(), tostring(name))
+      fail("%s returned a table with the non-string key %s for sample %d; fields are named by strings",
+        who(), tostring(name), index)
     end
     names[#names + 1] = name
   end
-  if #names == 0 then fail("%s returned an empty table for sample 0; it must return fields", who()) end
+  if #names == 0 then fail("%s returned an empty table for sample %d; it must return fields", who(), index) end
   table.sort(names)
   local list, notes = {}, {}
   for i, name in ipairs(names) do
@@ -378,23 +389,23 @@ local function infer_fields(result)
     elseif type(v) == "cdata" and ffi.istype("uint64_t", v) then
       dt, shape = tensor.dtype("uint64"), {}
     else
-      fail("%s: field '%s' of sample 0 is a %s; a field value is a tensor (ctx:tensor, sluice.tensor) "
-        .. "or a number", who(), name, type(v) == "cdata" and tostring(ffi.typeof(v)) or ("Lua " .. type(v)))
+      fail("%s: field '%s' of sample %d is a %s; a field value is a tensor (ctx:tensor, sluice.tensor) "
+        .. "or a number", who(), name, index, type(v) == "cdata" and tostring(ffi.typeof(v)) or ("Lua " .. type(v)))
     end
     list[i] = { name = name, dtype = dt, shape = shape }
   end
   return list, notes
 end
 
--- Make sample 0 (epoch 0) as a one-sample batch in scratch memory: every
--- check a worker makes, before any worker exists.
-local function dry_run()
+-- Make sample `index` (epoch 0) as a one-sample batch in scratch memory:
+-- every check a worker makes, before any worker exists.
+local function dry_run(index)
   local buffers, data = {}, ffi.new("void*[?]", math.max(#fields, 1))
   for k, f in ipairs(fields) do
     buffers[k] = sluice.tensor("uint8", { math.max(f.nbytes, 1) })
     data[k - 1] = buffers[k].data
   end
-  local samples = ffi.new("uint64_t[1]", 0)
+  local samples = ffi.new("uint64_t[1]", index)
   local view = ffi.new("sluice_fill_view", { epoch = 0, batch = 0, worker = 0, size = 1,
     samples = samples, data = data, host = host })
   M.fill(view)
@@ -412,7 +423,32 @@ function M.source_spec()
   return spec
 end
 
-function M.describe(epochs, workers, prefetch, seed_override, source_size, the_host)
+-- The trial: infer the fields from sample `index` when they are not
+-- declared, then make it as a one-row batch. Returns the field list and notes.
+local TRIAL_SAMPLES = 16
+
+local function trial(index, the_seed)
+  local list, notes = P.fields, {}
+  if list == nil then
+    prepare({}, the_seed)
+    ctx.out = undeclared_out()
+    ctx.epoch, ctx.batch, ctx.worker, ctx.size = 0, 0, 0, 1
+    local result = run_map(index, 0, 0)
+    current.stage = nil
+    local inferred
+    list, inferred = infer_fields(result, index)
+    local described = {}
+    for i, f in ipairs(list) do described[i] = f.name .. " " .. tensor.describe(f.dtype.name, f.shape) end
+    notes[1] = format("fields inferred from sample %d: %s", index, table.concat(described, ", "))
+    for _, n in ipairs(inferred) do notes[#notes + 1] = n end
+  end
+  prepare(list, the_seed)
+  make_out_views()
+  dry_run(index)
+  return list, notes
+end
+
+function M.describe(epochs, workers, prefetch, seed_override, source_size, the_host, on_error_override)
   local notes = {}
   host = ffi.cast("void*", the_host)
   if P.source.native then P.source.size = source_size end
@@ -423,23 +459,34 @@ function M.describe(epochs, workers, prefetch, seed_override, source_size, the_h
     notes[#notes + 1] = 'device = "auto" runs on the cpu: GPU delivery is not supported yet'
   end
   local the_seed = seed_override or P.seed
-  local list = P.fields
-  if list == nil then
-    prepare({}, the_seed)
-    ctx.out = undeclared_out()
-    ctx.epoch, ctx.batch, ctx.worker, ctx.size = 0, 0, 0, 1
-    local result = run_map(0, 0, 0)
-    current.stage = nil
-    local inferred
-    list, inferred = infer_fields(result)
-    local described = {}
-    for i, f in ipairs(list) do described[i] = f.name .. " " .. tensor.describe(f.dtype.name, f.shape) end
-    notes[#notes + 1] = "fields inferred from sample 0: " .. table.concat(described, ", ")
-    for _, n in ipairs(inferred) do notes[#notes + 1] = n end
+  local on_error = on_error_override or P.on_error
+  local list, found
+  if on_error ~= "skip" then
+    list, found = trial(0, the_seed)  -- a failure is the run's error, as it would be in a worker
+  else
+    local tries = math.max(1, math.min(TRIAL_SAMPLES, P.source.size))
+    local failed = {}
+    for index = 0, tries - 1 do
+      local ok, result, more = xpcall(trial, M.message_handler, index, the_seed)
+      current.stage, current.index, current.batch = nil, nil, nil
+      if ok then
+        list, found = result, more
+        break
+      end
+      failed[#failed + 1] = result
+    end
+    if list == nil then
+      fail('%s: on_error = "skip", but %s %d sample%s failed in the trial run (the launching process makes '
+        .. "one sample to infer the fields and check the pipeline); sample 0: %s", path_name,
+        tries == P.source.size and "all" or "each of the first", tries, tries == 1 and "" or "s", failed[1])
+    end
+    if #failed > 0 then
+      notes[#notes + 1] = format('on_error = "skip": sample%s 0%s failed in the trial run and will be '
+        .. "skipped by the workers; sample 0: %s", #failed == 1 and "" or "s",
+        #failed == 1 and "" or ("-" .. (#failed - 1)), (failed[1]:match("^[^\n]*")))
+    end
   end
-  prepare(list, the_seed)
-  make_out_views()
-  dry_run()
+  for _, n in ipairs(found) do notes[#notes + 1] = n end
 
   local plain = {}
   for i, f in ipairs(fields) do
@@ -457,7 +504,8 @@ function M.describe(epochs, workers, prefetch, seed_override, source_size, the_h
     workers = workers or P.workers,
     prefetch = prefetch or P.prefetch,
     ordered = P.ordered,
-    on_error = P.on_error,
+    on_error = on_error,
+    skip_fill = P.skip_fill,
     read_ahead = P.read_ahead,
     io_threads = P.io_threads,
     device = "cpu",

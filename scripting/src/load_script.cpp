@@ -129,6 +129,10 @@ OnError on_error_field(lua_State* L, int table) {
   return string_field(L, table, "on_error") == "skip" ? OnError::skip : OnError::fail;
 }
 
+SkipFill skip_fill_field(lua_State* L, int table) {
+  return string_field(L, table, "skip_fill") == "repeat" ? SkipFill::repeat : SkipFill::shrink;
+}
+
 void push_optional(lua_State* L, const std::optional<std::uint32_t>& value) {
   if (value) {
     lua_pushnumber(L, *value);
@@ -176,7 +180,7 @@ Script load_script(const ScriptOptions& options) {
   if (lua_istable(L, -1)) {
     const scripting::SourceSpec source = read_source_spec(L, lua_gettop(L));
     spec.source_signature = string_field(L, lua_gettop(L), "signature");
-    const OnError on_error = on_error_field(L, lua_gettop(L));
+    const OnError on_error = options.on_error.value_or(on_error_field(L, lua_gettop(L)));
     const std::uint64_t seed =
         options.seed ? *options.seed : static_cast<std::uint64_t>(number_field(L, lua_gettop(L), "seed"));
     try {
@@ -201,7 +205,12 @@ Script load_script(const ScriptOptions& options) {
   }
   lua_pushnumber(L, static_cast<lua_Number>(spec.source ? spec.source->size() : 0));
   lua_pushlightuserdata(L, &host);
-  if (auto error = lua.call(6, 1)) throw Error(*error);
+  if (options.on_error) {
+    lua_pushstring(L, *options.on_error == OnError::skip ? "skip" : "fail");
+  } else {
+    lua_pushnil(L);
+  }
+  if (auto error = lua.call(7, 1)) throw Error(*error);
   const int description = lua_gettop(L);
 
   Script script;
@@ -219,7 +228,8 @@ Script load_script(const ScriptOptions& options) {
   o.workers = static_cast<std::uint32_t>(number_field(L, description, "workers"));
   o.slots = static_cast<std::uint32_t>(number_field(L, description, "prefetch"));
   o.ordered = bool_field(L, description, "ordered");
-  o.on_error = on_error_field(L, description);
+  o.on_error = on_error_field(L, description);  // the override included
+  o.skip_fill = skip_fill_field(L, description);
   o.fields = read_fields(L, description);
   spec.feed.on_error = o.on_error;
   spec.feed.read_ahead = static_cast<std::uint32_t>(number_field(L, description, "read_ahead"));

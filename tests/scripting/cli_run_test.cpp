@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -53,11 +54,14 @@ return sluice.pipeline {
 }
 )";
 
-pid_t spawn_cli(const std::vector<std::string>& args, const std::string& cwd) {
+// With own_group, the child leads a process group of its own (as under Slurm
+// or systemd), so that the test can signal the whole group: kill(-pid, sig).
+pid_t spawn_cli(const std::vector<std::string>& args, const std::string& cwd, bool own_group = false) {
   std::fflush(stdout);  // or the child would print the parent's buffered output again
   std::fflush(stderr);
   pid_t pid = fork();
   if (pid == 0) {
+    if (own_group && setpgid(0, 0) != 0) _exit(127);
     if (chdir(cwd.c_str()) != 0) _exit(127);
     if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr)) _exit(127);
     std::vector<char*> argv{const_cast<char*>(SLUICE_CLI)};
@@ -66,6 +70,7 @@ pid_t spawn_cli(const std::vector<std::string>& args, const std::string& cwd) {
     execv(SLUICE_CLI, argv.data());
     _exit(127);
   }
+  if (own_group) setpgid(pid, pid);  // also here: the group exists before the parent signals it
   return pid;
 }
 
@@ -81,35 +86,15 @@ int stop_with(int sig, const std::string& script, const std::string& cwd) {
   return WEXITSTATUS(status);
 }
 
-std::vector<std::string> lines(const std::string& path) {
-  std::ifstream in(path);
-  std::vector<std::string> out;
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  return out;
-}
+using sluice::test::read_lines;
+using sluice::test::record_samples;
 
 // A record made of a first part's header and batches, then a second part's batches.
 void join_records(const std::string& first, const std::string& second, const std::string& out) {
   std::ofstream o(out);
-  for (const auto& l : lines(first)) o << l << "\n";
-  auto rest = lines(second);
+  for (const auto& l : read_lines(first)) o << l << "\n";
+  auto rest = read_lines(second);
   for (std::size_t i = 1; i < rest.size(); ++i) o << rest[i] << "\n";
-}
-
-// Sample ids per line of a record (header skipped), parsed from "samples":[...].
-std::vector<std::vector<std::uint64_t>> record_samples(const std::string& path) {
-  std::vector<std::vector<std::uint64_t>> out;
-  auto all = lines(path);
-  for (std::size_t i = 1; i < all.size(); ++i) {
-    const std::string& l = all[i];
-    auto start = l.find("\"samples\":[") + 11;
-    auto end = l.find(']', start);
-    std::vector<std::uint64_t> ids;
-    std::stringstream ss(l.substr(start, end - start));
-    for (std::string id; std::getline(ss, id, ',');) ids.push_back(std::stoull(id));
-    out.push_back(ids);
-  }
-  return out;
 }
 
 }  // namespace
@@ -119,7 +104,7 @@ TEST_CASE("Ctrl-C and SIGTERM stop sluice run at once with 130 and 143, saving t
   const std::string script = dir.write("endless.lua", kEndless);
   CHECK(stop_with(SIGINT, script, dir.path()) == 130);
   CHECK(sluice::test::wait_for_no_descendants(1000).empty());
-  const auto state = lines(dir.path() + "/sluice-state.json");
+  const auto state = read_lines(dir.path() + "/sluice-state.json");
   REQUIRE(state.size() == 1);
   CHECK_THAT(state[0], Contains("\"sluice_state\":1"));
   CHECK(stop_with(SIGTERM, script, dir.path()) == 143);
@@ -194,6 +179,119 @@ TEST_CASE("mpirun -np 3: ranks see disjoint shards with equal batch counts, and 
     INFO(v.out);
     CHECK(v.status == 0);
   }
+}
+
+namespace {
+
+// Where a run stands, told through files (a handshake, no sleeps): the
+// launching process writes loading.flag at load and then waits for go.flag
+// (the workers find it there); a worker writes flowing.flag when it fills
+// batch 20 of epoch 0.
+const char* kHandshake = R"(local sluice = require("sluice")
+local dir = sluice.script_dir
+local function exists(name)
+  local f = io.open(dir .. "/" .. name)
+  if f then f:close() end
+  return f ~= nil
+end
+io.open(dir .. "/loading.flag", "w"):close()
+local deadline = os.time() + 30
+while not exists("go.flag") and os.time() < deadline do end
+return sluice.pipeline {
+  source = sluice.range(1000000),
+  fields = { { "x", "float32", { 1024 } } },
+  batch_size = 8, epochs = 1, workers = 2,
+  map = function(i, ctx)
+    if ctx.batch == 20 and ctx.position == 0 and ctx.epoch == 0 then
+      io.open(dir .. "/flowing.flag", "w"):close()
+    end
+    return { x = ctx.out.x }
+  end,
+}
+)";
+
+// Waits for `path` to exist (the other side of a handshake), at most 60 s.
+bool wait_for_file(const std::string& path) {
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (!std::filesystem::exists(path)) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(5ms);  // polling the file, not a guess at timing
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("SIGTERM to the whole process group, during start-up and mid-run: 143, state saved, resumable",
+          "[cli][signals]") {
+  TempDir dir;
+  const std::string script = dir.write("p.lua", kHandshake);
+  const std::string state = dir.path() + "/state.json", record = dir.path() + "/run.jsonl";
+  auto touch = [&](const std::string& name) { std::ofstream(dir.path() + "/" + name).put('\n'); };
+  auto finish = [](pid_t pid) {
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    REQUIRE(WIFEXITED(status));
+    return WEXITSTATUS(status);
+  };
+
+  SECTION("during start-up: the state is the start position, the record is valid and empty") {
+    const pid_t pid = spawn_cli({"run", script, "--quiet", "--state", state, "--record", record}, dir.path(), true);
+    REQUIRE(wait_for_file(dir.path() + "/loading.flag"));  // inside load_script, before any Loader
+    REQUIRE(kill(-pid, SIGTERM) == 0);
+    touch("go.flag");
+    CHECK(finish(pid) == 143);
+    const auto saved = read_lines(state);
+    REQUIRE(saved.size() == 1);
+    CHECK_THAT(saved[0], Contains("\"epoch\":0") && Contains("\"batch\":0,"));
+    const auto lines = read_lines(record);
+    REQUIRE(lines.size() == 1);
+    CHECK_THAT(lines[0], Contains("\"sluice_record\":1"));
+  }
+  SECTION("mid-run: the workers and the zygote get SIGTERM too, and ignore it") {
+    touch("go.flag");
+    const pid_t pid = spawn_cli({"run", script, "--quiet", "--state", state, "--record", record}, dir.path(), true);
+    REQUIRE(wait_for_file(dir.path() + "/flowing.flag"));
+    REQUIRE(kill(-pid, SIGTERM) == 0);
+    const auto sent = std::chrono::steady_clock::now();
+    CHECK(finish(pid) == 143);
+    CHECK(std::chrono::steady_clock::now() - sent < 1s);
+    const auto saved = read_lines(state);
+    REQUIRE(saved.size() == 1);
+    CHECK_THAT(saved[0], !Contains("\"batch\":0,"));
+    CHECK(record_samples(record).size() > 0);
+  }
+  CHECK(sluice::test::wait_for_no_descendants(2000).empty());
+  // Either way the run resumes from the saved state.
+  CliResult resumed = sluice::test::run_cli({"run", script, "--quiet", "--resume", state, "--batches", "3",
+                                             "--state", dir.path() + "/after.json"});
+  INFO(resumed.err);
+  CHECK(resumed.status == 0);
+  CHECK_THAT(resumed.out, Contains("delivered   3 batches"));
+}
+
+TEST_CASE("with more than one rank the default state file is per rank", "[cli][resume]") {
+  TempDir dir;
+  const std::string script = dir.write("p.lua", kPipeline);
+  auto run_in_dir = [&](const std::string& env, const std::string& args) {
+    const std::string cmd = "cd " + dir.path() + " && " + env + " " SLUICE_CLI " run p.lua --quiet --batches 2 " +
+                            args + " > /dev/null 2>&1";
+    return std::system(cmd.c_str());
+  };
+  const std::string single = dir.path() + "/sluice-state.json";
+  REQUIRE(run_in_dir("", "") == 0);
+  CHECK(std::filesystem::exists(single));
+  std::filesystem::remove(single);
+  REQUIRE(run_in_dir("", "--rank 1 --world-size 2") == 0);
+  CHECK(std::filesystem::exists(dir.path() + "/sluice-state.rank1.json"));
+  REQUIRE(run_in_dir("env RANK=0 WORLD_SIZE=2 LOCAL_RANK=0", "") == 0);  // torchrun's variables
+  CHECK(std::filesystem::exists(dir.path() + "/sluice-state.rank0.json"));
+  CHECK_FALSE(std::filesystem::exists(single));
+  // The two ranks' states differ: they never overwrote one another.
+  CHECK(read_lines(dir.path() + "/sluice-state.rank0.json") != read_lines(dir.path() + "/sluice-state.rank1.json"));
+  // An explicit --state still wins.
+  REQUIRE(run_in_dir("", "--rank 1 --world-size 2 --state mine.json") == 0);
+  CHECK(std::filesystem::exists(dir.path() + "/mine.json"));
 }
 
 #endif

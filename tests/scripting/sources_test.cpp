@@ -20,19 +20,11 @@
 #include "support.h"
 
 using Catch::Matchers::Contains;
+using sluice::test::shared_data;
 using sluice::test::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
-
-// ../shared/data, or "" after a WARN when it is absent.
-std::string shared_data() {
-  const fs::path path = SLUICE_SHARED_DATA;
-  if (fs::is_directory(path)) return fs::canonical(path).string();
-  sluice::test::exit_if_skip_code(path.string() + " is absent (the real-data fixtures)");
-  WARN("skipped: " << path.string() << " is absent (the real-data fixtures)");
-  return "";
-}
 
 template <typename T>
 std::vector<T> values(const sluice::Batch& batch, const char* field) {

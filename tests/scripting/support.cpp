@@ -1,5 +1,9 @@
 #include "support.h"
 
+#include <catch2/catch.hpp>
+
+#include "skip.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -15,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -144,6 +149,39 @@ CliResult run_cli(const std::vector<std::string>& args) {
   result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return result;
 #endif
+}
+
+std::vector<std::string> read_lines(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+std::vector<std::vector<std::uint64_t>> record_samples(const std::string& path) {
+  std::vector<std::vector<std::uint64_t>> out;
+  const auto all = read_lines(path);
+  for (std::size_t i = 1; i < all.size(); ++i) {
+    const std::string& l = all[i];
+    const auto at = l.find("\"samples\":[");
+    if (at == std::string::npos) continue;  // a skip line
+    const auto start = at + 11;
+    std::vector<std::uint64_t> ids;
+    std::stringstream ss(l.substr(start, l.find(']', start) - start));
+    for (std::string id; std::getline(ss, id, ',');) ids.push_back(std::stoull(id));
+    out.push_back(ids);
+  }
+  return out;
+}
+
+std::string shared_data() {
+#ifdef SLUICE_SHARED_DATA
+  const std::filesystem::path path = SLUICE_SHARED_DATA;
+  if (std::filesystem::is_directory(path)) return std::filesystem::canonical(path).string();
+  exit_if_skip_code(path.string() + " is absent (the real-data fixtures)");
+  WARN("skipped: " << path.string() << " is absent (the real-data fixtures)");
+#endif
+  return "";
 }
 
 BatchCopy copy_batch(const Batch& batch) {

@@ -46,6 +46,16 @@ struct CliResult {
 // leaves behind is adopted by the test and shows in descendants().
 CliResult run_cli(const std::vector<std::string>& args);
 
+// The lines of a text file (none if it cannot be read).
+std::vector<std::string> read_lines(const std::string& path);
+
+// Sample ids of each batch line of a run record (header and skip lines left out).
+std::vector<std::vector<std::uint64_t>> record_samples(const std::string& path);
+
+// ../shared/data (the real-data fixtures) as an absolute path, or "" after a
+// WARN that ctest turns into a skip (SKIP_REGULAR_EXPRESSION) when it is absent.
+std::string shared_data();
+
 // One delivered batch, copied out for comparison.
 struct BatchCopy {
   std::uint64_t epoch = 0;

@@ -9,6 +9,14 @@ namespace sluice::cli {
 // the pipeline failed, 2 on a usage error. Prints its own messages.
 int run_command(int argc, char** argv);
 
+// SIGINT and SIGTERM handlers for `sluice run`, installed as main()'s first
+// instruction so that a signal during start-up (parsing, loading the script,
+// starting the workers) still ends the run cleanly with its state saved.
+// Every other command calls release_signal_handlers(), which restores the
+// default actions and delivers a signal that came in the meantime.
+void install_signal_handlers();
+void release_signal_handlers();
+
 // The text of `sluice run --help`.
 const char* run_help();
 

@@ -40,6 +40,8 @@ options:
 }  // namespace
 
 int main(int argc, char** argv) {
+  sluice::cli::install_signal_handlers();  // first: see commands.h
+  if (argc < 2 || std::string_view(argv[1]) != "run") sluice::cli::release_signal_handlers();
   if (argc < 2) {
     std::fputs(kUsage, stderr);
     return 2;

@@ -31,6 +31,10 @@ double parse_seconds(std::string_view option, std::string_view text) {
 
 }  // namespace
 
+std::string default_state_path(std::uint32_t world_size) {
+  return world_size > 1 ? "sluice-state.rank{rank}.json" : "sluice-state.json";
+}
+
 RunArgs parse_run_args(int argc, char** argv) {
   RunArgs args;
   constexpr std::uint64_t kU32 = 0xFFFFFFFFull;
@@ -84,6 +88,11 @@ RunArgs parse_run_args(int argc, char** argv) {
       args.batch_timeout_ms = static_cast<std::uint32_t>(parse_count(name, value, kU32));
     } else if (name == "--worker-memory-mb") {
       args.worker_memory_mb = parse_count(name, value, UINT64_MAX >> 20);
+    } else if (name == "--skip-fill") {
+      if (value != "shrink" && value != "repeat") throw UsageError{"--skip-fill expects shrink or repeat"};
+      args.skip_fill = value == "shrink" ? SkipFill::shrink : SkipFill::repeat;
+    } else if (name == "--skip-log") {
+      args.skip_log_path = std::string(value);
     } else if (name == "--record") {
       args.record_path = std::string(value);
     } else if (name == "--state") {

@@ -22,8 +22,10 @@ struct RunArgs {
   std::optional<std::uint32_t> max_retries;
   std::optional<std::uint32_t> batch_timeout_ms;
   std::optional<std::uint64_t> worker_memory_mb;
+  std::optional<SkipFill> skip_fill;
   std::string record_path;
-  std::string state_path = "sluice-state.json";
+  std::string skip_log_path;
+  std::string state_path;  // empty: the default, see default_state_path()
   std::string resume_path;
   std::optional<std::uint32_t> rank;
   std::optional<std::uint32_t> world_size;
@@ -32,6 +34,11 @@ struct RunArgs {
 struct UsageError {
   std::string message;
 };
+
+// Where the state goes without --state: sluice-state.json, or
+// sluice-state.rank{rank}.json when the run has more than one rank, so that
+// ranks sharing a directory never write the same file.
+std::string default_state_path(std::uint32_t world_size);
 
 // Parses argv[1..argc) (argv[0] is "run"). Throws UsageError naming the
 // option and what it expects.

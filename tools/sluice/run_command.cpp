@@ -56,12 +56,21 @@ constexpr const char* kHelp =
     "                  applies (default 3)\n"
     "  --batch-timeout-ms N   kill and retry a batch that takes longer (0 = never)\n"
     "  --worker-memory-mb N   kill and replace a worker whose private memory passes N\n"
+    "  --skip-fill shrink|repeat   a batch that lost samples to on_error skip is\n"
+    "                  shorter (shrink), or keeps its size by repeating its surviving\n"
+    "                  samples in order (repeat: fixed shapes for compiled models)\n"
+    "  --skip-log FILE one JSON line per skipped sample: {\"sample\": ID, \"reason\":\n"
+    "                  \"...\"} (the reason names the file or record, and the epoch\n"
+    "                  when a map failed; the epoch is not a key), appended and\n"
+    "                  flushed as the run finds them (after each batch)\n"
     "\n"
     "reproducibility and distribution:\n"
     "  --record FILE   write a run record (JSON lines: per batch its sample ids and a\n"
     "                  digest of each field); compare two with `sluice verify`\n"
     "  --state FILE    where to save the loader state when the run stops early: on\n"
-    "                  Ctrl-C, SIGTERM or at --batches (default sluice-state.json)\n"
+    "                  Ctrl-C, SIGTERM or at --batches (default sluice-state.json,\n"
+    "                  or sluice-state.rank{rank}.json when the world size is above\n"
+    "                  1, so that ranks sharing a directory never collide)\n"
     "                  ({rank} in FILE paths becomes the rank)\n"
     "  --resume FILE   continue a run from a saved state: the same batches the\n"
     "                  interrupted run would have delivered next\n"
@@ -72,8 +81,10 @@ constexpr const char* kHelp =
     "Progress goes to stderr: a live line on a terminal, plain lines otherwise. The\n"
     "summary goes to stdout. Exit status: 0 when every batch was delivered, 1 when\n"
     "the pipeline failed (its message names the script line), 2 on a usage error,\n"
-    "130 after Ctrl-C and 143 after SIGTERM (the state is saved first; every\n"
-    "worker is stopped before exit).\n";
+    "130 after Ctrl-C and 143 after SIGTERM, also during start-up and when the\n"
+    "signal goes to the whole process group (the state is saved first, at the\n"
+    "start position if no batch was delivered, and the run record is complete;\n"
+    "every worker is stopped before exit).\n";
 
 double seconds(std::uint64_t ns) { return static_cast<double>(ns) / 1e9; }
 
@@ -200,20 +211,41 @@ std::string verdict(double worker_busy, double consumer_wait, std::uint32_t work
   return text;
 }
 
-// "2 samples (on_error = "skip"): ids 4, 17"; at most 50 ids, then how many more.
-std::string describe_skipped(const std::vector<std::uint64_t>& ids) {
-  constexpr std::size_t kShown = 50;
+// The first line of a skip reason (a map's traceback follows it), at most
+// 200 bytes.
+std::string first_line(const std::string& reason) {
+  constexpr std::size_t kMax = 200;
+  std::string line = reason.substr(0, reason.find('\n'));
+  if (line.size() > kMax) line = line.substr(0, kMax) + "...";
+  return line;
+}
+
+// "2 samples (on_error = "skip"): ids 4, 17" (at most 50 ids, then how many
+// more), then the first few samples' reasons, one per line.
+std::string describe_skipped(const Stats& stats, bool logged) {
+  constexpr std::size_t kShown = 50, kReasons = 5;
+  const std::vector<std::uint64_t>& ids = stats.skipped_samples;
   std::string text = std::to_string(ids.size()) + (ids.size() == 1 ? " sample" : " samples") +
                      " (on_error = \"skip\")";
   if (ids.empty()) return text;
   text += ": ids ";
   for (std::size_t i = 0; i < ids.size() && i < kShown; ++i) text += (i ? ", " : "") + std::to_string(ids[i]);
   if (ids.size() > kShown) text += ", ... and " + std::to_string(ids.size() - kShown) + " more";
+  for (std::size_t i = 0; i < ids.size() && i < stats.skip_reasons.size() && i < kReasons; ++i) {
+    text += "\n            sample " + std::to_string(ids[i]) + ": " + first_line(stats.skip_reasons[i]);
+  }
+  if (ids.size() > kReasons) {
+    text += "\n            ... " + std::to_string(ids.size() - kReasons) + " more" +
+            (logged ? " in the skip log" : " (--skip-log FILE lists every one)");
+  }
   return text;
 }
 
-// Ctrl-C and SIGTERM interrupt the loader (async-signal-safe) so that the
-// run loop ends at once; run() then saves the state and exits 128 + signal.
+// SIGINT and SIGTERM are handled from main()'s first instruction (see
+// install_signal_handlers): before a Loader exists the handler only notes the
+// signal, and the Loader is interrupted as soon as it is built; with a Loader,
+// it interrupts it (async-signal-safe) so that the run loop ends at once. run()
+// then saves the state and exits 128 + signal.
 volatile std::sig_atomic_t g_signal = 0;
 Loader* volatile g_loader = nullptr;
 
@@ -222,28 +254,54 @@ void on_signal(int sig) {
   if (Loader* loader = g_loader) loader->interrupt();
 }
 
-// Installs the handlers for the lifetime of a run, and restores the old ones.
+// Points the handler at a Loader for its lifetime; interrupts it at once if a
+// signal came first (during start-up).
 class SignalScope {
  public:
   explicit SignalScope(Loader& loader) {
-    g_loader = &loader;
-    struct sigaction sa {};
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = 0;  // no SA_RESTART: a blocking call returns at once
-    sigaction(SIGINT, &sa, &old_int_);
-    sigaction(SIGTERM, &sa, &old_term_);
+    g_loader = &loader;  // before reading g_signal: a signal in between is seen by one or the other
+    if (g_signal != 0) loader.interrupt();
   }
-  ~SignalScope() {
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
-    g_loader = nullptr;
-  }
+  ~SignalScope() { g_loader = nullptr; }
   SignalScope(const SignalScope&) = delete;
   SignalScope& operator=(const SignalScope&) = delete;
+};
+
+// Skipped samples, written to the run record and the skip log once each, as
+// the run finds them.
+class SkipReport {
+ public:
+  SkipReport(const std::string& log_path, RunRecorder* recorder) : path_(log_path), recorder_(recorder) {
+    if (path_.empty()) return;
+    log_ = std::fopen(path_.c_str(), "w");
+    if (!log_) throw Error(path_ + ": cannot create the skip log: " + std::strerror(errno));
+  }
+  ~SkipReport() {
+    if (log_) std::fclose(log_);
+  }
+  SkipReport(const SkipReport&) = delete;
+  SkipReport& operator=(const SkipReport&) = delete;
+
+  // Writes the skips of `stats` not written yet (the log line by line, flushed).
+  void update(const Stats& stats) {
+    for (; written_ < stats.skipped_samples.size(); ++written_) {
+      const std::uint64_t id = stats.skipped_samples[written_];
+      const std::string reason = written_ < stats.skip_reasons.size() ? stats.skip_reasons[written_] : "";
+      if (recorder_) recorder_->record_skip(id, reason);
+      if (log_) {
+        const std::string line = skip_json(id, std::nullopt, reason) + "\n";
+        if (std::fputs(line.c_str(), log_) < 0 || std::fflush(log_) != 0) {
+          throw Error(path_ + ": write failed: " + std::strerror(errno));
+        }
+      }
+    }
+  }
 
  private:
-  struct sigaction old_int_ {}, old_term_ {};
+  std::string path_;
+  RunRecorder* recorder_;
+  std::FILE* log_ = nullptr;
+  std::size_t written_ = 0;
 };
 
 std::string read_text_file(const std::string& path) {
@@ -271,19 +329,17 @@ std::string for_rank(std::string path, std::uint32_t rank) {
 
 // What shapes the data, for the run record's header.
 std::string options_json(const Options& o, const std::string& script_path) {
-  char text[512];
-  std::snprintf(text, sizeof text,
-                "{\"script\":\"%s\",\"dataset_size\":%llu,\"batch_size\":%u,\"drop_last\":%s,"
-                "\"shuffle\":%s,\"epochs\":%u,\"fields\":\"%s\"}",
-                script_path.c_str(), static_cast<unsigned long long>(o.dataset_size), o.batch_size,
-                o.drop_last ? "true" : "false", o.shuffle ? "true" : "false", o.epochs,
-                describe_fields(o).c_str());
-  return text;
+  char text[256];
+  std::snprintf(text, sizeof text, ",\"dataset_size\":%llu,\"batch_size\":%u,\"drop_last\":%s,\"shuffle\":%s,"
+                "\"epochs\":%u,\"skip_fill\":\"%s\",\"fields\":",
+                static_cast<unsigned long long>(o.dataset_size), o.batch_size, o.drop_last ? "true" : "false",
+                o.shuffle ? "true" : "false", o.epochs, o.skip_fill == SkipFill::repeat ? "repeat" : "shrink");
+  return "{\"script\":" + json_string(script_path) + text + json_string(describe_fields(o)) + "}";
 }
 
 // Applies the command line's fault, shard and resume options to the script's.
 std::string configure(Options& o, const RunArgs& args) {
-  if (args.on_error) o.on_error = *args.on_error;
+  if (args.skip_fill) o.skip_fill = *args.skip_fill;
   if (args.max_retries) o.max_retries = *args.max_retries;
   if (args.batch_timeout_ms) o.batch_timeout_ms = *args.batch_timeout_ms;
   if (args.worker_memory_mb) o.worker_memory_limit_mb = *args.worker_memory_mb;
@@ -304,7 +360,9 @@ std::string configure(Options& o, const RunArgs& args) {
 
 int run(const RunArgs& args) {
   const auto started = Clock::now();
-  Script script = load_script(args.script);
+  ScriptOptions script_options = args.script;
+  script_options.on_error = args.on_error;  // the trial at load follows it too
+  Script script = load_script(script_options);
   for (const std::string& note : script.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
   const std::string launcher = configure(script.options, args);
   const Options& o = script.options;
@@ -319,6 +377,7 @@ int run(const RunArgs& args) {
                      RecordHeader{hash, options_json(o, script.path), o.seed, o.rank, o.world_size});
   }
 
+  SkipReport skips(args.skip_log_path, recorder ? &*recorder : nullptr);
   Loader loader(script.options);
   SignalScope signals(loader);
   const std::uint64_t per_epoch = loader.plan().batches_per_epoch();
@@ -328,22 +387,31 @@ int run(const RunArgs& args) {
   Progress progress(args, total, o.epochs);
   const auto loop_start = Clock::now();
   std::uint64_t delivered = 0;
-  while (args.batches == 0 || delivered < args.batches) {
-    std::optional<Batch> batch = loader.next();
-    if (!batch) break;
-    if (recorder) recorder->record(*batch);
-    batch->release();
-    ++delivered;
-    progress.update(loader.stats(), loader.current_epoch());
+  try {
+    while (args.batches == 0 || delivered < args.batches) {
+      std::optional<Batch> batch = loader.next();
+      if (!batch) break;
+      if (recorder) recorder->record(*batch);
+      batch->release();
+      ++delivered;
+      const Stats stats = loader.stats();
+      skips.update(stats);
+      progress.update(stats, loader.current_epoch());
+    }
+  } catch (const Error&) {
+    skips.update(loader.stats());  // what was skipped before the failure
+    throw;
   }
   const auto loop_end = Clock::now();
   progress.finish();
+  skips.update(loader.stats());
   if (recorder) recorder->close();
   const int signal = g_signal;
   const bool stopped_early = signal != 0 || (args.batches > 0 && delivered == args.batches &&
                                              loader.current_epoch() < o.epochs);
   if (stopped_early) {
-    const std::string state_path = for_rank(args.state_path, o.rank);
+    const std::string state_path =
+        for_rank(args.state_path.empty() ? default_state_path(o.world_size) : args.state_path, o.rank);
     write_text_file(state_path, loader.state().to_json() + "\n");
     std::fprintf(stderr, "sluice run: stopped %s after %llu batches; state saved to %s (continue with --resume %s)\n",
                  signal == SIGINT ? "by SIGINT" : signal == SIGTERM ? "by SIGTERM" : "at --batches",
@@ -392,7 +460,11 @@ int run(const RunArgs& args) {
                 stats.batches_retried == 1 ? "" : "es");
   }
   if (o.on_error == OnError::skip || !stats.skipped_samples.empty()) {
-    std::printf("skipped     %s\n", describe_skipped(stats.skipped_samples).c_str());
+    std::printf("skipped     %s\n", describe_skipped(stats, !args.skip_log_path.empty()).c_str());
+  }
+  if (stats.empty_batches > 0) {
+    std::printf("            %llu batch%s left empty by skipped samples, not delivered\n",
+                static_cast<unsigned long long>(stats.empty_batches), stats.empty_batches == 1 ? "" : "es");
   }
   std::printf("verdict     %s\n", verdict(busy, waited, o.workers).c_str());
   return signal != 0 ? 128 + signal : 0;
@@ -401,6 +473,21 @@ int run(const RunArgs& args) {
 }  // namespace
 
 const char* run_help() { return kHelp; }
+
+void install_signal_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: a blocking call returns at once
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+void release_signal_handlers() {
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+  if (g_signal != 0) std::raise(g_signal);  // one that came before: its default action now
+}
 
 int run_command(int argc, char** argv) {
   RunArgs args;

@@ -3,14 +3,20 @@
 // A run record is a JSON-lines file: one header line (script hash, options,
 // seed, Sluice version, rank and world size), then one line per delivered
 // batch with its epoch, batch index, sample ids and an xxHash64 digest of each
-// field. verify_records() compares two records batch by batch.
+// field, and one line per sample that on_error = skip dropped:
+//   {"skip":{"sample":17,"reason":"map (p.lua:4) failed on sample 17 ..."}}
+// (older records have no skip lines; readers that predate them see an unknown
+// line). verify_records() compares two records batch by batch, then the sets
+// of skipped samples.
 //
 // Thread safety: a RunRecorder is used from one thread at a time.
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "sluice/batch.h"
 
@@ -34,13 +40,24 @@ class RunRecorder {
 
   // Appends one batch's line. Throws Error if the write fails.
   void record(const Batch& batch);
+  // Appends one skipped sample's line, with why it was skipped. Throws Error
+  // if the write fails.
+  void record_skip(std::uint64_t sample, std::string_view reason);
   // Flushes and closes; throws Error if that fails. The destructor closes too.
   void close();
 
  private:
+  void write(const std::string& line);
   std::string path_;
   std::FILE* file_ = nullptr;
 };
+
+// One skipped sample as a JSON object (no newline), properly escaped:
+// {"sample":17,"epoch":0,"reason":"..."}; "epoch" only when given.
+std::string skip_json(std::uint64_t sample, std::optional<std::uint64_t> epoch, std::string_view reason);
+
+// s as a JSON string literal, quotes included (for RecordHeader::options_json).
+std::string json_string(std::string_view s);
 
 // xxHash64 of bytes, the digest used in records.
 std::uint64_t digest_bytes(const void* data, std::size_t size);

@@ -8,7 +8,10 @@
 // load_script runs pipeline.lua once in the calling process, on a Lua state it
 // closes before returning: it reads the pipeline, infers the fields from sample
 // 0 if they are not declared, and makes sample 0 once so that a broken map
-// fails here, before any worker exists. The Producer it puts in the Options
+// fails here, before any worker exists (with on_error = skip, a failing sample
+// 0 is skipped by the workers, and the next of the first 16 samples that works
+// stands in for it here; a note says so). A field of more than 2^40 bytes per
+// sample is an error here. The Producer it puts in the Options
 // creates a fresh LuaJIT state in every worker (after fork) and runs the script
 // there again; workers share no Lua state and take no lock.
 //
@@ -47,6 +50,9 @@ struct ScriptOptions {
   std::optional<std::uint32_t> workers = std::nullopt;    // >= 1
   std::optional<std::uint32_t> prefetch = std::nullopt;   // batch slots in flight; 0 = runtime default
   std::optional<std::uint64_t> seed = std::nullopt;       // < 2^53 (seeds are Lua numbers)
+  // on_error also decides the trial at load: with skip, a failing sample 0 does
+  // not stop it (the next samples are tried, at most 16), and the workers skip it.
+  std::optional<OnError> on_error = std::nullopt;
 };
 
 // Where the workers' time went, summed over every worker of every Loader built
