@@ -2,6 +2,10 @@
 # Installs Sluice's build and test dependencies on Debian 12 (bookworm).
 # Every dependency is a Debian package; the CUDA Toolkit is optional and is
 # picked up from /usr/local/cuda when present.
+#
+# Extra Debian packages may be named as arguments; tools/cross-test.sh passes
+# the aarch64 cross compiler and qemu-user that way, so a plain run (amd64
+# only) neither installs nor checks them.
 set -euo pipefail
 
 packages=(
@@ -21,6 +25,7 @@ packages=(
   clang libclang-rt-14-dev  # libFuzzer for tools/fuzz.sh
   openmpi-bin             # mpirun, for the distributed test
   python3-numpy           # .npz/.npy test files written by numpy itself (tests skip without it)
+  "$@"
 )
 
 missing=()

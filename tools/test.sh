@@ -26,5 +26,7 @@ cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSLUICE_RUNTIME_ONLY
 cmake --build build-tsan -j"$jobs"
 TSAN_OPTIONS="suppressions=$PWD/tools/tsan.supp" ctest --test-dir build-tsan -j"$jobs" --output-on-failure
 
+bash tools/cross-test.sh
+
 echo "== fuzz targets, briefly (libFuzzer)"
 bash tools/fuzz.sh

@@ -1,6 +1,7 @@
 #include "arena.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -87,12 +88,15 @@ Arena::~Arena() {
 
 void Arena::prefault_in_this_process() const {
   if (madvise(base_, size_, MADV_POPULATE_WRITE) == 0) return;
-  // Kernels before 5.14: touch each page. A volatile read-modify-write of a
-  // byte keeps its value and makes the entry writable.
+  // Kernels before 5.14: write to each page (at the kernel's page size, which
+  // may be 64 KiB on aarch64). An atomic add of 0 keeps the byte's value and
+  // makes the entry writable. It must be atomic: the parent and the other
+  // workers may already be writing the arena (ring indices, slot headers),
+  // and a plain read, then write, of the byte could undo a store of theirs
+  // made in between. (qemu-user accepts MADV_POPULATE_WRITE as a no-op.)
   long page = sysconf(_SC_PAGESIZE);
   for (std::size_t off = 0; off < size_; off += static_cast<std::size_t>(page)) {
-    volatile std::byte* b = base_ + off;
-    *b = *b;
+    std::atomic_ref<unsigned char>(*reinterpret_cast<unsigned char*>(base_ + off)).fetch_add(0, std::memory_order_relaxed);
   }
 }
 

@@ -43,6 +43,10 @@ void store_fence() {
 #if defined(__x86_64__)
   _mm_sfence();
 #else
+  // No streaming stores here (aarch64 and others: copy_to_batch is memcpy,
+  // whose stores any later release store orders). A full fence (dmb ish on
+  // aarch64) still keeps the contract for a caller that publishes with a
+  // relaxed store after store_fence(); it costs one barrier per batch.
   std::atomic_thread_fence(std::memory_order_seq_cst);
 #endif
 }

@@ -112,6 +112,8 @@ void LoaderCore::on_worker_exit(const WorkerExit& e) {
   }
 
   // Blame the batch it was filling, and the sample if the producer named it.
+  // Relaxed is enough: the worker is dead, and its exit, the zygote's waitpid
+  // and the message that told us order all its stores before these loads.
   const std::uint64_t busy = ch.busy_seq.load(std::memory_order_relaxed);
   const std::uint32_t position = ch.busy_position.load(std::memory_order_relaxed);
   for (std::uint32_t slot = 0; busy != kIdle && slot < layout_.slots; ++slot) {

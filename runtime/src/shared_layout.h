@@ -65,9 +65,15 @@ struct WorkerChannel {
   SpscRing<Task, kRingCapacity> tasks;         // parent produces, worker consumes
   SpscRing<Completion, kRingCapacity> done;    // worker produces, parent consumes
   // What the worker is doing, for blaming a crash or a hang on a batch and a
-  // sample. Written by the worker, read by the parent, relaxed: the values are
-  // advisory (the parent acts on them only after the worker is dead or has
-  // been stuck for a whole timeout), and each is a single aligned word.
+  // sample. Written by the worker, read by the parent. busy_seq publishes the
+  // others: the worker stores busy_since_ns, alive_ns and busy_position, then
+  // busy_seq with release; the watchdog loads busy_seq with acquire, so when
+  // it sees a new batch it also sees that batch's busy_since_ns (or newer),
+  // never the previous batch's. Relaxed would let a weakly ordered CPU
+  // (aarch64) show the new busy_seq with a stale busy_since_ns (0 in a fresh
+  // channel) and kill a worker that had just begun. The rest stay relaxed:
+  // after the worker's death (on_worker_exit, replace) the kernel orders all
+  // its stores before the parent hears of the exit.
   alignas(kCacheLine) std::atomic<std::uint64_t> busy_seq;  // batch being filled, or kIdle
   std::atomic<std::uint64_t> busy_since_ns;                  // CLOCK_MONOTONIC, when it began
   std::atomic<std::uint32_t> busy_position;                  // sample being made, or kUnknownPosition

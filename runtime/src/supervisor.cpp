@@ -114,13 +114,13 @@ void Supervisor::kill(std::uint32_t w, std::string reason) {
 
 void Supervisor::assigned(std::uint32_t w) { watch_from_ns_[w] = monotonic_ns(); }
 
-// Reads what the worker publishes with relaxed loads: each value is one
-// aligned word, and the watchdog acts only after a whole timeout without
-// change, far longer than any store takes to become visible.
+// Reads what the worker publishes: busy_seq with acquire, which makes the
+// busy_since_ns or alive_ns stored before it visible (shared_layout.h); a
+// value newer than that only delays a kill. Each is one aligned word.
 void Supervisor::check_timeout(std::uint32_t w, std::uint32_t outstanding, std::uint64_t now) {
   const WorkerChannel& ch = worker_channel(arena_, layout_, w);
   const std::uint64_t limit = ms_to_ns(options_.batch_timeout_ms);
-  const std::uint64_t busy = ch.busy_seq.load(std::memory_order_relaxed);
+  const std::uint64_t busy = ch.busy_seq.load(std::memory_order_acquire);
   if (busy != kIdle) {
     const std::uint64_t since = ch.busy_since_ns.load(std::memory_order_relaxed);
     if (now <= since || now - since < limit) return;

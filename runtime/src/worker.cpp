@@ -219,7 +219,7 @@ void worker_main(const WorkerEnv& env, std::uint32_t id) {
     ch.busy_position.store(kUnknownPosition, std::memory_order_relaxed);
     ch.busy_since_ns.store(fill_start, std::memory_order_relaxed);
     ch.alive_ns.store(fill_start, std::memory_order_relaxed);
-    ch.busy_seq.store(task.seq, std::memory_order_relaxed);
+    ch.busy_seq.store(task.seq, std::memory_order_release);  // publishes the three above (shared_layout.h)
     Status status = Status::ok;
     try {
       BatchContext ctx(epoch, batch, id, {ids, size}, env.options.fields, env.layout.sample_bytes,
@@ -244,7 +244,7 @@ void worker_main(const WorkerEnv& env, std::uint32_t id) {
     // Idle before reporting: a crash after this point loses the completion,
     // and the parent re-issues the batch without blaming it.
     ch.alive_ns.store(idle_since, std::memory_order_relaxed);
-    ch.busy_seq.store(kIdle, std::memory_order_relaxed);
+    ch.busy_seq.store(kIdle, std::memory_order_release);  // publishes alive_ns (shared_layout.h)
     report({task.slot, status, task.seq});
   }
   _exit(0);

@@ -80,6 +80,30 @@ std::vector<ProcessInfo> wait_for_no_descendants(pid_t root, int timeout_ms) {
   }
 }
 
+bool proc_shows_emulator_signal_state() {
+  struct sigaction old {};
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigaction(SIGUSR1, &dfl, &old);
+  const pid_t child = fork();
+  if (child == 0) {
+    pause();
+    _exit(0);
+  }
+  sigaction(SIGUSR1, &old, nullptr);
+  if (child < 0) return false;
+  // The child's dispositions are copied at fork: /proc shows them at once.
+  unsigned long long caught = 0;
+  std::ifstream status("/proc/" + std::to_string(child) + "/status");
+  std::string key, value;
+  while (status >> key >> value) {
+    if (key == "SigCgt:") caught = std::stoull(value, nullptr, 16);
+  }
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  return (caught & (1ULL << (SIGUSR1 - 1))) != 0;
+}
+
 std::string in_child(const std::function<std::string()>& body, int timeout_ms) {
   int fds[2];
   if (pipe(fds) != 0) return "pipe failed";

@@ -21,6 +21,14 @@ std::vector<ProcessInfo> descendants(pid_t root);
 // Names in /dev/shm.
 std::set<std::string> dev_shm_entries();
 
+// Whether /proc/PID/status shows an emulator's signal state instead of the
+// program's. Under qemu-user (the aarch64 cross test) every process is qemu,
+// which installs a host handler for nearly every signal to emulate the
+// guest's; SigCgt, SigIgn and SigBlk then describe qemu, not the code under
+// test. Probed on a forked child whose SIGUSR1 is at its default disposition:
+// if /proc says the child catches it, /proc is showing the emulator.
+bool proc_shows_emulator_signal_state();
+
 // Polls until `root` has no descendant, at most timeout_ms. Returns what is left.
 std::vector<ProcessInfo> wait_for_no_descendants(pid_t root, int timeout_ms);
 
