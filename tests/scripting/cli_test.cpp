@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "sluice/run_settings.h"
 #include "support.h"
 
 using Catch::Contains;
@@ -118,3 +119,23 @@ TEST_CASE("sluice inspect on records that are no tf.train.Example prints clean t
   CHECK_THAT(npz.out, Contains(".npz archive, 2 members") && Contains("x.npy (deflated): float32 [4, 3]"));
 }
 #endif
+
+TEST_CASE("RunSettings: one set of names for the command line, the C API and Python", "[cli][settings]") {
+  sluice::RunSettings settings(std::string(SLUICE_EXAMPLES_DIR) + "/quickstart.lua");
+  settings.set("workers", "1");
+  settings.set("batch-size=7");  // '-' and '_' are the same, "name=value" is accepted
+  settings.set("epochs", "2");
+  settings.set("skip_fill", "repeat");
+  REQUIRE_THROWS_WITH(settings.set("wrokers", "2"), Catch::Contains("unknown setting 'wrokers'") &&
+                                                        Catch::Contains("workers"));
+  REQUIRE_THROWS_WITH(settings.set("workers", "0"), Catch::Contains("workers expects an integer in [1,"));
+  REQUIRE_THROWS_WITH(settings.set("shuffle", "yes"), Catch::Contains("true or false"));
+  REQUIRE_THROWS_WITH(settings.set("epochs"), Catch::Contains("name=value"));
+  REQUIRE(sluice::RunSettings::known("batch_timeout_ms"));
+  REQUIRE_FALSE(sluice::RunSettings::known("record"));
+  const sluice::Script script = settings.load();
+  REQUIRE(script.options.workers == 1);
+  REQUIRE(script.options.batch_size == 7);
+  REQUIRE(script.options.epochs == 2);
+  REQUIRE(script.options.skip_fill == sluice::SkipFill::repeat);
+}

@@ -4,6 +4,8 @@
 #include <exception>
 #include <string_view>
 
+#include "sluice/error.h"
+
 namespace sluice::cli {
 
 namespace {
@@ -37,7 +39,6 @@ std::string default_state_path(std::uint32_t world_size) {
 
 RunArgs parse_run_args(int argc, char** argv) {
   RunArgs args;
-  constexpr std::uint64_t kU32 = 0xFFFFFFFFull;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     if (arg == "-h" || arg == "--help") {
@@ -49,11 +50,11 @@ RunArgs parse_run_args(int argc, char** argv) {
       continue;
     }
     if (arg.size() < 2 || arg.substr(0, 2) != "--") {
-      if (!args.script.path.empty()) {
-        throw UsageError{"one pipeline script at a time (got '" + args.script.path + "' and '" +
+      if (!args.settings.path().empty()) {
+        throw UsageError{"one pipeline script at a time (got '" + args.settings.path() + "' and '" +
                          std::string(arg) + "')"};
       }
-      args.script.path = std::string(arg);
+      args.settings.set_path(std::string(arg));
       continue;
     }
     std::string_view name = arg;
@@ -65,32 +66,16 @@ RunArgs parse_run_args(int argc, char** argv) {
       if (i + 1 >= argc) throw UsageError{std::string(name) + " needs a value"};
       value = argv[++i];
     }
-    if (name == "--epochs") {
-      args.script.epochs = static_cast<std::uint32_t>(parse_count(name, value, kU32));
-    } else if (name == "--workers") {
-      args.script.workers = static_cast<std::uint32_t>(parse_count(name, value, kU32));
-      if (*args.script.workers == 0) throw UsageError{"--workers must be at least 1"};
-    } else if (name == "--prefetch") {
-      args.script.prefetch = static_cast<std::uint32_t>(parse_count(name, value, kU32));
-    } else if (name == "--seed") {
-      args.script.seed = parse_count(name, value, (std::uint64_t{1} << 53) - 1);
+    if (RunSettings::known(name)) {
+      try {
+        args.settings.set(name, value);
+      } catch (const Error& e) {
+        throw UsageError{e.what()};
+      }
     } else if (name == "--batches") {
       args.batches = parse_count(name, value, UINT64_MAX);
     } else if (name == "--interval") {
       args.interval_s = parse_seconds(name, value);
-    } else if (name == "--on-error") {
-      if (value != "fail" && value != "skip") throw UsageError{"--on-error expects fail or skip"};
-      args.on_error = value == "fail" ? OnError::fail : OnError::skip;
-    } else if (name == "--max-retries") {
-      args.max_retries = static_cast<std::uint32_t>(parse_count(name, value, kU32));
-      if (*args.max_retries == 0) throw UsageError{"--max-retries must be at least 1"};
-    } else if (name == "--batch-timeout-ms") {
-      args.batch_timeout_ms = static_cast<std::uint32_t>(parse_count(name, value, kU32));
-    } else if (name == "--worker-memory-mb") {
-      args.worker_memory_mb = parse_count(name, value, UINT64_MAX >> 20);
-    } else if (name == "--skip-fill") {
-      if (value != "shrink" && value != "repeat") throw UsageError{"--skip-fill expects shrink or repeat"};
-      args.skip_fill = value == "shrink" ? SkipFill::shrink : SkipFill::repeat;
     } else if (name == "--skip-log") {
       args.skip_log_path = std::string(value);
     } else if (name == "--record") {
@@ -99,15 +84,11 @@ RunArgs parse_run_args(int argc, char** argv) {
       args.state_path = std::string(value);
     } else if (name == "--resume") {
       args.resume_path = std::string(value);
-    } else if (name == "--rank") {
-      args.rank = static_cast<std::uint32_t>(parse_count(name, value, kU32));
-    } else if (name == "--world-size") {
-      args.world_size = static_cast<std::uint32_t>(parse_count(name, value, kU32));
     } else {
       throw UsageError{"unknown option " + std::string(name) + " (see sluice run --help)"};
     }
   }
-  if (!args.help && args.script.path.empty()) throw UsageError{"which pipeline? (sluice run PIPELINE.lua)"};
+  if (!args.help && args.settings.path().empty()) throw UsageError{"which pipeline? (sluice run PIPELINE.lua)"};
   return args;
 }
 

@@ -8,27 +8,20 @@
 #include <string>
 
 #include "sluice/options.h"
-#include "sluice/script.h"
+#include "sluice/run_settings.h"
 
 namespace sluice::cli {
 
 struct RunArgs {
-  ScriptOptions script;
+  RunSettings settings;       // the script and every setting given by name (--epochs, --workers, ...)
   std::uint64_t batches = 0;  // 0: no limit
   std::optional<double> interval_s;
   bool quiet = false;
   bool help = false;
-  std::optional<OnError> on_error;
-  std::optional<std::uint32_t> max_retries;
-  std::optional<std::uint32_t> batch_timeout_ms;
-  std::optional<std::uint64_t> worker_memory_mb;
-  std::optional<SkipFill> skip_fill;
   std::string record_path;
   std::string skip_log_path;
   std::string state_path;  // empty: the default, see default_state_path()
   std::string resume_path;
-  std::optional<std::uint32_t> rank;
-  std::optional<std::uint32_t> world_size;
 };
 
 struct UsageError {

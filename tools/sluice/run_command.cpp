@@ -337,34 +337,23 @@ std::string options_json(const Options& o, const std::string& script_path) {
   return "{\"script\":" + json_string(script_path) + text + json_string(describe_fields(o)) + "}";
 }
 
-// Applies the command line's fault, shard and resume options to the script's.
-std::string configure(Options& o, const RunArgs& args) {
-  if (args.skip_fill) o.skip_fill = *args.skip_fill;
-  if (args.max_retries) o.max_retries = *args.max_retries;
-  if (args.batch_timeout_ms) o.batch_timeout_ms = *args.batch_timeout_ms;
-  if (args.worker_memory_mb) o.worker_memory_limit_mb = *args.worker_memory_mb;
-  const Launch launch = detect_launch();
-  apply_launch(o, launch);
-  if (args.rank) o.rank = *args.rank;
-  if (args.world_size) o.world_size = *args.world_size;
-  if (!args.resume_path.empty()) {
-    const std::string path = for_rank(args.resume_path, o.rank);
-    try {
-      o.resume = LoaderState::from_json(read_text_file(path));
-    } catch (const Error& e) {
-      throw Error(path + ": " + e.what());
-    }
+// The resume state, if --resume names one.
+void configure_resume(Options& o, const RunArgs& args) {
+  if (args.resume_path.empty()) return;
+  const std::string path = for_rank(args.resume_path, o.rank);
+  try {
+    o.resume = LoaderState::from_json(read_text_file(path));
+  } catch (const Error& e) {
+    throw Error(path + ": " + e.what());
   }
-  return launch.launcher;
 }
 
 int run(const RunArgs& args) {
   const auto started = Clock::now();
-  ScriptOptions script_options = args.script;
-  script_options.on_error = args.on_error;  // the trial at load follows it too
-  Script script = load_script(script_options);
+  std::string launcher;
+  Script script = args.settings.load(&launcher);
   for (const std::string& note : script.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
-  const std::string launcher = configure(script.options, args);
+  configure_resume(script.options, args);
   const Options& o = script.options;
 
   std::optional<RunRecorder> recorder;
@@ -434,7 +423,7 @@ int run(const RunArgs& args) {
               script.device.c_str());
   if (o.world_size > 1) {
     std::printf("shard       rank %u of %u (%s)\n", o.rank, o.world_size,
-                args.rank || args.world_size ? "--rank/--world-size" : launcher.c_str());
+                args.settings.sets_shard() ? "--rank/--world-size" : launcher.c_str());
   }
   std::printf("fields      %s\n", describe_fields(o).c_str());
   std::printf("delivered   %llu batches, %llu samples, %.1f MB in %.2f s (start-up %.2f s before that)\n",
