@@ -14,6 +14,20 @@ const char* policy_name(ShardPolicy p) { return p == ShardPolicy::pad ? "pad" : 
 
 [[noreturn]] void refuse(const std::string& why) { throw Error("cannot resume: " + why); }
 
+// The plan a state belongs to, at its first batch.
+LoaderState plan_identity(const Options& o) {
+  LoaderState s;
+  s.seed = o.seed;
+  s.dataset_size = o.dataset_size;
+  s.batch_size = o.batch_size;
+  s.shuffle = o.shuffle;
+  s.drop_last = o.drop_last;
+  s.rank = o.rank;
+  s.world_size = o.world_size;
+  s.shard_policy = policy_name(o.shard_policy);
+  return s;
+}
+
 }  // namespace
 
 // Every field of the state is checked before it is used: a state file may be
@@ -72,15 +86,7 @@ void LoaderCore::resume_from(const LoaderState& s) {
 }
 
 LoaderState LoaderCore::state() const {
-  LoaderState s;
-  s.seed = options_.seed;
-  s.dataset_size = options_.dataset_size;
-  s.batch_size = options_.batch_size;
-  s.shuffle = options_.shuffle;
-  s.drop_last = options_.drop_last;
-  s.rank = options_.rank;
-  s.world_size = options_.world_size;
-  s.shard_policy = policy_name(options_.shard_policy);
+  LoaderState s = plan_identity(options_);
   const std::uint64_t per_epoch = plan_.batches_per_epoch();
   s.epoch = next_deliver_ / per_epoch;
   s.batch = next_deliver_ % per_epoch;
@@ -90,3 +96,11 @@ LoaderState LoaderCore::state() const {
 }
 
 }  // namespace sluice::detail
+
+namespace sluice {
+
+LoaderState LoaderState::start_of(const Options& options) {
+  return options.resume ? *options.resume : detail::plan_identity(options);
+}
+
+}  // namespace sluice

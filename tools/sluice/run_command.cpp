@@ -348,6 +348,16 @@ void configure_resume(Options& o, const RunArgs& args) {
   }
 }
 
+// Writes the state for --resume and says where.
+void save_state(const RunArgs& args, const Options& o, const LoaderState& state, int signal, std::uint64_t delivered) {
+  const std::string state_path =
+      for_rank(args.state_path.empty() ? default_state_path(o.world_size) : args.state_path, o.rank);
+  write_text_file(state_path, state.to_json() + "\n");
+  std::fprintf(stderr, "sluice run: stopped %s after %llu batches; state saved to %s (continue with --resume %s)\n",
+               signal == SIGINT ? "by SIGINT" : signal == SIGTERM ? "by SIGTERM" : "at --batches",
+               static_cast<unsigned long long>(delivered), state_path.c_str(), state_path.c_str());
+}
+
 int run(const RunArgs& args) {
   const auto started = Clock::now();
   std::string launcher;
@@ -367,6 +377,13 @@ int run(const RunArgs& args) {
   }
 
   SkipReport skips(args.skip_log_path, recorder ? &*recorder : nullptr);
+  if (const int signal = g_signal) {
+    // Stopped while the script loaded: no Loader to start and stop, the
+    // state is where the run would have begun.
+    if (recorder) recorder->close();
+    save_state(args, o, LoaderState::start_of(o), signal, 0);
+    return 128 + signal;
+  }
   Loader loader(script.options);
   SignalScope signals(loader);
   const std::uint64_t per_epoch = loader.plan().batches_per_epoch();
@@ -398,14 +415,7 @@ int run(const RunArgs& args) {
   const int signal = g_signal;
   const bool stopped_early = signal != 0 || (args.batches > 0 && delivered == args.batches &&
                                              loader.current_epoch() < o.epochs);
-  if (stopped_early) {
-    const std::string state_path =
-        for_rank(args.state_path.empty() ? default_state_path(o.world_size) : args.state_path, o.rank);
-    write_text_file(state_path, loader.state().to_json() + "\n");
-    std::fprintf(stderr, "sluice run: stopped %s after %llu batches; state saved to %s (continue with --resume %s)\n",
-                 signal == SIGINT ? "by SIGINT" : signal == SIGTERM ? "by SIGTERM" : "at --batches",
-                 static_cast<unsigned long long>(delivered), state_path.c_str(), state_path.c_str());
-  }
+  if (stopped_early) save_state(args, o, loader.state(), signal, delivered);
 
   const Stats stats = loader.stats();
   const ScriptWorkerTimes times = script.worker_times();

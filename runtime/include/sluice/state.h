@@ -16,6 +16,8 @@
 
 namespace sluice {
 
+struct Options;
+
 struct LoaderState {
   // The plan it belongs to; a resume with a different plan is refused.
   std::uint64_t seed = 0;
@@ -34,6 +36,11 @@ struct LoaderState {
   std::vector<std::uint64_t> delivered_ahead;
   // Samples dropped by on_error = skip so far; the resumed run drops them too.
   std::vector<std::uint64_t> skipped_samples;
+
+  // Where a Loader built from `options` starts: options.resume, or the first
+  // batch of its plan. For saving a state before any Loader exists (a run
+  // stopped during start-up).
+  static LoaderState start_of(const Options& options);
 
   std::string to_json() const;
   // Throws Error naming the key or position that is wrong.
