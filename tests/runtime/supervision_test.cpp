@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -115,7 +116,13 @@ TEST_CASE("several loaders in one process, destroyed in any order, never deadloc
   REQUIRE(test::descendants(getpid()).empty());
 }
 
-TEST_CASE("a second loader's processes hold none of the first loader's fds", "[supervision]") {
+TEST_CASE("a second loader's processes hold none of the first loader's fds, and keep the user's", "[supervision]") {
+  int user_pipe[2];  // the user's own fd (a file, an LMDB handle...): workers may read through it
+  REQUIRE(pipe(user_pipe) == 0);
+  char user_target[64];
+  const ssize_t user_len = readlink(("/proc/self/fd/" + std::to_string(user_pipe[0])).c_str(), user_target,
+                                    sizeof user_target - 1);
+  REQUIRE(user_len > 0);
   Loader first(small_options(40, 4, 1));
   Loader second(small_options(40, 4, 1));
   REQUIRE(first.next());
@@ -133,17 +140,21 @@ TEST_CASE("a second loader's processes hold none of the first loader's fds", "[s
     return out;
   };
   const pid_t worker = second.worker_pids()[0];
-  for (const std::string& t : targets(worker)) {
+  const std::vector<std::string> held = targets(worker);
+  for (const std::string& t : held) {
     INFO(t);
     REQUIRE(t.find("sluice-arena") == std::string::npos);
     REQUIRE(t.find("socket:") == std::string::npos);
   }
+  REQUIRE(std::count(held.begin(), held.end(), std::string(user_target, static_cast<std::size_t>(user_len))) == 2);
   // And no mapping of another arena: exactly one sluice-arena mapping.
   std::ifstream maps("/proc/" + std::to_string(worker) + "/maps");
   std::string line;
   int arenas = 0;
   while (std::getline(maps, line)) arenas += line.find("sluice-arena") != std::string::npos;
   REQUIRE(arenas == 1);
+  close(user_pipe[0]);
+  close(user_pipe[1]);
 }
 
 TEST_CASE("a host that ignores SIGCHLD still gets crashed workers replaced", "[supervision]") {

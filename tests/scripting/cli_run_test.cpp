@@ -50,7 +50,12 @@ return sluice.pipeline {
   source = sluice.range(1000000),
   fields = { { "x", "float32", { 1024 } } },
   batch_size = 8, epochs = 0, workers = 2,
-  map = function(i, ctx) return { x = ctx.out.x } end,
+  map = function(i, ctx)
+    if ctx.batch == 20 and ctx.position == 0 and ctx.epoch == 0 then
+      io.open("flowing.flag", "w"):close()  -- in the run's directory: batches are flowing
+    end
+    return { x = ctx.out.x }
+  end,
 }
 )";
 
@@ -74,9 +79,21 @@ pid_t spawn_cli(const std::vector<std::string>& args, const std::string& cwd, bo
   return pid;
 }
 
+// Waits for `path` to exist (the other side of a handshake), at most 60 s.
+bool wait_for_file(const std::string& path) {
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (!std::filesystem::exists(path)) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(5ms);  // polling the file, not a guess at timing
+  }
+  return true;
+}
+
 int stop_with(int sig, const std::string& script, const std::string& cwd) {
+  const std::string flag = cwd + "/flowing.flag";
+  std::filesystem::remove(flag);
   pid_t pid = spawn_cli({"run", script, "--quiet"}, cwd);
-  std::this_thread::sleep_for(1500ms);  // loaded, workers forked, batches flowing
+  REQUIRE(wait_for_file(flag));  // loaded, workers forked, batches flowing
   REQUIRE(kill(pid, sig) == 0);
   const auto sent = std::chrono::steady_clock::now();
   int status = 0;
@@ -210,15 +227,6 @@ return sluice.pipeline {
 }
 )";
 
-// Waits for `path` to exist (the other side of a handshake), at most 60 s.
-bool wait_for_file(const std::string& path) {
-  const auto deadline = std::chrono::steady_clock::now() + 60s;
-  while (!std::filesystem::exists(path)) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(5ms);  // polling the file, not a guess at timing
-  }
-  return true;
-}
 
 }  // namespace
 
