@@ -98,6 +98,11 @@ sluice_field field_of(const FieldView& v) {
           static_cast<sluice_dtype>(v.dtype), static_cast<int>(v.shape.size()), v.shape.data(), v.data, v.nbytes};
 }
 
+// Throws InvalidArgument unless i < count.
+void check_index(const char* function, std::size_t i, std::size_t count) {
+  if (i >= count) throw InvalidArgument(std::string(function) + ": index " + std::to_string(i) + " out of range");
+}
+
 // try_next / next_for: a batch, the end, or not yet.
 sluice_status deliver(sluice_loader* loader, std::optional<Batch> b, sluice_batch** out) {
   if (b) {
@@ -230,7 +235,7 @@ sluice_status sluice_loader_field(const sluice_loader* loader, size_t i, sluice_
     require(loader, "sluice_loader_field", "loader");
     require(out, "sluice_loader_field", "out");
     const std::vector<sluice::FieldSpec>& fields = loader->loader.options().fields;
-    if (i >= fields.size()) throw InvalidArgument("sluice_loader_field: index " + std::to_string(i) + " out of range");
+    sluice::c_api::check_index("sluice_loader_field", i, fields.size());
     const sluice::FieldSpec& f = fields[i];
     *out = {f.name.c_str(), static_cast<sluice_dtype>(f.dtype), static_cast<int>(f.shape.size()), f.shape.data()};
     return SLUICE_OK;
@@ -313,9 +318,7 @@ sluice_status sluice_batch_field(const sluice_batch* b, size_t i, sluice_field* 
   return guarded([&] {
     require(b, "sluice_batch_field", "batch");
     require(out, "sluice_batch_field", "out");
-    if (i >= b->batch.field_count()) {
-      throw InvalidArgument("sluice_batch_field: index " + std::to_string(i) + " out of range");
-    }
+    sluice::c_api::check_index("sluice_batch_field", i, b->batch.field_count());
     *out = sluice::c_api::field_of(b->batch.field(i));
     return SLUICE_OK;
   });
@@ -342,9 +345,7 @@ sluice_status sluice_batch_field_dlpack(sluice_batch* b, size_t i, DLManagedTens
     require(b, "sluice_batch_field_dlpack", "batch");
     require(out, "sluice_batch_field_dlpack", "out");
     *out = nullptr;
-    if (i >= b->batch.field_count()) {
-      throw InvalidArgument("sluice_batch_field_dlpack: index " + std::to_string(i) + " out of range");
-    }
+    sluice::c_api::check_index("sluice_batch_field_dlpack", i, b->batch.field_count());
     *out = b->batch.to_dlpack(i);  // holds its own reference to the slot
     return SLUICE_OK;
   });

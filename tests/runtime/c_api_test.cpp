@@ -255,13 +255,8 @@ TEST_CASE("C API: the state JSON resumes a run exactly where it stopped", "[c_ap
 TEST_CASE("C API: try_next says NOT_READY while a slow producer works; ready_fd wakes a frame loop", "[c_api][poll]") {
   const sluice_field_spec fields[] = {{"id", SLUICE_I64, 0, nullptr}, {"square", SLUICE_F64, 0, nullptr}};
   int delay_ms = 150;
-  sluice_options o;
-  sluice_options_init(&o);
+  sluice_options o = square_options(fields, nullptr);
   o.dataset_size = 40;
-  o.batch_size = 8;
-  o.workers = 2;
-  o.field_count = 2;
-  o.fields = fields;
   o.fill = fill_slowly;
   o.user = &delay_ms;
   sluice_loader* loader = nullptr;
