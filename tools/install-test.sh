@@ -45,6 +45,9 @@ soname=$(readelf -d "$lib" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 echo "libsluice: $(basename "$lib"), SONAME $soname"
 [[ "$soname" == libsluice.so.* ]] || fail "SONAME is '$soname'"
 
+"$prefix/bin/sluice" --version | grep -q "$(sed -n 's/^Version: //p' "$prefix/lib/pkgconfig/sluice.pc")" ||
+  fail "the installed sluice command does not run or is not the package's version"
+
 # What libsluice exports: the C API and namespace sluice only.
 nm -D --defined-only "$lib" | awk '{print $3}' > "$work/exports"
 c++filt < "$work/exports" | grep -Ev '^(sluice_|((typeinfo|typeinfo name|vtable|VTT) for |(non-)?virtual thunk to )?sluice::)' \

@@ -252,7 +252,7 @@ TEST_CASE("C API: the state JSON resumes a run exactly where it stopped", "[c_ap
   sluice_loader_destroy(loader);
 }
 
-TEST_CASE("C API: try_next says NOT_READY while a slow producer works; ready_fd wakes a frame loop", "[c_api][poll]") {
+TEST_CASE("C API: try_next says NOT_READY while a slow producer works, and ready_fd wakes a frame loop", "[c_api][poll]") {
   const sluice_field_spec fields[] = {{"id", SLUICE_I64, 0, nullptr}, {"square", SLUICE_F64, 0, nullptr}};
   int delay_ms = 150;
   sluice_options o = square_options(fields, nullptr);
