@@ -1,59 +1,73 @@
 // The C API: a thin shell over the C++ API that turns every exception into a
-// status code and a thread-local message. Nothing thrown crosses it.
+// status code and a thread-local message. Nothing thrown crosses it: every
+// entry point that can throw or allocate runs inside guarded().
 #include "sluice/sluice.h"
 
+#include <dlpack/dlpack.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <exception>
-#include <new>
 #include <optional>
 #include <string>
 
+#include "c_api_internal.h"
+#include "sluice/error.h"
 #include "sluice/loader.h"
 #include "sluice/producer.h"
+#include "sluice/record.h"
+
+#ifndef SLUICE_VERSION
+#error "SLUICE_VERSION is defined by runtime/CMakeLists.txt"
+#endif
 
 static_assert(SLUICE_U8 == static_cast<int>(sluice::DType::u8) && SLUICE_F32 == static_cast<int>(sluice::DType::f32) &&
               SLUICE_BOOL == static_cast<int>(sluice::DType::boolean),
               "sluice_dtype mirrors sluice::DType");
 
-struct sluice_loader {
-  sluice::Loader loader;
-};
-
-struct sluice_batch {
-  sluice::Batch batch;
-};
-
+namespace sluice::c_api {
 namespace {
 
 thread_local std::string last_error;
+// Set instead of last_error when storing the message itself failed.
+thread_local const char* last_error_fallback = nullptr;
 
-template <typename Fn>
-sluice_status guarded(Fn&& fn) {
+}  // namespace
+
+void clear_last_error() noexcept {
+  last_error.clear();  // keeps the capacity: never allocates
+  last_error_fallback = nullptr;
+}
+
+void set_last_error(const char* message) noexcept {
   try {
-    last_error.clear();
-    return fn();
-  } catch (const std::bad_alloc&) {
-    last_error = "out of memory";
-  } catch (const std::exception& e) {
-    last_error = e.what();
+    last_error = message;
+    last_error_fallback = nullptr;
   } catch (...) {
-    last_error = "unknown error";
+    last_error_fallback = "out of memory (while recording an error)";
   }
-  return SLUICE_ERROR;
 }
 
-sluice_status invalid(const std::string& message) {
-  last_error = message;
-  return SLUICE_INVALID_ARGUMENT;
+void set_resume(Options& options, const char* resume_json) {
+  if (resume_json) options.resume = LoaderState::from_json(resume_json);
 }
+
+sluice_loader* new_loader(Options options, std::shared_ptr<const void> keep) {
+  return new sluice_loader{Loader(std::move(options)), std::move(keep), {}, {}};
+}
+
+namespace {
 
 // Calls a C fill function; its non-zero return becomes an exception that the
 // worker reports to the consumer.
-class CProducer final : public sluice::Producer {
+class CProducer final : public Producer {
  public:
   CProducer(sluice_fill_fn fn, void* user) : fn_(fn), user_(user) {}
-  void fill(sluice::BatchContext& batch) override {
-    void* data[sluice::max_fields];
-    std::size_t bytes[sluice::max_fields];
+  void fill(BatchContext& batch) override {
+    void* data[max_fields];
+    std::size_t bytes[max_fields];
     for (std::size_t f = 0; f < batch.field_count(); ++f) {
       data[f] = batch.data(f);
       bytes[f] = batch.sample_bytes(f);
@@ -71,13 +85,55 @@ class CProducer final : public sluice::Producer {
   void* user_;
 };
 
+// A malloc'ed copy of s, for the caller to sluice_free.
+char* malloc_string(const std::string& s) {
+  char* p = static_cast<char*>(std::malloc(s.size() + 1));
+  if (!p) throw std::bad_alloc();
+  std::memcpy(p, s.c_str(), s.size() + 1);
+  return p;
+}
+
+sluice_field field_of(const FieldView& v) {
+  return {v.name.data(),  // NUL-terminated inside the slot header
+          static_cast<sluice_dtype>(v.dtype), static_cast<int>(v.shape.size()), v.shape.data(), v.data, v.nbytes};
+}
+
+// Throws InvalidArgument unless i < count.
+void check_index(const char* function, std::size_t i, std::size_t count) {
+  if (i >= count) throw InvalidArgument(std::string(function) + ": index " + std::to_string(i) + " out of range");
+}
+
+// try_next / next_for: a batch, the end, or not yet.
+sluice_status deliver(sluice_loader* loader, std::optional<Batch> b, sluice_batch** out) {
+  if (b) {
+    *out = new sluice_batch{std::move(*b)};
+    return SLUICE_OK;
+  }
+  return loader->loader.finished() || loader->loader.interrupted() ? SLUICE_END : SLUICE_NOT_READY;
+}
+
 }  // namespace
+}  // namespace sluice::c_api
+
+using sluice::c_api::guarded;
+using sluice::c_api::InvalidArgument;
+using sluice::c_api::require;
 
 extern "C" {
 
+int sluice_c_api_version(void) { return SLUICE_C_API_VERSION; }
+const char* sluice_version(void) { return SLUICE_VERSION; }
+void sluice_free(void* p) { std::free(p); }
+
+const char* sluice_last_error(void) {
+  return sluice::c_api::last_error_fallback ? sluice::c_api::last_error_fallback : sluice::c_api::last_error.c_str();
+}
+
 void sluice_options_init(sluice_options* o) {
+  if (!o) return;
   *o = sluice_options{};
-  sluice::Options d;
+  o->size = sizeof(sluice_options);
+  const sluice::Options d;  // plain data: no allocation for an empty Options
   o->batch_size = d.batch_size;
   o->epochs = d.epochs;
   o->world_size = d.world_size;
@@ -86,14 +142,15 @@ void sluice_options_init(sluice_options* o) {
 }
 
 sluice_status sluice_loader_create(const sluice_options* o, sluice_loader** out) {
-  if (!o || !out) return invalid("sluice_loader_create: options and out must not be NULL");
-  if (!o->fill) return invalid("sluice_loader_create: options.fill is NULL");
-  if (o->field_count > 0 && !o->fields) return invalid("sluice_loader_create: options.fields is NULL");
-  if (o->field_count > sluice::max_fields) {
-    return invalid("sluice_loader_create: at most " + std::to_string(sluice::max_fields) + " fields");
-  }
-  *out = nullptr;
   return guarded([&] {
+    require(o, "sluice_loader_create", "options");
+    require(out, "sluice_loader_create", "out");
+    *out = nullptr;
+    if (!o->fill) throw InvalidArgument("sluice_loader_create: options.fill is NULL");
+    if (o->field_count > 0 && !o->fields) throw InvalidArgument("sluice_loader_create: options.fields is NULL");
+    if (o->field_count > sluice::max_fields) {
+      throw InvalidArgument("sluice_loader_create: at most " + std::to_string(sluice::max_fields) + " fields");
+    }
     sluice::Options opt;
     opt.dataset_size = o->dataset_size;
     opt.batch_size = o->batch_size;
@@ -110,12 +167,13 @@ sluice_status sluice_loader_create(const sluice_options* o, sluice_loader** out)
     for (std::size_t f = 0; f < o->field_count; ++f) {
       const sluice_field_spec& s = o->fields[f];
       if (!s.name || s.ndim < 0 || (s.ndim > 0 && !s.shape)) {
-        throw std::invalid_argument("field " + std::to_string(f) + " has no name or a bad shape");
+        throw InvalidArgument("sluice_loader_create: field " + std::to_string(f) + " has no name or a bad shape");
       }
       opt.fields.push_back({s.name, static_cast<sluice::DType>(s.dtype), {s.shape, s.shape + s.ndim}});
     }
-    opt.producer = std::make_shared<CProducer>(o->fill, o->user);
-    *out = new sluice_loader{sluice::Loader(std::move(opt))};
+    opt.producer = std::make_shared<sluice::c_api::CProducer>(o->fill, o->user);
+    sluice::c_api::set_resume(opt, sluice::c_api::resume_json_of(*o));
+    *out = sluice::c_api::new_loader(std::move(opt));
     return SLUICE_OK;
   });
 }
@@ -123,9 +181,10 @@ sluice_status sluice_loader_create(const sluice_options* o, sluice_loader** out)
 void sluice_loader_destroy(sluice_loader* loader) { delete loader; }
 
 sluice_status sluice_loader_next(sluice_loader* loader, sluice_batch** out) {
-  if (!loader || !out) return invalid("sluice_loader_next: loader and out must not be NULL");
-  *out = nullptr;
   return guarded([&] {
+    require(loader, "sluice_loader_next", "loader");
+    require(out, "sluice_loader_next", "out");
+    *out = nullptr;
     std::optional<sluice::Batch> b = loader->loader.next();
     if (!b) return SLUICE_END;
     *out = new sluice_batch{std::move(*b)};
@@ -133,31 +192,165 @@ sluice_status sluice_loader_next(sluice_loader* loader, sluice_batch** out) {
   });
 }
 
-uint64_t sluice_batch_epoch(const sluice_batch* b) { return b->batch.epoch(); }
-uint64_t sluice_batch_index(const sluice_batch* b) { return b->batch.index(); }
-size_t sluice_batch_size(const sluice_batch* b) { return b->batch.size(); }
-const uint64_t* sluice_batch_sample_ids(const sluice_batch* b) { return b->batch.sample_ids().data(); }
-size_t sluice_batch_field_count(const sluice_batch* b) { return b->batch.field_count(); }
+sluice_status sluice_loader_try_next(sluice_loader* loader, sluice_batch** out) {
+  return guarded([&] {
+    require(loader, "sluice_loader_try_next", "loader");
+    require(out, "sluice_loader_try_next", "out");
+    *out = nullptr;
+    return sluice::c_api::deliver(loader, loader->loader.try_next(), out);
+  });
+}
+
+sluice_status sluice_loader_next_for(sluice_loader* loader, int64_t timeout_ms, sluice_batch** out) {
+  return guarded([&] {
+    require(loader, "sluice_loader_next_for", "loader");
+    require(out, "sluice_loader_next_for", "out");
+    *out = nullptr;
+    return sluice::c_api::deliver(loader, loader->loader.next_for(std::chrono::milliseconds(timeout_ms)), out);
+  });
+}
+
+int sluice_loader_ready_fd(sluice_loader* loader) {
+  int fd = -1;
+  guarded([&] {
+    require(loader, "sluice_loader_ready_fd", "loader");
+    fd = loader->loader.ready_fd();
+    return SLUICE_OK;
+  });
+  return fd;
+}
+
+int sluice_loader_finished(const sluice_loader* loader) { return loader && loader->loader.finished() ? 1 : 0; }
+
+void sluice_loader_interrupt(sluice_loader* loader) {
+  if (loader) loader->loader.interrupt();
+}
+
+size_t sluice_loader_field_count(const sluice_loader* loader) {
+  return loader ? loader->loader.options().fields.size() : 0;
+}
+
+sluice_status sluice_loader_field(const sluice_loader* loader, size_t i, sluice_field_spec* out) {
+  return guarded([&] {
+    require(loader, "sluice_loader_field", "loader");
+    require(out, "sluice_loader_field", "out");
+    const std::vector<sluice::FieldSpec>& fields = loader->loader.options().fields;
+    sluice::c_api::check_index("sluice_loader_field", i, fields.size());
+    const sluice::FieldSpec& f = fields[i];
+    *out = {f.name.c_str(), static_cast<sluice_dtype>(f.dtype), static_cast<int>(f.shape.size()), f.shape.data()};
+    return SLUICE_OK;
+  });
+}
+
+sluice_status sluice_loader_state_json(const sluice_loader* loader, char** out) {
+  return guarded([&] {
+    require(loader, "sluice_loader_state_json", "loader");
+    require(out, "sluice_loader_state_json", "out");
+    *out = nullptr;
+    *out = sluice::c_api::malloc_string(loader->loader.state().to_json());
+    return SLUICE_OK;
+  });
+}
+
+sluice_status sluice_loader_stats(sluice_loader* loader, sluice_stats* out) {
+  return guarded([&] {
+    require(loader, "sluice_loader_stats", "loader");
+    require(out, "sluice_loader_stats", "out");
+    if (out->size < offsetof(sluice_stats, batches_delivered)) {
+      throw InvalidArgument("sluice_loader_stats: out->size must be sizeof(sluice_stats)");
+    }
+    sluice::Stats s = loader->loader.stats();
+    std::vector<const char*> reasons;
+    reasons.reserve(s.skipped_samples.size());
+    for (std::size_t i = 0; i < s.skipped_samples.size(); ++i) {
+      reasons.push_back(i < s.skip_reasons.size() ? s.skip_reasons[i].c_str() : "");
+    }
+    sluice_stats c{};
+    c.size = out->size;
+    c.batches_delivered = s.batches_delivered;
+    c.samples_delivered = s.samples_delivered;
+    c.bytes_delivered = s.bytes_delivered;
+    c.consumer_wait_ns = s.consumer_wait_ns;
+    c.consumer_waits = s.consumer_waits;
+    c.max_in_flight = s.max_in_flight;
+    c.worker_restarts = s.worker_restarts;
+    c.first_batch_ns = s.first_batch_ns;
+    c.slots_full_ns = s.slots_full_ns;
+    c.worker_fill_ns = s.worker_fill_ns;
+    c.worker_idle_ns = s.worker_idle_ns;
+    c.batches_retried = s.batches_retried;
+    c.empty_batches = s.empty_batches;
+    c.skipped_count = s.skipped_samples.size();
+    c.skipped_samples = s.skipped_samples.data();  // moved below: the buffer stays where it is
+    c.skip_reasons = reasons.data();
+    // Nothing below throws: the arrays move into the loader, which owns them
+    // until the next call.
+    loader->stats = std::move(s);
+    loader->skip_reasons = std::move(reasons);
+    std::memcpy(out, &c, std::min(out->size, sizeof c));
+    return SLUICE_OK;
+  });
+}
+
+sluice_status sluice_loader_skip_log(sluice_loader* loader, char** out) {
+  return guarded([&] {
+    require(loader, "sluice_loader_skip_log", "loader");
+    require(out, "sluice_loader_skip_log", "out");
+    *out = nullptr;
+    const sluice::Stats s = loader->loader.stats();
+    std::string log;
+    for (std::size_t i = 0; i < s.skipped_samples.size(); ++i) {
+      log += sluice::skip_json(s.skipped_samples[i], std::nullopt, i < s.skip_reasons.size() ? s.skip_reasons[i] : "");
+      log += '\n';
+    }
+    *out = sluice::c_api::malloc_string(log);
+    return SLUICE_OK;
+  });
+}
+
+uint64_t sluice_batch_epoch(const sluice_batch* b) { return b ? b->batch.epoch() : 0; }
+uint64_t sluice_batch_index(const sluice_batch* b) { return b ? b->batch.index() : 0; }
+size_t sluice_batch_size(const sluice_batch* b) { return b ? b->batch.size() : 0; }
+const uint64_t* sluice_batch_sample_ids(const sluice_batch* b) { return b ? b->batch.sample_ids().data() : nullptr; }
+size_t sluice_batch_field_count(const sluice_batch* b) { return b ? b->batch.field_count() : 0; }
 
 sluice_status sluice_batch_field(const sluice_batch* b, size_t i, sluice_field* out) {
-  if (!b || !out) return invalid("sluice_batch_field: batch and out must not be NULL");
-  if (i >= b->batch.field_count()) {
-    return invalid("sluice_batch_field: index " + std::to_string(i) + " out of range");
-  }
   return guarded([&] {
-    sluice::FieldView v = b->batch.field(i);
-    out->name = v.name.data();  // NUL-terminated inside the slot header
-    out->dtype = static_cast<sluice_dtype>(v.dtype);
-    out->ndim = static_cast<int>(v.shape.size());
-    out->shape = v.shape.data();
-    out->data = v.data;
-    out->nbytes = v.nbytes;
+    require(b, "sluice_batch_field", "batch");
+    require(out, "sluice_batch_field", "out");
+    sluice::c_api::check_index("sluice_batch_field", i, b->batch.field_count());
+    *out = sluice::c_api::field_of(b->batch.field(i));
+    return SLUICE_OK;
+  });
+}
+
+sluice_status sluice_batch_field_by_name(const sluice_batch* b, const char* name, sluice_field* out, size_t* index) {
+  return guarded([&] {
+    require(b, "sluice_batch_field_by_name", "batch");
+    require(name, "sluice_batch_field_by_name", "name");
+    require(out, "sluice_batch_field_by_name", "out");
+    for (std::size_t i = 0; i < b->batch.field_count(); ++i) {
+      const sluice::FieldView v = b->batch.field(i);
+      if (v.name != name) continue;
+      *out = sluice::c_api::field_of(v);
+      if (index) *index = i;
+      return SLUICE_OK;
+    }
+    throw InvalidArgument(std::string("sluice_batch_field_by_name: no field named '") + name + "'");
+  });
+}
+
+sluice_status sluice_batch_field_dlpack(sluice_batch* b, size_t i, DLManagedTensor** out) {
+  return guarded([&] {
+    require(b, "sluice_batch_field_dlpack", "batch");
+    require(out, "sluice_batch_field_dlpack", "out");
+    *out = nullptr;
+    sluice::c_api::check_index("sluice_batch_field_dlpack", i, b->batch.field_count());
+    *out = b->batch.to_dlpack(i);  // holds its own reference to the slot
     return SLUICE_OK;
   });
 }
 
 void sluice_batch_release(sluice_batch* b) { delete b; }
-
-const char* sluice_last_error(void) { return last_error.c_str(); }
 
 }  // extern "C"

@@ -9,6 +9,8 @@
 // thread (one at a time); releasing slots from several threads is safe.
 #pragma once
 
+#include "sluice/export.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -25,7 +27,7 @@ namespace detail {
 class SlotLease;
 }
 
-struct FieldView {
+struct SLUICE_API FieldView {
   std::string_view name;
   DType dtype = DType::u8;
   std::span<const std::int64_t> shape;    // [batch length, per-sample shape...]
@@ -37,7 +39,7 @@ struct FieldView {
   std::span<T> as() const { return {static_cast<T*>(data), nbytes / sizeof(T)}; }
 };
 
-class Batch {
+class SLUICE_API Batch {
  public:
   Batch() = default;
   Batch(Batch&&) noexcept = default;

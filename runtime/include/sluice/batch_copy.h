@@ -16,15 +16,17 @@
 // Thread safety: reentrant.
 #pragma once
 
+#include "sluice/export.h"
+
 #include <cstddef>
 
 namespace sluice {
 
 // Copies n bytes from src to dst (a field of a batch being filled). The ranges
 // must not overlap.
-void copy_to_batch(void* dst, const void* src, std::size_t n);
+SLUICE_API void copy_to_batch(void* dst, const void* src, std::size_t n);
 
 // Orders earlier streaming stores before later stores (sfence on x86).
-void store_fence();
+SLUICE_API void store_fence();
 
 }  // namespace sluice

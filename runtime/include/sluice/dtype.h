@@ -3,6 +3,8 @@
 // Thread safety: everything here is a pure function.
 #pragma once
 
+#include "sluice/export.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -15,12 +17,12 @@ enum class DType : std::uint8_t {
 };
 
 // Bytes per element.
-std::size_t dtype_size(DType t);
+SLUICE_API std::size_t dtype_size(DType t);
 
 // Canonical lower-case name: "uint8", "int32", "float16", "bool", ...
-std::string_view dtype_name(DType t);
+SLUICE_API std::string_view dtype_name(DType t);
 
 // Inverse of dtype_name; also accepts short names ("u8", "f32", "i64").
-std::optional<DType> parse_dtype(std::string_view name);
+SLUICE_API std::optional<DType> parse_dtype(std::string_view name);
 
 }  // namespace sluice

@@ -5,12 +5,14 @@
 // (sluice/sluice.h) catches it at the boundary and returns a status code instead.
 #pragma once
 
+#include "sluice/export.h"
+
 #include <stdexcept>
 #include <string>
 
 namespace sluice {
 
-class Error : public std::runtime_error {
+class SLUICE_API Error : public std::runtime_error {
  public:
   explicit Error(const std::string& what) : std::runtime_error(what) {}
 };

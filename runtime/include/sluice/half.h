@@ -6,14 +6,16 @@
 // Thread safety: pure functions.
 #pragma once
 
+#include "sluice/export.h"
+
 #include <cstdint>
 
 namespace sluice {
 
 // Round to nearest even; overflow gives infinity, NaN stays NaN.
-std::uint16_t float_to_half(float x);
-float half_to_float(std::uint16_t h);
-std::uint16_t float_to_bfloat16(float x);
-float bfloat16_to_float(std::uint16_t b);
+SLUICE_API std::uint16_t float_to_half(float x);
+SLUICE_API float half_to_float(std::uint16_t h);
+SLUICE_API std::uint16_t float_to_bfloat16(float x);
+SLUICE_API float bfloat16_to_float(std::uint16_t b);
 
 }  // namespace sluice

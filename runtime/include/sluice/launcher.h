@@ -10,6 +10,8 @@
 // changes it.
 #pragma once
 
+#include "sluice/export.h"
+
 #include <cstdint>
 #include <string>
 
@@ -17,7 +19,7 @@
 
 namespace sluice {
 
-struct Launch {
+struct SLUICE_API Launch {
   std::uint32_t rank = 0;
   std::uint32_t world_size = 1;
   std::uint32_t local_rank = 0;  // picks the CUDA device on a multi-GPU node
@@ -26,14 +28,14 @@ struct Launch {
 
 // Throws Error naming the variable if a launcher's variables are malformed
 // (not a number, rank >= world size).
-Launch detect_launch();
+SLUICE_API Launch detect_launch();
 
 // Sets options.rank and options.world_size from the launch.
-void apply_launch(Options& options, const Launch& launch);
+SLUICE_API void apply_launch(Options& options, const Launch& launch);
 
 // One process driving `towers` devices: the options for device `tower`, a
 // shard of this rank's shard, so every device gets different samples and the
 // same batch count (rank' = rank * towers + tower, world' = world * towers).
-Options tower_options(Options options, std::uint32_t tower, std::uint32_t towers);
+SLUICE_API Options tower_options(Options options, std::uint32_t tower, std::uint32_t towers);
 
 }  // namespace sluice

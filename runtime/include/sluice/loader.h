@@ -22,6 +22,8 @@
 // time. Batches may be released on any thread.
 #pragma once
 
+#include "sluice/export.h"
+
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -42,7 +44,7 @@ namespace detail {
 class LoaderCore;
 }
 
-struct Stats {
+struct SLUICE_API Stats {
   std::uint64_t batches_delivered = 0;
   std::uint64_t samples_delivered = 0;
   std::uint64_t bytes_delivered = 0;    // field bytes
@@ -62,7 +64,7 @@ struct Stats {
   std::uint64_t empty_batches = 0;             // batches every sample of which was skipped: not delivered
 };
 
-class Loader {
+class SLUICE_API Loader {
  public:
   // Validates options, creates the arena and starts the workers. Throws Error.
   explicit Loader(Options options);

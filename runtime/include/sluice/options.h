@@ -5,6 +5,8 @@
 // throws sluice::Error naming the offending option.
 #pragma once
 
+#include "sluice/export.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -24,7 +26,7 @@ inline constexpr std::size_t max_sample_dims = 7;   // dimensions per sample (a 
 
 // One named output of a sample. A batch of B samples holds each field as one
 // contiguous array of shape [B, shape...] (C order).
-struct FieldSpec {
+struct SLUICE_API FieldSpec {
   std::string name;
   DType dtype = DType::f32;
   std::vector<std::int64_t> shape;  // per-sample shape; empty = scalar
@@ -51,7 +53,7 @@ enum class SkipFill : std::uint8_t {
            // batch); for compiled models that need fixed shapes
 };
 
-struct Options {
+struct SLUICE_API Options {
   // --- The epoch plan -------------------------------------------------------
   std::uint64_t dataset_size = 0;  // N: samples are the indices [0, N)
   std::uint32_t batch_size = 1;    // B

@@ -8,6 +8,8 @@
 // Thread safety: const methods are safe to call concurrently.
 #pragma once
 
+#include "sluice/export.h"
+
 #include <cstdint>
 #include <span>
 
@@ -16,7 +18,7 @@
 namespace sluice {
 
 // A pseudo-random bijection of [0, n) chosen by a 64-bit key.
-class Permutation {
+class SLUICE_API Permutation {
  public:
   Permutation(std::uint64_t n, std::uint64_t key);
   std::uint64_t operator()(std::uint64_t i) const;  // i < n
@@ -30,7 +32,7 @@ class Permutation {
   std::uint64_t half_mask_;
 };
 
-class EpochPlan {
+class SLUICE_API EpochPlan {
  public:
   // Throws Error on an empty plan or an impossible shard.
   explicit EpochPlan(const Options& options);

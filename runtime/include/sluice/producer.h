@@ -19,6 +19,8 @@
 // may be filled again after a worker crash, and must come out the same.
 #pragma once
 
+#include "sluice/export.h"
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -31,7 +33,7 @@
 namespace sluice {
 
 // One batch being filled. Valid only during the fill() call that receives it.
-class BatchContext {
+class SLUICE_API BatchContext {
  public:
   std::uint64_t epoch() const { return epoch_; }
   std::uint64_t batch_index() const { return batch_; }  // within the epoch
@@ -78,7 +80,7 @@ class BatchContext {
   std::atomic<std::uint32_t>* progress_;
 };
 
-class Producer {
+class SLUICE_API Producer {
  public:
   virtual ~Producer() = default;
   // Once per worker process, after fork and before its first fill().
@@ -96,7 +98,7 @@ class Producer {
 };
 
 // One sample of a batch being filled, for per-sample producers.
-struct SampleRef {
+struct SLUICE_API SampleRef {
   const BatchContext& batch;
   std::size_t position;  // j: the sample's row in the batch
   std::uint64_t index;   // its dataset index
@@ -106,6 +108,6 @@ struct SampleRef {
 };
 
 // A Producer that calls fn once per sample, in batch order.
-std::shared_ptr<Producer> per_sample(std::function<void(const SampleRef&)> fn);
+SLUICE_API std::shared_ptr<Producer> per_sample(std::function<void(const SampleRef&)> fn);
 
 }  // namespace sluice

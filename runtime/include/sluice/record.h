@@ -12,6 +12,8 @@
 // Thread safety: a RunRecorder is used from one thread at a time.
 #pragma once
 
+#include "sluice/export.h"
+
 #include <cstdint>
 #include <cstdio>
 #include <optional>
@@ -22,7 +24,7 @@
 
 namespace sluice {
 
-struct RecordHeader {
+struct SLUICE_API RecordHeader {
   std::string script_hash;   // of the pipeline that made the batches, if any
   std::string options_json;  // a JSON object of the options that shape the data
   std::uint64_t seed = 0;
@@ -30,7 +32,7 @@ struct RecordHeader {
   std::uint32_t world_size = 1;
 };
 
-class RunRecorder {
+class SLUICE_API RunRecorder {
  public:
   // Creates or truncates path and writes the header. Throws Error.
   RunRecorder(const std::string& path, const RecordHeader& header);
@@ -54,21 +56,21 @@ class RunRecorder {
 
 // One skipped sample as a JSON object (no newline), properly escaped:
 // {"sample":17,"epoch":0,"reason":"..."}; "epoch" only when given.
-std::string skip_json(std::uint64_t sample, std::optional<std::uint64_t> epoch, std::string_view reason);
+SLUICE_API std::string skip_json(std::uint64_t sample, std::optional<std::uint64_t> epoch, std::string_view reason);
 
 // s as a JSON string literal, quotes included (for RecordHeader::options_json).
-std::string json_string(std::string_view s);
+SLUICE_API std::string json_string(std::string_view s);
 
 // xxHash64 of bytes, the digest used in records.
-std::uint64_t digest_bytes(const void* data, std::size_t size);
+SLUICE_API std::uint64_t digest_bytes(const void* data, std::size_t size);
 
-struct VerifyResult {
+struct SLUICE_API VerifyResult {
   bool identical = false;
   std::uint64_t batches_compared = 0;
   std::string message;  // what differs first, and how; or a summary when identical
 };
 
 // Compares two records. Throws Error if a file cannot be read or is not a record.
-VerifyResult verify_records(const std::string& a, const std::string& b);
+SLUICE_API VerifyResult verify_records(const std::string& a, const std::string& b);
 
 }  // namespace sluice

@@ -1,11 +1,36 @@
-/* sluice/sluice.h: the C API.
+/* sluice/sluice.h: the C API (C99), for hosts that cannot use the C++20
+ * headers: C programs, game engines, other languages' FFIs.
  *
- * Opaque handles, status codes, no exception ever crosses it. A call that
- * fails returns a non-zero sluice_status and leaves a message for
+ *   sluice_loader* loader;
+ *   const char* overrides[] = {"workers=4", "epochs=2", NULL};
+ *   if (sluice_loader_open_script("pipeline.lua", overrides, &loader) != SLUICE_OK) {
+ *     fprintf(stderr, "%s\n", sluice_last_error());
+ *   }
+ *   sluice_batch* batch;
+ *   while (sluice_loader_next(loader, &batch) == SLUICE_OK) {
+ *     sluice_field image;
+ *     sluice_batch_field(batch, 0, &image);  ... train on image.data ...
+ *     sluice_batch_release(batch);
+ *   }
+ *   sluice_loader_destroy(loader);
+ *
+ * Errors: opaque handles and status codes; no C++ exception and no allocation
+ * failure ever crosses this API. A call that fails returns a status other
+ * than SLUICE_OK / SLUICE_END / SLUICE_NOT_READY and leaves a message for
  * sluice_last_error() on the calling thread.
  *
+ * Memory: a string this API allocates for the caller (char** out-parameters)
+ * is malloc'ed and the caller frees it with sluice_free(). Every other pointer
+ * it hands out (names, shapes, data, stats arrays) is owned by the handle it
+ * came from and stays valid as long as the comment next to it says.
+ *
+ * Versions: SLUICE_C_API_VERSION grows with every addition. Structs that may
+ * grow start with a `size` field that their _init function sets to the size
+ * the caller was compiled with; the library reads and writes only that many
+ * bytes, so a program built against an older sluice.h keeps working.
+ *
  * Thread safety: as the C++ Loader: one thread drives a loader at a time;
- * batches may be released on any thread.
+ * batches may be released, and DLPack deleters run, on any thread.
  */
 #ifndef SLUICE_SLUICE_H_
 #define SLUICE_SLUICE_H_
@@ -13,15 +38,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sluice/export.h"
+
+/* 1: loaders from a C fill function.
+ * 2: pipeline scripts, DLPack, state and resume, stats and the skip log,
+ *    fields by name, non-blocking consumption (try_next, next_for, ready_fd). */
+#define SLUICE_C_API_VERSION 2
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+struct DLManagedTensor; /* <dlpack/dlpack.h> */
+
 typedef enum sluice_status {
   SLUICE_OK = 0,
-  SLUICE_END = 1,             /* no more batches: every epoch was delivered */
+  SLUICE_END = 1,             /* no more batches: every epoch was delivered (or the loader was interrupted) */
   SLUICE_INVALID_ARGUMENT = 2,
-  SLUICE_ERROR = 3,           /* a worker, the arena or the system failed; see sluice_last_error() */
+  SLUICE_ERROR = 3,           /* a worker, the script, the arena or the system failed; see sluice_last_error() */
+  SLUICE_NOT_READY = 4,       /* try_next / next_for: no batch yet; the run goes on */
 } sluice_status;
 
 typedef enum sluice_dtype {
@@ -55,6 +90,7 @@ typedef struct sluice_fill {
 typedef int (*sluice_fill_fn)(void* user, const sluice_fill* batch, char* error, size_t error_size);
 
 typedef struct sluice_options {
+  size_t size;                /* sizeof(sluice_options): set by sluice_options_init */
   uint64_t dataset_size;
   uint32_t batch_size;
   int drop_last;
@@ -70,8 +106,18 @@ typedef struct sluice_options {
   const sluice_field_spec* fields;
   sluice_fill_fn fill;
   void* user;                 /* passed to fill, in each worker's copy of memory */
+  /* Version 2. */
+  const char* resume_json;    /* NULL, or a state from sluice_loader_state_json: continue that run */
 } sluice_options;
 
+/* Options for sluice_loader_open_script_with. */
+typedef struct sluice_script_options {
+  size_t size;                       /* sizeof(sluice_script_options): set by sluice_script_options_init */
+  const char* const* overrides;      /* NULL, or a NULL-terminated list of "name=value" (sluice/run_settings.h) */
+  const char* resume_json;           /* NULL, or a state from sluice_loader_state_json: continue that run */
+} sluice_script_options;
+
+/* One field of a delivered batch. Pointers are into the batch and valid until it is released. */
 typedef struct sluice_field {
   const char* name;
   sluice_dtype dtype;
@@ -81,25 +127,113 @@ typedef struct sluice_field {
   size_t nbytes;
 } sluice_field;
 
-/* Sets the defaults the C++ Options has. */
-void sluice_options_init(sluice_options* options);
+/* sluice::Stats. The arrays are owned by the loader and valid until the next
+ * sluice_loader_stats call on it or its destruction. */
+typedef struct sluice_stats {
+  size_t size;                       /* set by the caller: sizeof(sluice_stats) */
+  uint64_t batches_delivered;
+  uint64_t samples_delivered;
+  uint64_t bytes_delivered;          /* field bytes */
+  uint64_t consumer_wait_ns;         /* time spent blocked waiting for a batch */
+  uint64_t consumer_waits;           /* calls that had to block */
+  uint32_t max_in_flight;            /* most slots ever issued at once */
+  uint32_t worker_restarts;          /* workers replaced after a crash or a timeout */
+  uint64_t first_batch_ns;           /* from the loader's creation to its first batch */
+  uint64_t slots_full_ns;            /* all slots taken while batches remained (backpressure) */
+  uint64_t worker_fill_ns;           /* summed over workers: time filling batches */
+  uint64_t worker_idle_ns;           /* summed over workers: time with no batch to fill */
+  uint64_t batches_retried;          /* batches issued again after a failure */
+  uint64_t empty_batches;            /* batches all of whose samples were skipped: not delivered */
+  size_t skipped_count;              /* samples dropped by on_error = skip */
+  const uint64_t* skipped_samples;   /* [skipped_count], in the order they were dropped */
+  const char* const* skip_reasons;   /* [skipped_count]: why, naming the file or record, or the crash */
+} sluice_stats;
 
-sluice_status sluice_loader_create(const sluice_options* options, sluice_loader** out);
-void sluice_loader_destroy(sluice_loader* loader);
+/* --- Library ----------------------------------------------------------------- */
 
-/* SLUICE_OK with *out set, SLUICE_END when the run is over, or an error. */
-sluice_status sluice_loader_next(sluice_loader* loader, sluice_batch** out);
+/* SLUICE_C_API_VERSION of the library that is loaded (may be newer than the header's). */
+SLUICE_API int sluice_c_api_version(void);
+/* The project version, "MAJOR.MINOR.PATCH". Static storage. */
+SLUICE_API const char* sluice_version(void);
+/* Frees what this API malloc'ed for the caller (the char** out-parameters). NULL is fine. */
+SLUICE_API void sluice_free(void* p);
+/* The message of the calling thread's last failed call ("" if none). Valid
+ * until the thread's next call into this API. */
+SLUICE_API const char* sluice_last_error(void);
 
-uint64_t sluice_batch_epoch(const sluice_batch* batch);
-uint64_t sluice_batch_index(const sluice_batch* batch);
-size_t sluice_batch_size(const sluice_batch* batch);
-const uint64_t* sluice_batch_sample_ids(const sluice_batch* batch);
-size_t sluice_batch_field_count(const sluice_batch* batch);
-sluice_status sluice_batch_field(const sluice_batch* batch, size_t i, sluice_field* out);
-void sluice_batch_release(sluice_batch* batch);
+/* --- Loaders ------------------------------------------------------------------ */
 
-/* The message of the calling thread's last failed call ("" if none). */
-const char* sluice_last_error(void);
+/* Sets the defaults the C++ Options has, and options->size. */
+SLUICE_API void sluice_options_init(sluice_options* options);
+/* A loader whose workers call options->fill for every batch. */
+SLUICE_API sluice_status sluice_loader_create(const sluice_options* options, sluice_loader** out);
+
+/* A loader for a pipeline.lua (sluice/script.h): the script is run and checked
+ * here, in the calling process, before any worker starts. `overrides` is NULL
+ * or a NULL-terminated list of "name=value" strings with the names of
+ * `sluice run`'s options (epochs, workers, prefetch, seed, on_error,
+ * batch_size, drop_last, shuffle, ordered, rank, world_size, max_retries,
+ * batch_timeout_ms, worker_memory_mb, held_timeout_ms, skip_fill, device);
+ * an unknown name or a bad value is SLUICE_INVALID_ARGUMENT. Present in
+ * libsluice; in the static libraries, sluice_scripting defines these. */
+SLUICE_API sluice_status sluice_loader_open_script(const char* path, const char* const* overrides, sluice_loader** out);
+SLUICE_API void sluice_script_options_init(sluice_script_options* options);
+SLUICE_API sluice_status sluice_loader_open_script_with(const char* path, const sluice_script_options* options,
+                                                        sluice_loader** out);
+
+/* Stops and reaps the workers. Batches and DLPack tensors still held stay valid. NULL is fine. */
+SLUICE_API void sluice_loader_destroy(sluice_loader* loader);
+
+/* SLUICE_OK with *out set, SLUICE_END when the run is over, or an error. Blocks
+ * while no batch is ready. */
+SLUICE_API sluice_status sluice_loader_next(sluice_loader* loader, sluice_batch** out);
+
+/* For hosts that must never block (a frame loop, an event loop): SLUICE_OK with
+ * *out set if a batch is ready now (try_next) or within timeout_ms (next_for),
+ * SLUICE_NOT_READY if not yet, SLUICE_END at the end, or an error. Call one of
+ * them regularly: they also replace crashed workers and run the watchdog. */
+SLUICE_API sluice_status sluice_loader_try_next(sluice_loader* loader, sluice_batch** out);
+SLUICE_API sluice_status sluice_loader_next_for(sluice_loader* loader, int64_t timeout_ms, sluice_batch** out);
+/* A file descriptor, readable when try_next may have something to do (a batch,
+ * a worker's exit, the end): poll(2) or epoll it, level-triggered; it may be
+ * readable spuriously. Owned by the loader: do not close it. -1 on error. */
+SLUICE_API int sluice_loader_ready_fd(sluice_loader* loader);
+/* 1 once the run is over (every batch delivered, a failure, or an interrupt), else 0. */
+SLUICE_API int sluice_loader_finished(const sluice_loader* loader);
+/* Makes next() end as soon as possible. Async-signal-safe and thread-safe. */
+SLUICE_API void sluice_loader_interrupt(sluice_loader* loader);
+
+/* The fields every batch has. The spec's pointers are owned by the loader. */
+SLUICE_API size_t sluice_loader_field_count(const sluice_loader* loader);
+SLUICE_API sluice_status sluice_loader_field(const sluice_loader* loader, size_t i, sluice_field_spec* out);
+
+/* Where the run stands, as JSON (*out malloc'ed: sluice_free it). A loader
+ * opened with it as resume_json delivers exactly the batches this one would
+ * deliver next. */
+SLUICE_API sluice_status sluice_loader_state_json(const sluice_loader* loader, char** out);
+/* out->size must be set (sizeof(sluice_stats)). */
+SLUICE_API sluice_status sluice_loader_stats(sluice_loader* loader, sluice_stats* out);
+/* The skipped samples so far, one JSON line each, as `sluice run --skip-log`
+ * writes them: {"sample":17,"reason":"..."}. *out malloc'ed ("" if none): sluice_free it. */
+SLUICE_API sluice_status sluice_loader_skip_log(sluice_loader* loader, char** out);
+
+/* --- Batches ------------------------------------------------------------------- */
+
+SLUICE_API uint64_t sluice_batch_epoch(const sluice_batch* batch);
+SLUICE_API uint64_t sluice_batch_index(const sluice_batch* batch);
+SLUICE_API size_t sluice_batch_size(const sluice_batch* batch);
+SLUICE_API const uint64_t* sluice_batch_sample_ids(const sluice_batch* batch);
+SLUICE_API size_t sluice_batch_field_count(const sluice_batch* batch);
+SLUICE_API sluice_status sluice_batch_field(const sluice_batch* batch, size_t i, sluice_field* out);
+/* The field named `name`, and its index in *index (index may be NULL). */
+SLUICE_API sluice_status sluice_batch_field_by_name(const sluice_batch* batch, const char* name, sluice_field* out,
+                                                    size_t* index);
+/* Field i as a DLPack tensor (kDLCPU, no copy). The caller owns *out and calls
+ * (*out)->deleter(*out) once; the batch's slot stays alive until both the batch
+ * is released and the deleter has run, in either order. */
+SLUICE_API sluice_status sluice_batch_field_dlpack(sluice_batch* batch, size_t i, struct DLManagedTensor** out);
+/* Gives the slot back (unless DLPack tensors still hold it). NULL is fine. */
+SLUICE_API void sluice_batch_release(sluice_batch* batch);
 
 #ifdef __cplusplus
 }

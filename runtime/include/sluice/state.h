@@ -9,6 +9,8 @@
 // Thread safety: plain data.
 #pragma once
 
+#include "sluice/export.h"
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -18,7 +20,7 @@ namespace sluice {
 
 struct Options;
 
-struct LoaderState {
+struct SLUICE_API LoaderState {
   // The plan it belongs to; a resume with a different plan is refused.
   std::uint64_t seed = 0;
   std::uint64_t dataset_size = 0;

@@ -16,6 +16,8 @@
 // Thread safety: plain data.
 #pragma once
 
+#include "sluice/export.h"
+
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -27,7 +29,7 @@
 
 namespace sluice {
 
-class RunSettings {
+class SLUICE_API RunSettings {
  public:
   RunSettings() = default;
   explicit RunSettings(std::string path) { script_.path = std::move(path); }

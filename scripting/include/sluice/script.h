@@ -29,6 +29,8 @@
 // data plus counters that worker processes update atomically.
 #pragma once
 
+#include "sluice/export.h"
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -44,7 +46,7 @@ class FillCounters;
 }
 
 // Which script to load, and overrides of what it says (unset: the script's value).
-struct ScriptOptions {
+struct SLUICE_API ScriptOptions {
   std::string path = {};                   // the pipeline.lua
   std::optional<std::uint32_t> epochs = std::nullopt;     // 0 = until the loader is destroyed
   std::optional<std::uint32_t> workers = std::nullopt;    // >= 1
@@ -57,7 +59,7 @@ struct ScriptOptions {
 
 // Where the workers' time went, summed over every worker of every Loader built
 // from the Script's Options.
-struct ScriptWorkerTimes {
+struct SLUICE_API ScriptWorkerTimes {
   std::uint64_t start_ns = 0;  // creating each worker's Lua state and running pipeline.lua
   std::uint64_t fill_ns = 0;   // making batches: source, map, map_batch, checks, copies
   std::uint64_t batches = 0;   // batches made
@@ -65,7 +67,7 @@ struct ScriptWorkerTimes {
   std::uint32_t workers = 0;   // workers that started
 };
 
-struct Script {
+struct SLUICE_API Script {
   Options options;                 // ready for sluice::Loader
   std::string path;                // the script, as named in ScriptOptions
   std::string device;              // where batches are delivered: "cpu"
@@ -78,6 +80,6 @@ struct Script {
 };
 
 // Loads and checks a pipeline.lua. Throws Error.
-Script load_script(const ScriptOptions& options);
+SLUICE_API Script load_script(const ScriptOptions& options);
 
 }  // namespace sluice

@@ -35,6 +35,8 @@
 // that uses it (a libuv loop must not cross fork()).
 #pragma once
 
+#include "sluice/export.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -45,7 +47,7 @@
 
 namespace sluice::io {
 
-struct ReaderOptions {
+struct SLUICE_API ReaderOptions {
   std::uint32_t window = 32;                 // reads in flight or ready ahead of next()
   std::size_t slot_bytes = 256 * 1024;       // initial scratch bytes per window slot
   std::uint32_t io_threads = 0;              // UV_THREADPOOL_SIZE for this process; 0: one per CPU
@@ -53,7 +55,7 @@ struct ReaderOptions {
   OnError on_error = OnError::fail;
 };
 
-class AsyncReader {
+class SLUICE_API AsyncReader {
  public:
   AsyncReader(std::shared_ptr<const RecordSource> source, ReaderOptions options = {});
   ~AsyncReader();  // waits for reads in flight, closes its descriptors

@@ -8,6 +8,8 @@
 // Thread safety: pure functions.
 #pragma once
 
+#include "sluice/export.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -15,12 +17,12 @@
 namespace sluice::io {
 
 // CRC-32C of `data`, continuing from `crc` (0 to start).
-std::uint32_t crc32c(std::span<const std::byte> data, std::uint32_t crc = 0);
+SLUICE_API std::uint32_t crc32c(std::span<const std::byte> data, std::uint32_t crc = 0);
 
 // The table-driven path and the crc32-instruction path (the table where the
 // CPU lacks SSE4.2), for tests that compare the paths.
-std::uint32_t crc32c_portable(std::span<const std::byte> data, std::uint32_t crc = 0);
-std::uint32_t crc32c_sse42(std::span<const std::byte> data, std::uint32_t crc = 0);
+SLUICE_API std::uint32_t crc32c_portable(std::span<const std::byte> data, std::uint32_t crc = 0);
+SLUICE_API std::uint32_t crc32c_sse42(std::span<const std::byte> data, std::uint32_t crc = 0);
 
 // TFRecord's masked CRC: ((crc >> 15) | (crc << 17)) + 0xa282ead8.
 inline std::uint32_t mask_crc(std::uint32_t crc) {

@@ -25,6 +25,8 @@
 // stay valid until the next parse() or the Example's destruction.
 #pragma once
 
+#include "sluice/export.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -40,15 +42,15 @@ namespace sluice::io {
 enum class FeatureKind : std::uint8_t { none, bytes_list, float_list, int64_list };
 
 // "bytes_list", "float_list", "int64_list" or "none".
-std::string_view feature_kind_name(FeatureKind kind);
+SLUICE_API std::string_view feature_kind_name(FeatureKind kind);
 
-struct FeatureInfo {
+struct SLUICE_API FeatureInfo {
   std::string name;
   FeatureKind kind;
   std::size_t count;   // values in the list
 };
 
-class Example {
+class SLUICE_API Example {
  public:
   // The `step` argument's default: the features (a SequenceExample's context).
   static constexpr std::size_t kFeatures = static_cast<std::size_t>(-1);

@@ -12,6 +12,8 @@
 // Thread safety: immutable after construction (see record_source.h).
 #pragma once
 
+#include "sluice/export.h"
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,13 +22,13 @@
 
 namespace sluice::io {
 
-struct FolderOptions {
+struct SLUICE_API FolderOptions {
   // Keep only files whose lower-cased extension is listed ("jpg", "png");
   // empty keeps every regular file. Names starting with '.' are always left out.
   std::vector<std::string> extensions;
 };
 
-class FileSource final : public RecordSource {
+class SLUICE_API FileSource final : public RecordSource {
  public:
   static std::shared_ptr<FileSource> from_list(std::vector<std::string> paths);
   // Throws sluice::Error when nothing matches.

@@ -7,6 +7,8 @@
 // Thread safety: pure functions (glob() reads the file system).
 #pragma once
 
+#include "sluice/export.h"
+
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,11 +16,11 @@
 namespace sluice::io {
 
 // Whether `path` matches `pattern` ('/'-separated, both relative or both absolute).
-bool glob_match(std::string_view pattern, std::string_view path);
+SLUICE_API bool glob_match(std::string_view pattern, std::string_view path);
 
 // The regular files matching `pattern`, sorted. Walks only below the
 // pattern's longest wildcard-free directory prefix. Throws sluice::Error when
 // that directory does not exist.
-std::vector<std::string> glob(const std::string& pattern);
+SLUICE_API std::vector<std::string> glob(const std::string& pattern);
 
 }  // namespace sluice::io

@@ -24,6 +24,8 @@
 // concurrently. A mapping made before fork() is valid in the children.
 #pragma once
 
+#include "sluice/export.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -36,7 +38,7 @@
 
 namespace sluice::io {
 
-class NpyArray {
+class SLUICE_API NpyArray {
  public:
   // Maps `path`. Throws sluice::Error (file, offset, what is wrong); a .npz
   // archive is refused with the names of its members.
@@ -98,7 +100,7 @@ class NpyArray {
 };
 
 // One member of a .npz archive, as its central directory lists it.
-struct NpzMember {
+struct SLUICE_API NpzMember {
   std::string name;              // "x.npy"
   bool deflated = false;         // false: stored
   std::uint64_t compressed = 0;  // bytes in the archive
@@ -107,7 +109,7 @@ struct NpzMember {
   std::uint64_t header_offset = 0;  // of the member's local header
 };
 
-class NpzArchive {
+class SLUICE_API NpzArchive {
  public:
   // Maps `path` and reads its central directory. Throws sluice::Error naming
   // the file: not a zip, truncated, a bad directory entry.
@@ -132,6 +134,6 @@ class NpzArchive {
 
 // Whether `head` (a file's first bytes) starts like a zip archive ("PK\3\4",
 // or "PK\5\6" for an empty one).
-bool looks_like_zip(std::span<const std::byte> head);
+SLUICE_API bool looks_like_zip(std::span<const std::byte> head);
 
 }  // namespace sluice::io

@@ -13,6 +13,8 @@
 // the children (it holds no file descriptors or threads).
 #pragma once
 
+#include "sluice/export.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -24,7 +26,7 @@
 
 namespace sluice::io {
 
-class RecordSource {
+class SLUICE_API RecordSource {
  public:
   virtual ~RecordSource() = default;
 
@@ -46,7 +48,7 @@ class RecordSource {
 // Reads sample `id` synchronously (open, pread, close) into `buffer` and
 // decodes it into `out`. Throws sluice::Error for a missing file, a short read
 // or corrupt bytes. For tools and tests; workers use an AsyncReader.
-void read_sample(const RecordSource& source, std::uint64_t id, std::vector<std::byte>& buffer,
+SLUICE_API void read_sample(const RecordSource& source, std::uint64_t id, std::vector<std::byte>& buffer,
                  Sample& out);
 
 }  // namespace sluice::io

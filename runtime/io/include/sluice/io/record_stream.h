@@ -9,6 +9,8 @@
 // Thread safety: none; one stream per thread (per worker process).
 #pragma once
 
+#include "sluice/export.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -19,7 +21,7 @@
 namespace sluice::io {
 
 // How a stream orders and partitions its shards. One struct for every stream.
-struct StreamOptions {
+struct SLUICE_API StreamOptions {
   std::uint64_t seed = 0;
   bool shuffle_shards = false;       // a fresh shard order per (seed, epoch)
   std::size_t shuffle_buffer = 0;    // records held to shuffle among; 0 = file order
@@ -31,7 +33,7 @@ struct StreamOptions {
   bool verify_crc = true;            // TFRecord: check both masked CRC32Cs
 };
 
-class RecordStream {
+class SLUICE_API RecordStream {
  public:
   virtual ~RecordStream() = default;
   virtual void reset(std::uint64_t epoch) = 0;

@@ -8,6 +8,8 @@
 // Thread safety: plain data; no internal synchronisation.
 #pragma once
 
+#include "sluice/export.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -19,12 +21,12 @@ namespace sluice::io {
 
 // One named part of a sample: "data" for a file or a TFRecord record; the
 // member's extension ("jpg", "cls", "txt.gz") for a WebDataset tar sample.
-struct Field {
+struct SLUICE_API Field {
   std::string_view name;
   std::span<const std::byte> bytes;
 };
 
-struct Sample {
+struct SLUICE_API Sample {
   std::uint64_t id = 0;          // index in its source (random access) or read order (streams)
   std::string_view path;         // the file the sample came from
   std::string_view key;          // WebDataset sample key ("data/0"); empty for other formats
@@ -59,7 +61,7 @@ struct Sample {
 };
 
 // Where a sample's bytes lie in its file. Computed from an index, without I/O.
-struct SampleLocation {
+struct SLUICE_API SampleLocation {
   std::uint64_t id = 0;
   std::uint32_t file = 0;        // index into RecordSource::files()
   std::uint64_t offset = 0;      // first byte to read

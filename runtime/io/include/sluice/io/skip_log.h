@@ -10,6 +10,8 @@
 // Thread safety: SkipLog is not synchronised; each reader owns its own.
 #pragma once
 
+#include "sluice/export.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -21,14 +23,14 @@
 namespace sluice::io {
 
 // "fail" or "skip"; nullopt for anything else.
-std::optional<OnError> parse_on_error(std::string_view text);
+SLUICE_API std::optional<OnError> parse_on_error(std::string_view text);
 
-struct SkippedSample {
+struct SLUICE_API SkippedSample {
   std::uint64_t id;     // the sample's id (source index, or read order for streams)
   std::string reason;   // the error message: file and byte offset or record
 };
 
-class SkipLog {
+class SLUICE_API SkipLog {
  public:
   void add(std::uint64_t id, std::string reason) { entries_.push_back({id, std::move(reason)}); }
   std::size_t count() const { return entries_.size(); }

@@ -14,6 +14,8 @@
 // Thread safety: immutable after construction (see record_source.h).
 #pragma once
 
+#include "sluice/export.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -23,13 +25,13 @@
 
 namespace sluice::io {
 
-struct TarOptions {
+struct SLUICE_API TarOptions {
   // fail: a corrupt header or a truncated member throws, naming file and byte
   // offset. skip: the shard is indexed up to that point; noted in index_skips().
   OnError on_error = OnError::fail;
 };
 
-class TarSource final : public RecordSource {
+class SLUICE_API TarSource final : public RecordSource {
  public:
   explicit TarSource(std::vector<std::string> shards, TarOptions options = {});
 

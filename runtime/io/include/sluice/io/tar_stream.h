@@ -9,6 +9,8 @@
 // Thread safety: none (see record_stream.h).
 #pragma once
 
+#include "sluice/export.h"
+
 #include <cstdint>
 #include <random>
 #include <string>
@@ -18,7 +20,7 @@
 
 namespace sluice::io {
 
-class TarStream final : public RecordStream {
+class SLUICE_API TarStream final : public RecordStream {
  public:
   TarStream(std::vector<std::string> shards, StreamOptions options = {});
   ~TarStream() override;

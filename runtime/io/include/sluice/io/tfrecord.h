@@ -17,6 +17,8 @@
 // functions are reentrant.
 #pragma once
 
+#include "sluice/export.h"
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -28,7 +30,7 @@
 
 namespace sluice::io {
 
-struct TFRecordOptions {
+struct SLUICE_API TFRecordOptions {
   bool verify_crc = true;
   std::string index_dir;      // where sidecars live; empty = beside each shard
   bool write_index = true;    // write a sidecar after scanning a shard
@@ -39,7 +41,7 @@ struct TFRecordOptions {
 
 // Record offsets of one shard, plus the file size as the last element (so
 // record i spans [offsets[i], offsets[i + 1])).
-struct TFRecordIndex {
+struct SLUICE_API TFRecordIndex {
   std::vector<std::uint64_t> offsets;
   std::uint64_t records() const { return offsets.empty() ? 0 : offsets.size() - 1; }
 };
@@ -47,20 +49,20 @@ struct TFRecordIndex {
 // Scans a shard's headers. Throws sluice::Error naming the file, record and
 // byte offset of a truncated record or a length CRC mismatch; with
 // on_error = skip, stops there instead, appending the reason to `skips`.
-TFRecordIndex scan_tfrecord(const std::string& path, OnError on_error = OnError::fail,
+SLUICE_API TFRecordIndex scan_tfrecord(const std::string& path, OnError on_error = OnError::fail,
                             SkipLog* skips = nullptr);
 
 // FILE.idx, or index_dir/BASENAME.<hash of the absolute path>.idx.
-std::string tfrecord_index_path(const std::string& shard, const std::string& index_dir);
+SLUICE_API std::string tfrecord_index_path(const std::string& shard, const std::string& index_dir);
 
 // Writes the sidecar atomically (temp file + rename). Throws sluice::Error.
-void write_tfrecord_index(const std::string& index_path, const TFRecordIndex& index);
+SLUICE_API void write_tfrecord_index(const std::string& index_path, const TFRecordIndex& index);
 
 // Reads a sidecar; nullopt when it is absent, older than the shard, or
 // inconsistent with the shard's size.
-std::optional<TFRecordIndex> load_tfrecord_index(const std::string& index_path, const std::string& shard);
+SLUICE_API std::optional<TFRecordIndex> load_tfrecord_index(const std::string& index_path, const std::string& shard);
 
-class TFRecordSource final : public RecordSource {
+class SLUICE_API TFRecordSource final : public RecordSource {
  public:
   // Indexes every shard (loading or building sidecars). Throws sluice::Error
   // for a missing shard, or a corrupt one under on_error = fail.

@@ -18,6 +18,8 @@
 // Thread safety: none (see record_stream.h).
 #pragma once
 
+#include "sluice/export.h"
+
 #include <cstdint>
 #include <memory>
 #include <random>
@@ -32,7 +34,7 @@ namespace detail {
 class SequentialFile;
 }
 
-class TFRecordStream final : public RecordStream {
+class SLUICE_API TFRecordStream final : public RecordStream {
  public:
   // Starts epoch 0. Missing shards are reported when reached.
   TFRecordStream(std::vector<std::string> shards, StreamOptions options = {});

@@ -4,6 +4,8 @@
 // Thread safety: none; one writer per thread.
 #pragma once
 
+#include "sluice/export.h"
+
 #include <cstdint>
 #include <cstdio>
 #include <span>
@@ -11,7 +13,7 @@
 
 namespace sluice::io {
 
-class TFRecordWriter {
+class SLUICE_API TFRecordWriter {
  public:
   // Creates or truncates `path`. Throws sluice::Error naming it.
   explicit TFRecordWriter(std::string path);

@@ -35,6 +35,8 @@
 // its own. Decoders in different threads are independent.
 #pragma once
 
+#include "sluice/export.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -47,7 +49,7 @@ namespace sluice::ops {
 enum class ImageFormat : std::uint8_t { jpeg, png };
 
 // What the header says, before decoding.
-struct ImageInfo {
+struct SLUICE_API ImageInfo {
   ImageFormat format = ImageFormat::jpeg;
   int width = 0;            // as displayed: swapped for EXIF orientations 5-8
   int height = 0;           // when DecodeOptions::apply_exif_orientation is set
@@ -59,7 +61,7 @@ struct ImageInfo {
 // 128 Mi pixels: 384 MiB of RGB at 8 bits.
 inline constexpr std::uint64_t kDefaultMaxPixels = std::uint64_t{1} << 27;
 
-struct DecodeOptions {
+struct SLUICE_API DecodeOptions {
   int channels = 3;                       // 1, 3 or 4
   DType dtype = DType::u8;                // u8 or u16
   // Downscale a JPEG in the DCT by the smallest of 1/8, 1/4, 1/2 that still
@@ -72,7 +74,7 @@ struct DecodeOptions {
   bool strict = false;                    // any JPEG warning is an error (see above)
 };
 
-struct DecodedImage {
+struct SLUICE_API DecodedImage {
   Image image;            // in the decoder's scratch
   ImageInfo info;         // the header (width, height as displayed at full size)
   // The DCT downscale applied: image is info's size divided by this, rounded up.
@@ -80,7 +82,7 @@ struct DecodedImage {
   int scale_divisor = 1;
 };
 
-class ImageDecoder {
+class SLUICE_API ImageDecoder {
  public:
   ImageDecoder();
   ~ImageDecoder();
@@ -104,6 +106,6 @@ class ImageDecoder {
 };
 
 // The DCT downscale decode() picks for `scale`: 1, 2, 4 or 8 (the divisor).
-int jpeg_scale_divisor(double scale);
+SLUICE_API int jpeg_scale_divisor(double scale);
 
 }  // namespace sluice::ops

@@ -9,6 +9,8 @@
 // disjoint destinations. A Resampler is not thread-safe: one per worker.
 #pragma once
 
+#include "sluice/export.h"
+
 #include <array>
 #include <cstddef>
 #include <vector>
@@ -19,17 +21,17 @@
 namespace sluice::ops {
 
 // A view of `rect` inside `image` (no copy). Throws if it is not inside.
-Image crop(const Image& image, const Rect& rect);
+SLUICE_API Image crop(const Image& image, const Rect& rect);
 
 // Copies src into dst; same size, channels and dtype.
-void copy(const Image& src, const Image& dst);
+SLUICE_API void copy(const Image& src, const Image& dst);
 
 // Mirrors left to right into dst (same size; dst may be src itself).
-void flip_horizontal(const Image& src, const Image& dst);
+SLUICE_API void flip_horizontal(const Image& src, const Image& dst);
 
 // Copies src into dst at (top, left) and sets the rest of dst to `fill`
 // (per channel, in the image's dtype). src must fit inside dst there.
-void pad(const Image& src, const Image& dst, int top, int left,
+SLUICE_API void pad(const Image& src, const Image& dst, int top, int left,
          const std::array<int, 4>& fill = {0, 0, 0, 0});
 
 // torchvision's RandomResizedCrop.get_params (the Inception sampling): up to
@@ -38,12 +40,12 @@ void pad(const Image& src, const Image& dst, int top, int left,
 // position is then uniform. If none fits: the largest centred crop whose
 // aspect ratio is within range. Three draws per attempt (area, ratio, then x
 // and y on success), rounded half-to-even as Python's round().
-struct RandomResizedCropOptions {
+struct SLUICE_API RandomResizedCropOptions {
   double scale_min = 0.08, scale_max = 1.0;
   double ratio_min = 3.0 / 4.0, ratio_max = 4.0 / 3.0;
   int attempts = 10;
 };
-Rect random_resized_crop(int width, int height, UniformSource uniform,
+SLUICE_API Rect random_resized_crop(int width, int height, UniformSource uniform,
                          const RandomResizedCropOptions& options = {});
 
 // bilinear: PIL's BILINEAR (a triangle filter widened by the shrink factor, so
@@ -55,7 +57,7 @@ enum class Filter : unsigned char { bilinear, area };
 // (bit-identical to Pillow's ImagingResample) and single precision for uint16.
 // Holds the filter coefficients and the intermediate image, reused across
 // calls: no allocation once it has seen the largest sizes.
-class Resampler {
+class SLUICE_API Resampler {
  public:
   // Resizes the region `box` of src (continuous coordinates, within src) to the
   // whole of dst. Same channels and dtype.

@@ -12,6 +12,8 @@
 // concurrently on overlapping memory.
 #pragma once
 
+#include "sluice/export.h"
+
 #include <cstddef>
 #include <cstdint>
 
@@ -19,7 +21,7 @@
 
 namespace sluice::ops {
 
-struct Image {
+struct SLUICE_API Image {
   void* data = nullptr;
   int height = 0;
   int width = 0;
@@ -36,10 +38,10 @@ struct Image {
 };
 
 // A densely packed view (stride = row bytes) over `data`.
-Image packed_image(void* data, int height, int width, int channels, DType dtype = DType::u8);
+SLUICE_API Image packed_image(void* data, int height, int width, int channels, DType dtype = DType::u8);
 
 // A region of an image, in pixels.
-struct Rect {
+struct SLUICE_API Rect {
   int x = 0;
   int y = 0;
   int width = 0;
@@ -48,12 +50,12 @@ struct Rect {
 
 // A region in continuous coordinates (pixel x covers [x, x + 1)); resampling
 // reads sub-pixel boxes such as a Rect seen in a DCT-downscaled decode.
-struct Box {
+struct SLUICE_API Box {
   double x0 = 0, y0 = 0, x1 = 0, y1 = 0;
 };
 
 // Throws sluice::Error, naming `what`, unless the view is usable by the ops:
 // non-null, positive size, 1..4 channels, u8 or u16, stride >= row bytes.
-void check_image(const Image& image, const char* what);
+SLUICE_API void check_image(const Image& image, const char* what);
 
 }  // namespace sluice::ops

@@ -15,6 +15,8 @@
 // Thread safety: pure functions of their arguments; no allocation.
 #pragma once
 
+#include "sluice/export.h"
+
 #include <array>
 
 #include "sluice/ops/image.h"
@@ -23,7 +25,7 @@ namespace sluice::ops {
 
 enum class Layout : unsigned char { chw, hwc };
 
-struct NormalizeOptions {
+struct SLUICE_API NormalizeOptions {
   DType dtype = DType::f32;              // f32, f16 or u8
   Layout layout = Layout::chw;
   std::array<float, 4> mean = {0, 0, 0, 0};
@@ -33,9 +35,9 @@ struct NormalizeOptions {
 };
 
 // Throws sluice::Error for an unusable image, dtype or std of 0.
-void normalize(const Image& src, void* dst, const NormalizeOptions& options);
+SLUICE_API void normalize(const Image& src, void* dst, const NormalizeOptions& options);
 
 // normalize with scale 1, mean 0, std 1.
-void cast(const Image& src, void* dst, DType dtype, Layout layout = Layout::chw);
+SLUICE_API void cast(const Image& src, void* dst, DType dtype, Layout layout = Layout::chw);
 
 }  // namespace sluice::ops

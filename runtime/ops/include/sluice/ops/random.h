@@ -8,9 +8,11 @@
 // of one call.
 #pragma once
 
+#include "sluice/export.h"
+
 namespace sluice::ops {
 
-struct UniformSource {
+struct SLUICE_API UniformSource {
   double (*next)(void* state);  // uniform in [0, 1)
   void* state;
 

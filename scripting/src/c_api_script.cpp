@@ -1,0 +1,55 @@
+// The C API's pipeline-script entry points (sluice/sluice.h). They need the
+// scripting library, so they live here rather than in runtime/src/c_api.cpp,
+// and the runtime still builds alone (sanitizer and aarch64 builds).
+#include <memory>
+#include <string>
+
+#include "c_api_internal.h"
+#include "sluice/error.h"
+#include "sluice/run_settings.h"
+#include "sluice/script.h"
+#include "sluice/sluice.h"
+
+using sluice::c_api::guarded;
+using sluice::c_api::require;
+
+extern "C" {
+
+void sluice_script_options_init(sluice_script_options* options) {
+  if (!options) return;
+  *options = sluice_script_options{};
+  options->size = sizeof(sluice_script_options);
+}
+
+sluice_status sluice_loader_open_script_with(const char* path, const sluice_script_options* options,
+                                             sluice_loader** out) {
+  return guarded([&] {
+    require(path, "sluice_loader_open_script", "path");
+    require(out, "sluice_loader_open_script", "out");
+    *out = nullptr;
+    sluice::RunSettings settings(path);
+    if (options && options->overrides) {
+      for (const char* const* o = options->overrides; *o; ++o) {
+        try {
+          settings.set(*o);
+        } catch (const sluice::Error& e) {  // an unknown name or a bad value is the caller's
+          throw sluice::c_api::InvalidArgument(e.what());
+        }
+      }
+    }
+    auto script = std::make_shared<sluice::Script>(settings.load());
+    sluice::Options opt = script->options;
+    if (options) sluice::c_api::set_resume(opt, sluice::c_api::resume_json_of(*options));
+    *out = sluice::c_api::new_loader(std::move(opt), script);
+    return SLUICE_OK;
+  });
+}
+
+sluice_status sluice_loader_open_script(const char* path, const char* const* overrides, sluice_loader** out) {
+  sluice_script_options options;
+  sluice_script_options_init(&options);
+  options.overrides = overrides;
+  return sluice_loader_open_script_with(path, &options, out);
+}
+
+}  // extern "C"
