@@ -76,6 +76,7 @@ class Loader:
             settings.append(("held_timeout_ms", str(DEFAULT_HELD_TIMEOUT_MS)))
         self._core = _Loader(os.fspath(path), settings, os.fspath(record) if record is not None else "")
         self._info = self._core.info()
+        self._closed = False
         _open_loaders.add(self)
 
     # --- Iteration ----------------------------------------------------------
@@ -83,17 +84,13 @@ class Loader:
         return self._core.batches_per_epoch()
 
     def __iter__(self):
-        core = self._started()
-        epoch = core.current_epoch()
-        take = core.next
-        while True:
-            batch = take(epoch)
-            if batch is None:
-                return
-            yield batch
-            del batch  # the generator must not hold the previous batch while it waits for the next
+        """The batches of the current epoch (an iterator that survives
+        KeyboardInterrupt and sluice.Error: iterate it again to go on)."""
+        return self._started().epoch_iter()
 
     def _started(self):
+        if self._closed:
+            raise Error("the loader has been closed")
         if not self._core.started():
             self._core.start(None)
         return self._core
@@ -121,6 +118,8 @@ class Loader:
         if state_dict.get("format") != _STATE_FORMAT:
             raise Error("load_state_dict: state format %r, this sluice reads %d"
                         % (state_dict.get("format"), _STATE_FORMAT))
+        if self._closed:
+            raise Error("the loader has been closed")
         text = json.dumps(state_dict[_STATE_KEY])
         _check_state(text)
         self._core.start(text)
@@ -163,7 +162,8 @@ class Loader:
     # --- Lifetime -----------------------------------------------------------
     def close(self):
         """Stops the workers and completes the run record. Batches and tensors
-        still alive stay valid. Iterating again starts the run over."""
+        still alive stay valid; the loader can no longer be used."""
+        self._closed = True
         self._core.close()
 
     def __enter__(self):

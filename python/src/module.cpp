@@ -326,6 +326,24 @@ class PyLoader {
   sluice::Batch pending_;
 };
 
+// The batches of one epoch, for `for batch in loader`. Unlike a generator it
+// survives an exception (KeyboardInterrupt, every slot held): iterating it
+// again goes on where it stopped.
+class EpochIterator {
+ public:
+  EpochIterator(py::object owner, std::uint64_t epoch) : owner_(std::move(owner)), epoch_(epoch) {}
+  py::object next() {
+    py::object batch = owner_.cast<PyLoader&>().next(epoch_);
+    if (batch.is_none()) throw py::stop_iteration();
+    return batch;
+  }
+  std::uint64_t epoch() const { return epoch_; }
+
+ private:
+  py::object owner_;  // the _Loader
+  std::uint64_t epoch_;
+};
+
 }  // namespace
 
 PYBIND11_MODULE(_sluice, m) {
@@ -390,12 +408,20 @@ PYBIND11_MODULE(_sluice, m) {
                ", " + std::to_string(b.get().size()) + " samples>";
       });
 
+  py::class_<EpochIterator>(m, "EpochIterator", "The batches of one epoch")
+      .def("__iter__", [](py::object self) { return self; })
+      .def("__next__", &EpochIterator::next)
+      .def_property_readonly("epoch", &EpochIterator::epoch);
+
   py::class_<PyLoader>(m, "_Loader")
       .def(py::init<const std::string&, const std::vector<std::pair<std::string, std::string>>&, std::string>(),
            py::arg("path"), py::arg("settings"), py::arg("record"))
       .def("start", &PyLoader::start, py::arg("resume_json") = py::none())
       .def("started", &PyLoader::started)
       .def("next", &PyLoader::next, py::arg("epoch"))
+      .def("epoch_iter", [](py::object self) {
+        return EpochIterator(self, self.cast<PyLoader&>().current_epoch());
+      })
       .def("state_json", &PyLoader::state_json)
       .def("current_epoch", &PyLoader::current_epoch)
       .def("finished", &PyLoader::finished)
