@@ -48,17 +48,21 @@ TARGET_HANDOFF_RATIO = 40.0
 TARGET_TRANSPORT_RATIO = 0.8
 
 
+def timed(torch, items, consume, warmup, batches):
+    """Seconds that `batches` batches of `items` take through consume, after `warmup` of them."""
+    checksum = 0
+    for _ in range(warmup):
+        checksum += consume(torch, next(items))
+    start = time.perf_counter()
+    for _ in range(batches):
+        checksum += consume(torch, next(items))
+    return time.perf_counter() - start
+
+
 def sluice_rate(sluice, torch, script, consume, warmup, batches, workers, prefetch):
-    """Batches per second through sluice.Loader into consume(batch)."""
+    """Batches per second through sluice.Loader into consume(batch), and the consumer's wait."""
     with sluice.Loader(HERE / "python" / script, workers=workers, prefetch=prefetch) as loader:
-        it = iter(loader)
-        checksum = 0
-        for _ in range(warmup):
-            checksum += consume(torch, next(it))
-        start = time.perf_counter()
-        for _ in range(batches):
-            checksum += consume(torch, next(it))
-        seconds = time.perf_counter() - start
+        seconds = timed(torch, iter(loader), consume, warmup, batches)
         wait = loader.stats()["consumer_wait_ns"] / 1e9
     return batches / seconds, wait
 
@@ -68,13 +72,7 @@ def dataloader_rate(torch, dataset, consume, warmup, batches, workers):
     loader = torch.utils.data.DataLoader(dataset, batch_size=None, shuffle=False, num_workers=workers,
                                          prefetch_factor=2)
     items = iter(loader)
-    checksum = 0
-    for _ in range(warmup):
-        checksum += consume(torch, next(items))
-    start = time.perf_counter()
-    for _ in range(batches):
-        checksum += consume(torch, next(items))
-    seconds = time.perf_counter() - start
+    seconds = timed(torch, items, consume, warmup, batches)
     del items  # shuts the workers down before the next run starts its own
     return batches / seconds
 
