@@ -23,6 +23,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -191,6 +192,22 @@ py::dict stats_dict(const sluice::Stats& s) {
   return d;
 }
 
+// One thread at a time inside a Loader (sluice::Loader's rule): next()
+// releases the GIL while it waits, so another Python thread may call in
+// meanwhile (stats() from a monitor, say). It waits for the mutex without the
+// GIL, so the thread in next() can take the GIL back and finish.
+class Exclusive {
+ public:
+  explicit Exclusive(std::mutex& mutex) : lock_(mutex, std::defer_lock) {
+    if (lock_.try_lock()) return;
+    py::gil_scoped_release nogil;
+    lock_.lock();
+  }
+
+ private:
+  std::unique_lock<std::mutex> lock_;
+};
+
 class PyLoader {
  public:
   // settings: (name, value) pairs with RunSettings' names; record: a run
@@ -206,7 +223,8 @@ class PyLoader {
 
   // (Re)creates the Loader, from the first batch or from a state's JSON.
   void start(const std::optional<std::string>& resume_json) {
-    close();
+    Exclusive one(mutex_);
+    close_locked();
     sluice::Options options = script_.options;
     if (resume_json) options.resume = sluice::LoaderState::from_json(*resume_json);
     if (!record_path_.empty()) {
@@ -217,10 +235,14 @@ class PyLoader {
     loader_ = std::make_unique<sluice::Loader>(std::move(options));
   }
 
-  bool started() const { return loader_ != nullptr; }
+  bool started() {
+    Exclusive one(mutex_);
+    return loader_ != nullptr;
+  }
 
   // The next batch of `epoch`, or None when the epoch (or the run) is over.
   py::object next(std::uint64_t epoch) {
+    Exclusive one(mutex_);
     sluice::Loader& l = loader();
     std::optional<sluice::Batch> batch;
     try {
@@ -259,13 +281,32 @@ class PyLoader {
     return py::cast(PyBatch(std::move(*batch)));
   }
 
-  std::string state_json() const { return loader().state().to_json(); }
-  std::uint64_t current_epoch() const { return loader().current_epoch(); }
-  bool finished() const { return loader().finished(); }
-  py::dict stats() const { return stats_dict(loader().stats()); }
-  std::uint32_t slots() const { return loader().slots(); }
-  std::vector<int> worker_pids() const { return loader().worker_pids(); }
-  py::tuple memory() const {
+  std::string state_json() {
+    Exclusive one(mutex_);
+    return loader().state().to_json();
+  }
+  std::uint64_t current_epoch() {
+    Exclusive one(mutex_);
+    return loader().current_epoch();
+  }
+  bool finished() {
+    Exclusive one(mutex_);
+    return loader().finished();
+  }
+  py::dict stats() {
+    Exclusive one(mutex_);
+    return stats_dict(loader().stats());
+  }
+  std::uint32_t slots() {
+    Exclusive one(mutex_);
+    return loader().slots();
+  }
+  std::vector<int> worker_pids() {
+    Exclusive one(mutex_);
+    return loader().worker_pids();
+  }
+  py::tuple memory() {
+    Exclusive one(mutex_);
     const std::span<std::byte> m = loader().memory();
     return py::make_tuple(reinterpret_cast<std::uintptr_t>(m.data()), m.size());
   }
@@ -298,14 +339,18 @@ class PyLoader {
   // Stops the workers (the arena lives on while batches or tensors hold it)
   // and completes the run record.
   void close() {
+    Exclusive one(mutex_);
+    close_locked();
+  }
+
+ private:
+  void close_locked() {
     pending_ = sluice::Batch();
     finish_record();
     std::unique_ptr<sluice::Loader> loader = std::move(loader_);
     py::gil_scoped_release nogil;
     loader.reset();
   }
-
- private:
   sluice::Loader& loader() const {
     if (!loader_) throw sluice::Error("the loader has been closed");
     return *loader_;
@@ -324,6 +369,7 @@ class PyLoader {
   std::unique_ptr<sluice::RunRecorder> recorder_;
   std::unique_ptr<sluice::SkipReport> skips_;
   sluice::Batch pending_;
+  std::mutex mutex_;
 };
 
 // The batches of one epoch, for `for batch in loader`. Unlike a generator it

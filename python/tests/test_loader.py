@@ -166,3 +166,22 @@ def test_lua_map_error_is_the_command_lines_message(cli):
         for _ in sluice.Loader(path):
             pass
     assert str(error.value) == run.stderr[len(prefix):].rstrip("\n")
+
+
+def test_another_thread_may_ask_for_stats_while_the_loop_waits():
+    import threading
+    loader = sluice.Loader(pipeline("counting.lua"), epochs=1, workers=1)
+    seen, stop = [], threading.Event()
+
+    def monitor():
+        while not stop.is_set():
+            seen.append(loader.stats()["batches_delivered"])
+
+    thread = threading.Thread(target=monitor)
+    thread.start()
+    try:
+        assert sum(len(batch) for batch in loader) == 100
+    finally:
+        stop.set()
+        thread.join()
+    assert seen and max(seen) <= 13
