@@ -166,7 +166,7 @@ def main():
                              "ratio": ours / theirs, "consumer_wait_s": wait})
             elif case == "transport":
                 memcpy = memcpy_gb_per_s(numpy)
-                ours, wait = sluice_rate(sluice, torch, "transport.lua", consume_x, 4, 64, w, 4)
+                ours, wait = sluice_rate(sluice, torch, "transport.lua", consume_x, 4, 64, w, 2 * w + 2)
                 ours *= 64 * 2**20 / 1e9
                 theirs = dataloader_rate(torch, pytorch_baseline.transport_dataset(torch, 16), consume_x,
                                          2, 8, w) * 64 * 2**20 / 1e9

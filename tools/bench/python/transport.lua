@@ -16,6 +16,6 @@ return sluice.pipeline {
     return { x = x }
   end,
   workers = 2,
-  prefetch = 4,
+  prefetch = 6,  -- 2 * workers + 2, as tools/bench/transport.cpp
   epochs = 1,
 }
