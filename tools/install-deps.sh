@@ -24,6 +24,8 @@ packages=(
   liburing-dev            # small-file reads in one io_uring submission per job
   clang libclang-rt-14-dev  # libFuzzer for tools/fuzz.sh
   openmpi-bin             # mpirun, for the distributed test
+  python3-dev pybind11-dev  # the Python extension module sluice._sluice (pip install ., tools/python-test.sh)
+  python3-venv python3-pip python3-setuptools python3-pytest python3-torch  # its venv, offline build and tests
   python3-numpy           # .npz/.npy test files written by numpy itself (tests skip without it)
   "$@"
 )

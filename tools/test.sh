@@ -14,6 +14,9 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build -j"$jobs"
 ctest --test-dir build -j"$jobs" --output-on-failure
 
+echo "== Python package: pip install into build-python/venv, then pytest (exit 5, no tests, fails)"
+bash tools/python-test.sh
+
 echo "== runtime tests under ASan + UBSan"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSLUICE_RUNTIME_ONLY=ON -DSLUICE_BUILD_CUDA=OFF \
   -DSLUICE_SANITIZE=address,undefined

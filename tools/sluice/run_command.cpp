@@ -24,6 +24,7 @@
 #include "sluice/launcher.h"
 #include "sluice/loader.h"
 #include "sluice/record.h"
+#include "sluice/run_report.h"
 #include "sluice/script.h"
 #include "sluice/state.h"
 
@@ -94,19 +95,6 @@ std::string human_bytes_per_s(double bytes_per_s) {
     std::snprintf(text, sizeof text, "%.2f GB/s", bytes_per_s / 1e9);
   } else {
     std::snprintf(text, sizeof text, "%.1f MB/s", bytes_per_s / 1e6);
-  }
-  return text;
-}
-
-std::string describe_fields(const Options& o) {
-  std::string text;
-  for (const FieldSpec& f : o.fields) {
-    if (!text.empty()) text += ", ";
-    text += f.name + " " + std::string(dtype_name(f.dtype)) + "[";
-    for (std::size_t d = 0; d < f.shape.size(); ++d) {
-      text += (d ? "," : "") + std::to_string(f.shape[d]);
-    }
-    text += "]";
   }
   return text;
 }
@@ -267,49 +255,6 @@ class SignalScope {
   SignalScope& operator=(const SignalScope&) = delete;
 };
 
-// Skipped samples, written to the run record and the skip log once each, as
-// the run finds them.
-class SkipReport {
- public:
-  SkipReport(const std::string& log_path, RunRecorder* recorder) : path_(log_path), recorder_(recorder) {
-    if (path_.empty()) return;
-    log_ = std::fopen(path_.c_str(), "w");
-    if (!log_) throw Error(path_ + ": cannot create the skip log: " + std::strerror(errno));
-  }
-  ~SkipReport() {
-    if (log_) std::fclose(log_);
-  }
-  SkipReport(const SkipReport&) = delete;
-  SkipReport& operator=(const SkipReport&) = delete;
-
-  // Writes the skips of `stats` not written yet (the log line by line, flushed).
-  void update(const Stats& stats) {
-    for (; written_ < stats.skipped_samples.size(); ++written_) {
-      const std::uint64_t id = stats.skipped_samples[written_];
-      const std::string reason = written_ < stats.skip_reasons.size() ? stats.skip_reasons[written_] : "";
-      if (recorder_) recorder_->record_skip(id, reason);
-      if (log_) {
-        const std::string line = skip_json(id, std::nullopt, reason) + "\n";
-        if (std::fputs(line.c_str(), log_) < 0 || std::fflush(log_) != 0) {
-          throw Error(path_ + ": write failed: " + std::strerror(errno));
-        }
-      }
-    }
-  }
-
- private:
-  std::string path_;
-  RunRecorder* recorder_;
-  std::FILE* log_ = nullptr;
-  std::size_t written_ = 0;
-};
-
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot read: " + std::strerror(errno));
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 void write_text_file(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp";
   {
@@ -325,16 +270,6 @@ void write_text_file(const std::string& path, const std::string& text) {
 std::string for_rank(std::string path, std::uint32_t rank) {
   for (std::size_t at; (at = path.find("{rank}")) != std::string::npos;) path.replace(at, 6, std::to_string(rank));
   return path;
-}
-
-// What shapes the data, for the run record's header.
-std::string options_json(const Options& o, const std::string& script_path) {
-  char text[256];
-  std::snprintf(text, sizeof text, ",\"dataset_size\":%llu,\"batch_size\":%u,\"drop_last\":%s,\"shuffle\":%s,"
-                "\"epochs\":%u,\"skip_fill\":\"%s\",\"fields\":",
-                static_cast<unsigned long long>(o.dataset_size), o.batch_size, o.drop_last ? "true" : "false",
-                o.shuffle ? "true" : "false", o.epochs, o.skip_fill == SkipFill::repeat ? "repeat" : "shrink");
-  return "{\"script\":" + json_string(script_path) + text + json_string(describe_fields(o)) + "}";
 }
 
 // The resume state, if --resume names one.
@@ -368,12 +303,7 @@ int run(const RunArgs& args) {
 
   std::optional<RunRecorder> recorder;
   if (!args.record_path.empty()) {
-    const std::string source = read_text_file(script.path);
-    char hash[17];
-    std::snprintf(hash, sizeof hash, "%016llx",
-                  static_cast<unsigned long long>(digest_bytes(source.data(), source.size())));
-    recorder.emplace(for_rank(args.record_path, o.rank),
-                     RecordHeader{hash, options_json(o, script.path), o.seed, o.rank, o.world_size});
+    recorder.emplace(for_rank(args.record_path, o.rank), record_header(script));
   }
 
   SkipReport skips(args.skip_log_path, recorder ? &*recorder : nullptr);

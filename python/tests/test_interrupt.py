@@ -1,0 +1,80 @@
+"""Ctrl-C in a training loop: KeyboardInterrupt at once, no worker left behind."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import pipeline
+
+CHILD = r"""
+import sys, time, sluice
+loader = sluice.Loader(sys.argv[1], workers=2)
+batches = iter(loader)
+next(batches)
+print("READY", flush=True)
+try:
+    for batch in batches:   # each batch takes ~0.4 s to make: the loop is waiting in next()
+        pass
+except KeyboardInterrupt:
+    print("INTERRUPTED", loader.state_dict()["sluice_loader_state"]["batch"], flush=True)
+    raise
+"""
+
+
+def descendants(pid):
+    children = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("to_group", [False, True], ids=["kill-pid", "kill-process-group"])
+def test_ctrl_c_raises_keyboard_interrupt_and_leaves_no_worker(to_group):
+    child = subprocess.Popen([sys.executable, "-c", CHILD, pipeline("slow.lua")], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert child.stdout.readline().strip() == "READY"
+        time.sleep(0.3)
+        family = descendants(child.pid)
+        assert len(family) >= 3  # the zygote and two workers
+        sent = time.monotonic()
+        if to_group:
+            os.killpg(child.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
+        else:
+            os.kill(child.pid, signal.SIGINT)
+        out, err = child.communicate(timeout=10)
+        took = time.monotonic() - sent
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert "INTERRUPTED" in out and "KeyboardInterrupt" in err, err
+    assert child.returncode in (-signal.SIGINT, 128 + signal.SIGINT, 1)
+    assert took < 2.0, f"exit took {took:.2f} s"
+    deadline = time.monotonic() + 3
+    while any(alive(pid) for pid in family) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not [pid for pid in family if alive(pid)], "worker processes outlived the program"

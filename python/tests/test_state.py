@@ -1,0 +1,100 @@
+"""state_dict / load_state_dict, and run records like `sluice run --record`."""
+import io
+import json
+import subprocess
+
+import numpy as np
+import pytest
+import torch
+
+import sluice
+from conftest import pipeline
+
+
+def summary(batch):
+    return (batch.epoch, batch.index, tuple(int(i) for i in batch.sample_ids),
+            np.from_dlpack(batch["x"]).tobytes())
+
+
+def drain(loader):
+    out = []
+    for _ in range(10):  # epochs, with a bound
+        if loader.finished:
+            break
+        out.extend(summary(batch) for batch in loader)
+    return out
+
+
+def test_resume_mid_epoch_with_another_worker_count():
+    a = sluice.Loader(pipeline("counting.lua"), workers=2)
+    it = iter(a)
+    head = [summary(next(it)) for _ in range(5)]
+    state = a.state_dict()
+    rest = [summary(batch) for batch in it] + drain(a)
+    assert len(head) + len(rest) == 26 and rest[0][:2] == (0, 5)
+
+    # A checkpoint goes through torch.save like a model's.
+    buffer = io.BytesIO()
+    torch.save({"loader": state}, buffer)
+    buffer.seek(0)
+    restored = torch.load(buffer)["loader"]
+    assert restored == state and json.loads(json.dumps(state)) == state
+
+    for workers in (1, 3):
+        b = sluice.Loader(pipeline("counting.lua"), workers=workers, ordered=(workers == 1))
+        b.load_state_dict(restored)
+        assert b.epoch == 0
+        if workers == 1:
+            assert drain(b) == rest
+        else:  # unordered: the same batches, in completion order
+            assert sorted(drain(b)) == sorted(rest)
+
+
+def test_state_dict_before_iterating_and_at_the_end():
+    loader = sluice.Loader(pipeline("counting.lua"), epochs=1)
+    start = loader.state_dict()
+    assert start["sluice_loader_state"]["epoch"] == 0 and start["sluice_loader_state"]["batch"] == 0
+    everything = drain(loader)
+    again = sluice.Loader(pipeline("counting.lua"), epochs=1)
+    again.load_state_dict(start)
+    assert drain(again) == everything
+    end = loader.state_dict()
+    finished = sluice.Loader(pipeline("counting.lua"), epochs=1)
+    finished.load_state_dict(end)
+    assert list(finished) == []
+
+
+def test_load_state_dict_refuses_other_plans_and_junk():
+    state = sluice.Loader(pipeline("counting.lua")).state_dict()
+    with pytest.raises(sluice.Error, match="seed"):
+        sluice.Loader(pipeline("counting.lua"), seed=8).load_state_dict(state)
+    with pytest.raises(sluice.Error, match="state_dict"):
+        sluice.Loader(pipeline("counting.lua")).load_state_dict({"epoch": 3})
+    broken = {**state, "sluice_loader_state": {"epoch": "three"}}
+    with pytest.raises(sluice.Error):
+        sluice.Loader(pipeline("counting.lua")).load_state_dict(broken)
+
+
+def test_run_record_matches_the_command_line(tmp_path, cli):
+    path = pipeline("broken.lua")
+    ours = tmp_path / "python.jsonl"
+    theirs = tmp_path / "cli.jsonl"
+    with sluice.Loader(path, on_error="skip", workers=3, record=ours) as loader:
+        for batch in loader:
+            pass
+    run = subprocess.run([cli, "run", path, "--quiet", "--on-error", "skip", "--record", str(theirs)],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert ours.read_text().splitlines()[0] == theirs.read_text().splitlines()[0]  # the same header
+    verify = subprocess.run([cli, "verify", str(ours), str(theirs)], capture_output=True, text=True, timeout=60)
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+
+
+def test_run_record_lines(tmp_path):
+    record = tmp_path / "run.jsonl"
+    loader = sluice.Loader(pipeline("broken.lua"), on_error="skip", record=record)
+    batches = sum(1 for _ in loader)
+    lines = [json.loads(line) for line in record.read_text().splitlines()]  # complete at the end of the run
+    assert lines[0]["sluice_record"] == 1 and lines[0]["options"]["dataset_size"] == 100
+    assert len([line for line in lines if "batch" in line]) == batches == 13
+    assert sorted(line["skip"]["sample"] for line in lines if "skip" in line) == [13, 57]

@@ -1,0 +1,204 @@
+"""Sluice's Python package against PyTorch's DataLoader and memcpy, in one run.
+
+Run by hand (not in CI), with the package installed (tools/python-test.sh
+makes build-python/venv):
+
+    build-python/venv/bin/python tools/bench/python_bench.py [--runs 5] [--workers 2] [--json FILE]
+
+Cases (each run builds a fresh loader with fresh workers; rates are medians of
+--runs runs, and ratios are medians of the per-run ratios of the two sides
+measured back to back in the same run):
+
+  handoff            one 256 x 256 uint8 batch per step (first 8 bytes: the sample id,
+                     as tools/bench/handoff.cpp); the consumer makes a tensor with
+                     torch.from_dlpack and reads one value per 4 KiB page.
+                     DataLoader: tools/bench/pytorch_baseline.py's handoff dataset
+                     (batch_size=None), the same consumer. Target: >= 20,000
+                     batches/s and >= 40x DataLoader.
+  handoff_quickstart batches shaped like examples/quickstart.lua's (image
+                     float32[64,3,32,32], label int64[64]); both fields through
+                     torch.from_dlpack, every page of both read. DataLoader: a
+                     dataset of the same dicts of tensors.
+  transport          64 MiB float32 batches, every byte written by a worker; the
+                     consumer makes a tensor and reads one value per 4 KiB page
+                     (as tools/bench/transport.cpp). GB/s against single-thread
+                     memcpy of 64 MiB (numpy.copyto between pre-faulted buffers),
+                     measured in the same run. Target: >= 0.8x memcpy. DataLoader:
+                     pytorch_baseline.py's transport dataset, for reference.
+
+The Sluice pipelines are tools/bench/python/*.lua. Their samples are whole
+batches (batch_size 1, or 64 samples of 1 MiB for transport) so that the
+handoff, not Lua's per-sample work, is what is measured, as batch_size=None
+does on the DataLoader side.
+"""
+
+import argparse
+import json
+import pathlib
+import statistics
+import sys
+import time
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import pytorch_baseline  # noqa: E402  (the DataLoader datasets and touch_pages of `sluice bench`)
+
+TARGET_HANDOFF_RATE = 20_000
+TARGET_HANDOFF_RATIO = 40.0
+TARGET_TRANSPORT_RATIO = 0.8
+
+
+def timed(torch, items, consume, warmup, batches):
+    """Seconds that `batches` batches of `items` take through consume, after `warmup` of them."""
+    checksum = 0
+    for _ in range(warmup):
+        checksum += consume(torch, next(items))
+    start = time.perf_counter()
+    for _ in range(batches):
+        checksum += consume(torch, next(items))
+    return time.perf_counter() - start
+
+
+def sluice_rate(sluice, torch, script, consume, warmup, batches, workers, prefetch):
+    """Batches per second through sluice.Loader into consume(batch), and the consumer's wait."""
+    with sluice.Loader(HERE / "python" / script, workers=workers, prefetch=prefetch) as loader:
+        seconds = timed(torch, iter(loader), consume, warmup, batches)
+        wait = loader.stats()["consumer_wait_ns"] / 1e9
+    return batches / seconds, wait
+
+
+def dataloader_rate(torch, dataset, consume, warmup, batches, workers):
+    """Batches per second through torch.utils.data.DataLoader (batch_size=None), as pytorch_baseline.py."""
+    loader = torch.utils.data.DataLoader(dataset, batch_size=None, shuffle=False, num_workers=workers,
+                                         prefetch_factor=2)
+    items = iter(loader)
+    seconds = timed(torch, items, consume, warmup, batches)
+    del items  # shuts the workers down before the next run starts its own
+    return batches / seconds
+
+
+# --- What the consumer does with a batch: the same on both sides -------------
+
+def consume_x(torch, batch):
+    """handoff and transport: field x (a tensor as it is, from DataLoader)."""
+    x = batch if torch.is_tensor(batch) else torch.from_dlpack(batch["x"])
+    return pytorch_baseline.touch_pages(x)
+
+
+def consume_quickstart(torch, batch):
+    if isinstance(batch, dict):
+        image, label = batch["image"], batch["label"]
+    else:
+        image, label = torch.from_dlpack(batch["image"]), torch.from_dlpack(batch["label"])
+    return pytorch_baseline.touch_pages(image) + pytorch_baseline.touch_pages(label)
+
+
+def quickstart_dataset(torch, count):
+    class QuickstartBatches(torch.utils.data.Dataset):
+        def __len__(self):
+            return count
+
+        def __getitem__(self, i):
+            label = torch.arange(64 * i, 64 * i + 64, dtype=torch.int64) % 10
+            image = torch.empty((64, 3, 32, 32), dtype=torch.float32)
+            image[:, 0, 0, 0] = label.float() / 10
+            return {"image": image, "label": label}
+
+    return QuickstartBatches()
+
+
+def memcpy_gb_per_s(numpy, nbytes=64 << 20, copies=5):
+    """Single-thread memcpy between pre-faulted buffers, median of `copies` (memcpy_baseline.cpp)."""
+    source = numpy.full(nbytes, 1, dtype=numpy.uint8)
+    target = numpy.full(nbytes, 2, dtype=numpy.uint8)
+    numpy.copyto(target, source)
+    rates = []
+    for _ in range(copies):
+        start = time.perf_counter()
+        numpy.copyto(target, source)
+        rates.append(nbytes / (time.perf_counter() - start) / 1e9)
+    return statistics.median(rates)
+
+
+def check_handoff(sluice, torch):
+    """The handoff batches carry their sample ids, as produced (outside the timing)."""
+    with sluice.Loader(HERE / "python" / "handoff.lua", workers=2) as loader:
+        it = iter(loader)
+        for _ in range(100):
+            batch = next(it)
+            first = int(torch.from_dlpack(batch["x"]).view(-1)[:8].view(torch.int64)[0])
+            if first != int(batch.sample_ids[0]):
+                raise SystemExit(f"handoff batch {batch.index} holds id {first}, not {batch.sample_ids[0]}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--cases", default="handoff,handoff_quickstart,transport")
+    parser.add_argument("--json", help="also write the results here")
+    args = parser.parse_args()
+
+    import numpy
+    import torch
+    import torch.utils.data
+
+    import sluice
+
+    torch.set_num_threads(1)  # the consumer's own work is one small reduction per batch
+    check_handoff(sluice, torch)
+    results = {}
+    cases = args.cases.split(",")
+    w = args.workers
+    for case in cases:
+        runs = []
+        for run in range(args.runs):
+            if case == "handoff":
+                ours, wait = sluice_rate(sluice, torch, "handoff.lua", consume_x, 1000, 20000, w, 64)
+                theirs = dataloader_rate(torch, pytorch_baseline.handoff_dataset(torch, 1100), consume_x,
+                                         50, 1000, w)
+                runs.append({"sluice_batches_per_s": ours, "dataloader_batches_per_s": theirs,
+                             "ratio": ours / theirs, "consumer_wait_s": wait})
+            elif case == "handoff_quickstart":
+                ours, wait = sluice_rate(sluice, torch, "quickstart_sized.lua", consume_quickstart, 500, 10000, w, 64)
+                theirs = dataloader_rate(torch, quickstart_dataset(torch, 1100), consume_quickstart, 50, 1000, w)
+                runs.append({"sluice_batches_per_s": ours, "dataloader_batches_per_s": theirs,
+                             "ratio": ours / theirs, "consumer_wait_s": wait})
+            elif case == "transport":
+                memcpy = memcpy_gb_per_s(numpy)
+                ours, wait = sluice_rate(sluice, torch, "transport.lua", consume_x, 4, 64, w, 2 * w + 2)
+                ours *= 64 * 2**20 / 1e9
+                theirs = dataloader_rate(torch, pytorch_baseline.transport_dataset(torch, 16), consume_x,
+                                         2, 8, w) * 64 * 2**20 / 1e9
+                runs.append({"sluice_gb_per_s": ours, "memcpy_gb_per_s": memcpy, "ratio_vs_memcpy": ours / memcpy,
+                             "dataloader_gb_per_s": theirs, "consumer_wait_s": wait})
+            else:
+                raise SystemExit(f"unknown case {case}")
+            print(f"{case} run {run + 1}: " + ", ".join(f"{k} {v:.3f}" for k, v in runs[-1].items()), flush=True)
+        results[case] = {"runs": runs, "median": {k: statistics.median(r[k] for r in runs) for k in runs[0]}}
+
+    print()
+    verdicts = []
+    for case, result in results.items():
+        m = result["median"]
+        if case.startswith("handoff"):
+            print(f"{case:19s} sluice {m['sluice_batches_per_s']:9.0f} batches/s   DataLoader "
+                  f"{m['dataloader_batches_per_s']:7.0f} batches/s   ratio {m['ratio']:6.1f}x  (medians of {args.runs})")
+            if case == "handoff":
+                ok = m["sluice_batches_per_s"] >= TARGET_HANDOFF_RATE and m["ratio"] >= TARGET_HANDOFF_RATIO
+                verdicts.append(f"handoff target >= {TARGET_HANDOFF_RATE} batches/s and >= {TARGET_HANDOFF_RATIO:.0f}x "
+                                f"DataLoader: {'met' if ok else 'NOT met'}")
+        else:
+            print(f"{case:19s} sluice {m['sluice_gb_per_s']:6.2f} GB/s   memcpy {m['memcpy_gb_per_s']:6.2f} GB/s   "
+                  f"ratio {m['ratio_vs_memcpy']:.2f}x   DataLoader {m['dataloader_gb_per_s']:.2f} GB/s")
+            ok = m["ratio_vs_memcpy"] >= TARGET_TRANSPORT_RATIO
+            verdicts.append(f"transport target >= {TARGET_TRANSPORT_RATIO}x memcpy: {'met' if ok else 'NOT met'}")
+    for line in verdicts:
+        print(line)
+    if args.json:
+        pathlib.Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
