@@ -66,6 +66,12 @@ void LoaderCore::resume_from(const LoaderState& s) {
     if (saved[i].second != now[i].second) mismatch(saved[i].first, saved[i].second, now[i].second);
   }
   const bool global = s.all_ranks || s.world_size == 1;
+  if (!global && s.world_size != o.world_size) {
+    refuse("the state is rank " + std::to_string(s.rank) + "'s of a run of world_size " +
+           std::to_string(s.world_size) + ", but options.world_size is " + std::to_string(o.world_size) +
+           ": one rank's state resumes only that rank; to resume on another world size, pass the states of all "
+           "ranks (LoaderState::merge)");
+  }
   if (s.world_size == o.world_size || !global) {
     if (s.batch_size != o.batch_size) {
       mismatch("batch_size", std::to_string(s.batch_size), std::to_string(o.batch_size));
@@ -76,16 +82,10 @@ void LoaderCore::resume_from(const LoaderState& s) {
            std::to_string(s.batch_size) + " x world_size " + std::to_string(s.world_size) + ") but this run's is " +
            std::to_string(std::uint64_t{o.batch_size} * o.world_size) + " (batch_size " +
            std::to_string(o.batch_size) + " x world_size " + std::to_string(o.world_size) +
-           "): on another world size the global batch must stay the same (sluice run --global-batch-size " +
-           std::to_string(g) + ")");
+           "): on another world size the global batch must stay the same (batch_size = " +
+           std::to_string(g) + " / world_size)");
   }
   if (!global) {
-    if (s.world_size != o.world_size) {
-      refuse("the state is rank " + std::to_string(s.rank) + "'s of a run of world_size " +
-             std::to_string(s.world_size) + ", but options.world_size is " + std::to_string(o.world_size) +
-             ": one rank's state resumes only that rank; to resume on another world size, pass the states of all "
-             "ranks (LoaderState::merge; sluice run --resume 'sluice-state.rank*.json')");
-    }
     if (s.rank != o.rank) mismatch("rank", std::to_string(s.rank), std::to_string(o.rank));
   }
 
