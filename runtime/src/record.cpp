@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <set>
 #include <vector>
 
 #include "json.h"
@@ -28,6 +30,7 @@ struct RecordedBatch {
   std::uint64_t epoch = 0, batch = 0;
   std::vector<std::uint64_t> samples;
   std::vector<std::pair<std::string, std::string>> digests;  // field name, hex digest
+  std::vector<std::string> sample_digests;  // hex, one per sample; empty in older records
 };
 
 struct Record {
@@ -63,6 +66,13 @@ Record read_record(const std::string& path) {
       for (const auto& s : v.at("samples").as_array("samples")) b.samples.push_back(s.as_u64("samples"));
       const detail::JsonValue& d = v.at("digests");
       for (const auto& [name, value] : d.members) b.digests.emplace_back(name, value.as_string("digest"));
+      if (const detail::JsonValue* sd = v.find("sample_digests")) {
+        for (const auto& x : sd->as_array("sample_digests")) b.sample_digests.push_back(x.as_string("sample_digests"));
+        if (b.sample_digests.size() != b.samples.size()) {
+          throw Error("sample_digests has " + std::to_string(b.sample_digests.size()) + " entries for " +
+                      std::to_string(b.samples.size()) + " samples");
+        }
+      }
       r.batches.push_back(std::move(b));
     } catch (const Error& e) {
       throw Error(path + ":" + std::to_string(number) + ": " + e.what());
@@ -113,7 +123,19 @@ void RunRecorder::record(const Batch& b) {
     detail::append_json_string(line, v.name);
     line += ":\"" + hex64(digest_bytes(v.data, v.nbytes)) + "\"";
   }
-  line += "}}\n";
+  // Per sample, its rows of every field chained through XXH64's seed: the
+  // content of one sample, comparable across batch sizes and world sizes.
+  line += "},\"sample_digests\":[";
+  for (std::size_t j = 0; j < ids.size(); ++j) {
+    std::uint64_t d = 0;
+    for (std::size_t f = 0; f < b.field_count(); ++f) {
+      FieldView v = b.field(f);
+      const std::size_t row = v.nbytes / ids.size();
+      d = XXH64(static_cast<const char*>(v.data) + j * row, row, d);
+    }
+    line += (j ? ",\"" : "\"") + hex64(d) + "\"";
+  }
+  line += "]}\n";
   write(line);
 }
 
@@ -218,6 +240,126 @@ VerifyResult verify_records(const std::string& path_a, const std::string& path_b
                       (a.skipped.size() == 1 ? " sample skipped" : " samples skipped");
   }
   if (a_sorted != b_sorted) result.message += " (delivered in a different order; identical after ordering)";
+  return result;
+}
+
+namespace {
+
+// One run seen by global step: every rank's part of each (epoch, step).
+struct GlobalRun {
+  struct Step {
+    std::multiset<std::uint64_t> samples;
+    std::map<std::uint64_t, std::string> digests;  // sample id -> its content digest
+  };
+  std::map<std::pair<std::uint64_t, std::uint64_t>, Step> steps;
+  std::set<std::uint64_t> skipped;
+  std::set<std::uint32_t> world_sizes;
+  bool all_digests = true;  // every batch has per-sample digests
+  std::string name;         // for messages: the files, shortened
+};
+
+GlobalRun read_global(std::span<const std::string> paths) {
+  if (paths.empty()) throw Error("no run record given");
+  GlobalRun run;
+  run.name = paths[0] + (paths.size() > 1 ? " (+" + std::to_string(paths.size() - 1) + " more)" : "");
+  for (const std::string& path : paths) {
+    Record r = read_record(path);
+    if (const detail::JsonValue* w = r.header.find("world_size")) {
+      run.world_sizes.insert(static_cast<std::uint32_t>(w->as_u64("world_size")));
+    }
+    for (const RecordedBatch& b : r.batches) {
+      GlobalRun::Step& step = run.steps[{b.epoch, b.batch}];
+      step.samples.insert(b.samples.begin(), b.samples.end());
+      if (b.sample_digests.empty() && !b.samples.empty()) run.all_digests = false;
+      for (std::size_t j = 0; j < b.sample_digests.size(); ++j) step.digests.emplace(b.samples[j], b.sample_digests[j]);
+    }
+    run.skipped.insert(r.skipped.begin(), r.skipped.end());
+  }
+  return run;
+}
+
+std::string world_sizes(const GlobalRun& run) {
+  std::string text;
+  for (std::uint32_t w : run.world_sizes) text += (text.empty() ? "" : ", ") + std::to_string(w);
+  return (run.world_sizes.size() == 1 ? "world size " : "world sizes ") + text;
+}
+
+// The first sample whose count differs between two multisets, and how.
+std::string first_sample_difference(const GlobalRun& a, const std::multiset<std::uint64_t>& x, const GlobalRun& b,
+                                    const std::multiset<std::uint64_t>& y) {
+  std::set<std::uint64_t> ids(x.begin(), x.end());
+  ids.insert(y.begin(), y.end());
+  for (std::uint64_t id : ids) {
+    const std::size_t in_a = x.count(id), in_b = y.count(id);
+    if (in_a == in_b) continue;
+    std::string text = "samples differ: sample " + std::to_string(id) + " is there " + std::to_string(in_a) +
+                       " time(s) in " + a.name + " and " + std::to_string(in_b) + " in " + b.name + " (" +
+                       std::to_string(x.size()) + " and " + std::to_string(y.size()) + " samples in the step)";
+    if (std::set<std::uint64_t>(x.begin(), x.end()) == std::set<std::uint64_t>(y.begin(), y.end())) {
+      text += "; only repeats differ: shard_policy = pad repeats samples at the end of an epoch to fill "
+              "every rank, as many as the world size needs";
+    }
+    return text;
+  }
+  return "samples differ";
+}
+
+}  // namespace
+
+VerifyResult verify_records_global(std::span<const std::string> paths_a, std::span<const std::string> paths_b) {
+  const GlobalRun a = read_global(paths_a), b = read_global(paths_b);
+  VerifyResult result;
+  auto at_step = [](const std::pair<std::uint64_t, std::uint64_t>& key) {
+    return "epoch " + std::to_string(key.first) + ", step " + std::to_string(key.second);
+  };
+  auto ia = a.steps.begin(), ib = b.steps.begin();
+  for (; ia != a.steps.end() && ib != b.steps.end(); ++ia, ++ib) {
+    if (ia->first != ib->first) {
+      const bool a_lacks = ib->first < ia->first;
+      const auto& missing = a_lacks ? ib->first : ia->first;
+      result.message = at_step(missing) + ": " + (a_lacks ? a.name : b.name) + " has no batch of this step, " +
+                       (a_lacks ? b.name : a.name) + " has; the first " + std::to_string(result.batches_compared) +
+                       " global steps are identical";
+      return result;
+    }
+    const GlobalRun::Step& x = ia->second;
+    const GlobalRun::Step& y = ib->second;
+    if (x.samples != y.samples) {
+      result.message = at_step(ia->first) + ": " + first_sample_difference(a, x.samples, b, y.samples);
+      return result;
+    }
+    for (const auto& [id, digest] : x.digests) {
+      auto other = y.digests.find(id);
+      if (other != y.digests.end() && other->second != digest) {
+        result.message = at_step(ia->first) + ": content of sample " + std::to_string(id) + " differs (digest " +
+                         digest + " in " + a.name + ", " + other->second + " in " + b.name + ")";
+        return result;
+      }
+    }
+    ++result.batches_compared;
+  }
+  if (ia != a.steps.end() || ib != b.steps.end()) {
+    const bool a_shorter = ia == a.steps.end();
+    result.message = (a_shorter ? a.name : b.name) + " is shorter: it ends before " +
+                     at_step(a_shorter ? ib->first : ia->first) + " (" + std::to_string(a.steps.size()) + " and " +
+                     std::to_string(b.steps.size()) + " global steps); the first " +
+                     std::to_string(result.batches_compared) + " are identical";
+    return result;
+  }
+  if (a.skipped != b.skipped) {
+    result.message = "the " + std::to_string(result.batches_compared) +
+                     " global steps are identical, but the skipped samples differ: " +
+                     std::to_string(a.skipped.size()) + " skipped in " + a.name + ", " +
+                     std::to_string(b.skipped.size()) + " in " + b.name;
+    return result;
+  }
+  result.identical = true;
+  result.message = "identical: " + std::to_string(result.batches_compared) + " global steps, same samples" +
+                   (a.all_digests && b.all_digests
+                        ? std::string(" and per-sample digests")
+                        : std::string(" (content not compared: a record without per-sample digests)")) +
+                   "; " + a.name + ": " + world_sizes(a) + ", " + b.name + ": " + world_sizes(b);
+  if (!a.skipped.empty()) result.message += ", the same " + std::to_string(a.skipped.size()) + " skipped";
   return result;
 }
 

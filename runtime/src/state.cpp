@@ -42,6 +42,7 @@ std::string LoaderState::to_json() const {
   std::string policy;
   detail::append_json_string(policy, shard_policy);
   field("shard_policy", policy);
+  if (all_ranks) field("all_ranks", "true");
   field("epoch", std::to_string(epoch));
   field("batch", std::to_string(batch));
   out += ",\"delivered_ahead\":";
@@ -65,6 +66,7 @@ LoaderState LoaderState::from_json(std::string_view json) {
     s.rank = static_cast<std::uint32_t>(v.at("rank").as_u64("rank"));
     s.world_size = static_cast<std::uint32_t>(v.at("world_size").as_u64("world_size"));
     s.shard_policy = v.at("shard_policy").as_string("shard_policy");
+    if (const detail::JsonValue* all = v.find("all_ranks")) s.all_ranks = all->as_bool("all_ranks");
     s.epoch = v.at("epoch").as_u64("epoch");
     s.batch = v.at("batch").as_u64("batch");
     s.delivered_ahead = read_list(v.at("delivered_ahead"), "delivered_ahead");

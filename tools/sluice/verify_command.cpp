@@ -1,7 +1,11 @@
 #include "verify_command.h"
 
 #include <cstdio>
+#include <string>
 #include <string_view>
+#include <vector>
+
+#include "paths.h"
 
 #include "sluice/error.h"
 #include "sluice/record.h"
@@ -10,11 +14,19 @@ namespace sluice::cli {
 
 namespace {
 constexpr const char* kHelp = R"(usage: sluice verify A.jsonl B.jsonl
+       sluice verify --global 'A_*.jsonl' 'B_*.jsonl'
 
 Compares two run records (written by `sluice run --record FILE`) batch by
 batch, after ordering both by (epoch, batch), and says whether the two runs saw
 identical data. Otherwise names the first batch that differs and how: its
 order, its samples, or the content of a field (xxHash64 digests).
+
+--global compares two runs by global step, whatever their world sizes: each
+side is a glob (quoted), a directory (its *.jsonl) or one file, holding the
+records of every rank of a run and of the runs that resumed it. Per (epoch,
+step) the samples of all ranks must be the same (as a multiset) and so must
+each sample's content (its per-sample digest; records from before these are
+compared by samples only). Names the first global step that differs.
 
 exit status: 0 identical, 1 different, 2 usage or read error
 )";
@@ -25,12 +37,14 @@ int verify_command(int argc, char** argv) {
     std::fputs(kHelp, stdout);
     return 0;
   }
-  if (argc != 3) {
+  const bool global = argc == 4 && std::string_view(argv[1]) == "--global";
+  if (argc != 3 && !global) {
     std::fputs(kHelp, stderr);
     return 2;
   }
   try {
-    VerifyResult r = verify_records(argv[1], argv[2]);
+    VerifyResult r = global ? verify_records_global(expand_paths(argv[2], ".jsonl"), expand_paths(argv[3], ".jsonl"))
+                            : verify_records(argv[1], argv[2]);
     std::printf("%s\n", r.message.c_str());
     return r.identical ? 0 : 1;
   } catch (const Error& e) {

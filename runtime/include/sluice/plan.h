@@ -5,6 +5,19 @@
 // Shuffling uses a keyed bijection over [0, N) (a Feistel network with cycle
 // walking), so a permutation of 10^12 samples costs O(1) memory.
 //
+// Global steps (the elastic contract): rank r of W takes positions r, r + W,
+// r + 2W, ... of the epoch's order, so with a global batch G = W x batch_size
+// the ranks' batch s together are positions [sG, (s+1)G): the per-rank batch
+// index is the global step. For a fixed G the sequence of global batches (as
+// multisets of samples; per-sample randomness is keyed by the sample) is the
+// same for every W dividing G, any worker count and any crash history. Only the
+// tail depends on W, deterministically for each W: with shard_policy = pad the
+// epoch has N + (-N mod W) positions, the last global step repeating the first
+// (-N mod W) samples of the epoch's order; with drop the last N mod W positions
+// are left out; the last step is ragged (fewer than G) unless drop_last, which
+// keeps floor(per_rank / batch_size) whole steps. The order itself does not
+// depend on W (one rank's plan is unchanged).
+//
 // Thread safety: const methods are safe to call concurrently.
 #pragma once
 

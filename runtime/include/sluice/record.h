@@ -2,12 +2,17 @@
 //
 // A run record is a JSON-lines file: one header line (script hash, options,
 // seed, Sluice version, rank and world size), then one line per delivered
-// batch with its epoch, batch index, sample ids and an xxHash64 digest of each
-// field, and one line per sample that on_error = skip dropped:
+// batch with its epoch, batch index, sample ids, an xxHash64 digest of each
+// field and one digest per sample ("sample_digests": the sample's rows of every
+// field, chained through XXH64's seed; older records have none), and one line
+// per sample that on_error = skip dropped:
 //   {"skip":{"sample":17,"reason":"map (p.lua:4) failed on sample 17 ..."}}
 // (older records have no skip lines; readers that predate them see an unknown
 // line). verify_records() compares two records batch by batch, then the sets
-// of skipped samples.
+// of skipped samples. verify_records_global() compares two runs of any world
+// sizes by global step (sluice/plan.h: a rank's batch s is its part of global
+// step s): per (epoch, step) the multiset of sample ids of all ranks, and each
+// sample's digest.
 //
 // Thread safety: a RunRecorder is used from one thread at a time.
 #pragma once
@@ -17,6 +22,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -72,5 +78,13 @@ struct SLUICE_API VerifyResult {
 
 // Compares two records. Throws Error if a file cannot be read or is not a record.
 SLUICE_API VerifyResult verify_records(const std::string& a, const std::string& b);
+
+// Compares two runs, each given as the records of all its ranks (and of the
+// runs that resumed it, whatever their world sizes), by global step; a run
+// shorter than the other, missing steps, different samples or a sample's
+// different content (when both have per-sample digests) are named with the
+// first (epoch, step) that differs. Throws Error as verify_records() does.
+// batches_compared counts global steps.
+VerifyResult verify_records_global(std::span<const std::string> a, std::span<const std::string> b);
 
 }  // namespace sluice

@@ -6,12 +6,20 @@
 // uninterrupted run would have delivered next, whatever its worker count,
 // slots or ordering. The state is a few hundred bytes of JSON.
 //
+// Elastic resume: the per-rank batch index is the global step (sluice/plan.h),
+// so a run saved on W ranks can continue on W' ranks with the same global
+// batch (batch_size x world_size). LoaderState::merge() turns the states of
+// all W ranks into the run's global position (all_ranks = true); a Loader of
+// any world size with the same global batch resumes from it. A state saved
+// with world_size 1 is all ranks by definition.
+//
 // Thread safety: plain data.
 #pragma once
 
 #include "sluice/export.h"
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,6 +38,9 @@ struct SLUICE_API LoaderState {
   std::uint32_t rank = 0;
   std::uint32_t world_size = 1;
   std::string shard_policy = "pad";
+  // The position is the whole run's (every rank of it, as merge() returns),
+  // not one rank's: it resumes on any world size with the same global batch.
+  bool all_ranks = false;
 
   // The position: batches [0, batch) of `epoch` were delivered, plus (when
   // unordered) the later batches of that epoch listed in delivered_ahead.
@@ -43,6 +54,15 @@ struct SLUICE_API LoaderState {
   // batch of its plan. For saving a state before any Loader exists (a run
   // stopped during start-up).
   static LoaderState start_of(const Options& options);
+
+  // The global position of a run from the states its ranks saved (any
+  // order): the slowest rank's (epoch, batch), the union of the skipped
+  // samples and, for unordered runs, the later steps that every rank
+  // delivered; all_ranks is set. Throws Error if the states disagree on the
+  // plan or their ranks are not exactly 0 .. world_size-1 once each. `note`,
+  // when given, says where the ranks stopped and how many per-rank batches
+  // will be delivered again because they stopped at different steps.
+  static LoaderState merge(std::span<const LoaderState> ranks, std::string* note = nullptr);
 
   std::string to_json() const;
   // Throws Error naming the key or position that is wrong.
