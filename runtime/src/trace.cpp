@@ -79,6 +79,16 @@ void append_track_name(std::string& out, int tid, const std::string& name, int s
 
 std::string first_line(const std::string& s) { return s.substr(0, std::min<std::size_t>(s.find('\n'), 300)); }
 
+// A global instant event on the consumer's track: {key: value, why: the first line of why}.
+void append_instant(std::string& out, const char* name, std::uint64_t ts_ns, const char* key, std::uint64_t value,
+                    const std::string& why) {
+  append_event_head(out, name, "i", kConsumerTid);
+  append_us(out, "ts", ts_ns);
+  out += std::string(",\"s\":\"g\",\"args\":{\"") + key + "\":" + std::to_string(value) + ",\"why\":";
+  append_json_string(out, first_line(why));
+  out += "}}";
+}
+
 }  // namespace
 
 void LoaderCore::trace_mark(TraceMark::Kind kind, std::uint64_t ts_ns, std::uint64_t value, std::string what) {
@@ -137,18 +147,10 @@ std::string LoaderCore::trace_json() const {
         out += "}";
         break;
       case TraceMark::Kind::restart:
-        append_event_head(out, "worker restart", "i", kConsumerTid);
-        append_us(out, "ts", since(m.ts_ns));
-        out += ",\"s\":\"g\",\"args\":{\"worker\":" + std::to_string(m.value) + ",\"why\":";
-        append_json_string(out, first_line(m.what));
-        out += "}}";
+        append_instant(out, "worker restart", since(m.ts_ns), "worker", m.value, m.what);
         break;
       case TraceMark::Kind::skip:
-        append_event_head(out, "sample skipped", "i", kConsumerTid);
-        append_us(out, "ts", since(m.ts_ns));
-        out += ",\"s\":\"g\",\"args\":{\"sample\":" + std::to_string(m.value) + ",\"why\":";
-        append_json_string(out, first_line(m.what));
-        out += "}}";
+        append_instant(out, "sample skipped", since(m.ts_ns), "sample", m.value, m.what);
         break;
       case TraceMark::Kind::slots: {
         const std::uint64_t mask = (1ULL << 21) - 1;
