@@ -81,7 +81,7 @@ TEST_CASE("a traced run has a track per worker, a fill per batch, skips and slot
   std::uint64_t batches = 0;
   while (auto b = loader.next()) ++batches;
   REQUIRE(batches == 50);
-  const Summary s = summarize(loader.trace_json());
+  Summary s = summarize(loader.trace_json());
   CHECK(s.tracks.count("consumer (next)") == 1);
   for (const char* w : {"worker 0", "worker 1", "worker 2"}) CHECK(s.tracks.count(w) == 1);
   CHECK(s.by_name["fill"] == 50);             // each batch once, sample 7's again after the skip
@@ -101,7 +101,7 @@ TEST_CASE("a traced run shows a worker's restart", "[trace]") {
     if (++batches == 5) REQUIRE(kill(loader.worker_pids()[0], SIGKILL) == 0);
   }
   REQUIRE(batches == 100);
-  const Summary s = summarize(loader.trace_json());
+  Summary s = summarize(loader.trace_json());
   CHECK(s.by_name["worker restart"] == 1);
   CHECK(s.by_name["fill"] >= 100);  // a batch filled but not reported before the kill is filled again
 }
@@ -112,7 +112,7 @@ TEST_CASE("a trace keeps each worker's last 4096 fills", "[trace]") {
   Loader loader(o);
   while (auto b = loader.next()) {
   }
-  const Summary s = summarize(loader.trace_json());
+  Summary s = summarize(loader.trace_json());
   CHECK(s.by_name["fill"] == 4096);
   CHECK(s.by_name["fill"] + s.by_name["fill (failed)"] <= 4096);
 }
