@@ -93,6 +93,7 @@ void LoaderCore::skip_samples(std::span<const std::uint64_t> samples, const std:
            "pipeline is broken. The last: sample " + std::to_string(id) + ": " + reason);
     }
     list.ids[count++] = id;
+    if (options_.trace) trace_mark(TraceMark::Kind::skip, monotonic_ns(), id, reason);
     stats_.skipped_samples.push_back(id);
     stats_.skip_reasons.push_back(reason);
   }
@@ -106,6 +107,7 @@ void LoaderCore::on_worker_exit(const WorkerExit& e) {
   collect_from(w);  // completions it pushed before dying still count
   const WorkerChannel& ch = worker_channel(*arena_, layout_, w);
   ++stats_.worker_restarts;
+  if (options_.trace) trace_mark(TraceMark::Kind::restart, monotonic_ns(), w, e.why);
   if (++deaths_since_progress_ > layout_.workers * (options_.max_retries + 1) + 2) {
     fail("workers keep dying without finishing a batch; the last, worker " + std::to_string(w) + " (pid " +
          std::to_string(e.pid) + "), " + e.why);

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <optional>
+#include <utility>
 
 #include "sluice/error.h"
 
@@ -39,8 +40,16 @@ constexpr Source kSources[] = {
 }  // namespace
 
 Launch detect_launch() {
+  std::vector<std::string> warnings;
   for (const Source& s : kSources) {
     std::optional<std::uint32_t> rank = env_number(s.rank), size = env_number(s.size);
+    if (rank.has_value() != size.has_value()) {
+      const char* set = rank ? s.rank : s.size;
+      const char* unset = rank ? s.size : s.rank;
+      warnings.push_back(std::string(set) + " is set but " + unset + " is not: " + s.launcher +
+                         "'s variables are ignored, so this process is not sharded by them (set both, or " +
+                         "neither; or pass --rank and --world-size)");
+    }
     if (!rank || !size) continue;
     if (*size == 0 || *rank >= *size) {
       throw Error(std::string(s.launcher) + ": " + s.rank + "=" + std::to_string(*rank) + " is not below " + s.size +
@@ -51,9 +60,12 @@ Launch detect_launch() {
     l.world_size = *size;
     l.local_rank = env_number(s.local_rank).value_or(0);
     l.launcher = s.launcher;
+    l.warnings = std::move(warnings);
     return l;
   }
-  return Launch{};
+  Launch none;
+  none.warnings = std::move(warnings);
+  return none;
 }
 
 void apply_launch(Options& options, const Launch& launch) {

@@ -48,6 +48,9 @@ LoaderCore::LoaderCore(Options options)
   header->magic = kArenaMagic;
   new (&skip_list(*arena_, layout_)) SkipList{};
   for (std::uint32_t w = 0; w < layout_.workers; ++w) reset_channel(&worker_channel(*arena_, layout_, w));
+  for (std::uint32_t w = 0; options_.trace && w < layout_.workers; ++w) {
+    new (&trace_ring(*arena_, layout_, w)) TraceRing{};  // before the fork: the workers start from it
+  }
   {
     OwnedLock lock;  // another Loader's zygote must not inherit it
     eventfd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -145,6 +148,8 @@ Stats LoaderCore::stats() const {
     const WorkerChannel& ch = worker_channel(*arena_, layout_, w);
     s.worker_fill_ns += supervisor_->retired_fill_ns(w) + ch.fill_ns.load(std::memory_order_relaxed);
     s.worker_idle_ns += supervisor_->retired_idle_ns(w) + ch.idle_ns.load(std::memory_order_relaxed);
+    s.worker_cpu_ns += supervisor_->retired_cpu_ns(w) + ch.cpu_ns.load(std::memory_order_relaxed);
+    s.worker_runqueue_ns += supervisor_->retired_runqueue_ns(w) + ch.runqueue_ns.load(std::memory_order_relaxed);
   }
   if (slots_full_since_ns_ != 0) s.slots_full_ns += monotonic_ns() - slots_full_since_ns_;
   return s;
@@ -191,6 +196,7 @@ void LoaderCore::issue() {
       std::max<std::uint32_t>(stats_.max_in_flight, layout_.slots - static_cast<std::uint32_t>(free_slots_.size()));
   const bool full = free_slots_.empty() && next_issue_ < total_batches_;
   if (full && slots_full_since_ns_ == 0) slots_full_since_ns_ = monotonic_ns();
+  if (options_.trace) trace_slots();
 }
 
 void LoaderCore::collect() {
@@ -351,9 +357,12 @@ std::optional<Batch> LoaderCore::next(std::uint64_t max_epoch, std::optional<std
       std::optional<Batch> batch = deliver(*slot);
       if (!batch) continue;  // every sample of it was skipped
       if (wait_start) {
-        stats_.consumer_wait_ns += elapsed_ns(*wait_start);
+        const std::uint64_t waited = elapsed_ns(*wait_start);
+        stats_.consumer_wait_ns += waited;
         ++stats_.consumer_waits;
+        if (options_.trace) trace_mark(TraceMark::Kind::wait, monotonic_ns() - waited, waited);
       }
+      if (options_.trace) trace_slots();
       all_held_since_ns_ = 0;
       return batch;
     }

@@ -80,9 +80,26 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   LoaderState state() const;
   Stats stats() const;
   std::vector<int> worker_pids() const { return supervisor_->pids(); }
+  // With options.trace (trace.cpp): the run so far as Chrome trace-event JSON.
+  std::string trace_json() const;
 
  private:
   enum class SlotState : std::uint8_t { free, issued, ready, held };
+
+  // The consumer's side of the trace: what happened on this thread, the last
+  // kTraceMarks of it (a ring: the oldest are overwritten).
+  struct TraceMark {
+    enum class Kind : std::uint8_t { wait, restart, skip, slots };
+    Kind kind;
+    std::uint64_t ts_ns;     // CLOCK_MONOTONIC
+    std::uint64_t value;     // wait: its duration; restart: the worker; skip: the sample;
+                             // slots: filling | ready << 21 | held << 42
+    std::string what;        // restart, skip: why
+  };
+  static constexpr std::size_t kTraceMarks = 65536;
+  void trace_mark(TraceMark::Kind kind, std::uint64_t ts_ns, std::uint64_t value, std::string what = {});
+  // Records the slots' states when they changed since the last record.
+  void trace_slots();
 
   void resume_from(const LoaderState& state);
   void reclaim_released();
@@ -145,6 +162,10 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   std::uint64_t created_ns_ = 0;
   std::uint64_t slots_full_since_ns_ = 0;  // 0 while a slot is free or nothing is left to issue
   std::uint64_t all_held_since_ns_ = 0;    // 0 unless the consumer holds every slot
+
+  std::vector<TraceMark> trace_marks_;  // a ring once it holds kTraceMarks
+  std::size_t trace_next_ = 0;          // where the next mark goes once the ring is full
+  std::uint64_t traced_slots_ = ~0ULL;
 
   std::string failure_;
   std::atomic<bool> stopped_{false};

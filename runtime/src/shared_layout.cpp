@@ -85,7 +85,12 @@ ArenaLayout ArenaLayout::compute(const Options& o) {
 
   l.skip_offset = align_up(sizeof(ArenaHeader), kCacheLine);
   l.channels_offset = align_up(l.skip_offset + sizeof(SkipList), kCacheLine);
-  l.slots_offset = align_up(l.channels_offset + std::uint64_t{l.workers} * sizeof(WorkerChannel), page);
+  std::uint64_t end = l.channels_offset + std::uint64_t{l.workers} * sizeof(WorkerChannel);
+  if (o.trace) {
+    l.trace_offset = align_up(end, kCacheLine);
+    end = l.trace_offset + std::uint64_t{l.workers} * sizeof(TraceRing);
+  }
+  l.slots_offset = align_up(end, page);
   l.total_bytes = add(l.slots_offset, mul(l.slots, l.slot_bytes, "the arena"), "the arena");
   return l;
 }

@@ -81,9 +81,16 @@ struct WorkerChannel {
   // while it starts. For the watchdog, which acts only after a whole timeout.
   std::atomic<std::uint64_t> alive_ns;
   // Where the worker's time went, for Stats: written by the worker only,
-  // read by the parent whenever; relaxed, since each is a lone counter.
+  // read by the parent whenever; relaxed, since each is a lone counter (the
+  // parent sums them for a report, and a sum a batch behind is still true).
+  // fill_ns is wall time; of it, cpu_ns was spent on a CPU by the worker
+  // process (user + system, every thread) and runqueue_ns waiting for one
+  // (runnable, not running: more runnable threads than cores). The rest of a
+  // fill was off-CPU: I/O, sleeps, page faults served from disk.
   alignas(kCacheLine) std::atomic<std::uint64_t> fill_ns;
   std::atomic<std::uint64_t> idle_ns;
+  std::atomic<std::uint64_t> cpu_ns;
+  std::atomic<std::uint64_t> runqueue_ns;
   char start_error[kErrorBytes];
 };
 
@@ -103,6 +110,30 @@ inline constexpr std::size_t kMaxSkipped = 16384;
 struct SkipList {
   alignas(kCacheLine) std::atomic<std::uint32_t> count;
   std::uint64_t ids[kMaxSkipped];
+};
+
+// With Options::trace, each worker's last kTraceEvents fills, for the trace
+// (trace.cpp). One ring per worker, written by that worker only, read by the
+// parent at any time (the run may still go on), so each entry is a seqlock of
+// its own: the worker stores tag = 2i+1 (odd: being written), a release
+// fence, the fields (relaxed), then tag = 2i+2 with release, and only then
+// count = i+1 with release. The parent loads count with acquire and, per
+// entry, tag with acquire, the fields relaxed, an acquire fence, and tag
+// again: an entry whose two tags differ, are odd or are not 2i+2 was being
+// overwritten and is left out. The fields are atomics, so a torn read is a
+// stale value that the tag check rejects, never undefined behaviour; on x86
+// all of it compiles to plain loads and stores.
+inline constexpr std::uint32_t kTraceEvents = 4096;
+struct TraceEntry {
+  std::atomic<std::uint64_t> tag;
+  std::atomic<std::uint64_t> start_ns;  // CLOCK_MONOTONIC
+  std::atomic<std::uint64_t> end_ns;
+  std::atomic<std::uint64_t> seq;       // the batch (epoch * batches_per_epoch + batch)
+  std::atomic<std::uint64_t> samples;   // low 32 bits: samples; bit 32: the fill failed
+};
+struct TraceRing {
+  alignas(kCacheLine) std::atomic<std::uint64_t> count;  // fills recorded since the worker began
+  TraceEntry entries[kTraceEvents];
 };
 
 struct ArenaHeader {
@@ -145,6 +176,7 @@ static_assert(std::is_standard_layout_v<SpscRing<Task, kRingCapacity>>);
 static_assert(std::is_standard_layout_v<WorkerChannel>);
 static_assert(std::is_standard_layout_v<ArenaHeader>);
 static_assert(std::is_standard_layout_v<SkipList>);
+static_assert(std::is_standard_layout_v<TraceRing>);
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
 static_assert(std::is_trivially_copyable_v<SlotHeader> && std::is_standard_layout_v<SlotHeader>);
 static_assert(sizeof(Task) == 16 && sizeof(Completion) == 16);
@@ -157,6 +189,7 @@ struct ArenaLayout {
   std::uint32_t slots = 0;
   std::uint64_t skip_offset = 0;
   std::uint64_t channels_offset = 0;
+  std::uint64_t trace_offset = 0;  // TraceRing[workers], with Options::trace; else 0
   std::uint64_t slots_offset = 0;
   std::uint64_t slot_bytes = 0;
   std::uint64_t total_bytes = 0;

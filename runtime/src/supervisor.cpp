@@ -45,6 +45,8 @@ Supervisor::Supervisor(const Arena& arena, const ArenaLayout& layout, const Opti
   watch_from_ns_.assign(layout_.workers, 0);
   retired_fill_ns_.assign(layout_.workers, 0);
   retired_idle_ns_.assign(layout_.workers, 0);
+  retired_cpu_ns_.assign(layout_.workers, 0);
+  retired_runqueue_ns_.assign(layout_.workers, 0);
 }
 
 Supervisor::~Supervisor() { stop(); }
@@ -103,6 +105,8 @@ void Supervisor::replace(std::uint32_t w) {
   WorkerChannel& ch = worker_channel(arena_, layout_, w);
   retired_fill_ns_[w] += ch.fill_ns.load(std::memory_order_relaxed);
   retired_idle_ns_[w] += ch.idle_ns.load(std::memory_order_relaxed);
+  retired_cpu_ns_[w] += ch.cpu_ns.load(std::memory_order_relaxed);
+  retired_runqueue_ns_[w] += ch.runqueue_ns.load(std::memory_order_relaxed);
   reset_channel(&ch);  // the dead worker can no longer touch it
   pids_[w] = spawn(w);  // on failure the old, dead pid stays: never a pid <= 0, which kill() would misread
 }

@@ -73,6 +73,8 @@ class Supervisor {
   // Fill and idle time of worker processes already replaced.
   std::uint64_t retired_fill_ns(std::uint32_t w) const { return retired_fill_ns_[w]; }
   std::uint64_t retired_idle_ns(std::uint32_t w) const { return retired_idle_ns_[w]; }
+  std::uint64_t retired_cpu_ns(std::uint32_t w) const { return retired_cpu_ns_[w]; }
+  std::uint64_t retired_runqueue_ns(std::uint32_t w) const { return retired_runqueue_ns_[w]; }
 
  private:
   void kill(std::uint32_t w, std::string reason);
@@ -88,7 +90,7 @@ class Supervisor {
   std::vector<pid_t> pids_;
   std::vector<std::string> kill_reason_;       // per worker: why the supervisor killed it, until it exits
   std::vector<std::uint64_t> watch_from_ns_;   // per worker: (re)spawned, or given work while idle
-  std::vector<std::uint64_t> retired_fill_ns_, retired_idle_ns_;
+  std::vector<std::uint64_t> retired_fill_ns_, retired_idle_ns_, retired_cpu_ns_, retired_runqueue_ns_;
   std::uint64_t last_memory_check_ns_ = 0;
 };
 

@@ -1,12 +1,15 @@
 #include "worker.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <ctime>
 #include <deque>
 #include <vector>
+#include <cstdio>
 #include <cstring>
 #include <exception>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "cpu_relax.h"
@@ -85,6 +88,56 @@ bool wait_for_task(WorkerChannel& ch, const ArenaHeader& header, pid_t parent, T
     ch.tasks.wait(kSleepMs);
     if (getppid() != parent) return false;
   }
+}
+
+// Where a fill's wall time went: CPU time of the whole worker process (user +
+// system; the producer's reader threads too) and how long the worker's main
+// thread, which runs the fill, sat runnable on a run queue waiting for a core
+// (/proc/self/schedstat, the thread group leader's: "on-cpu wait slices" in
+// ns). Read before and after each fill, a few microseconds per batch.
+class CpuClock {
+ public:
+  CpuClock() : schedstat_(open("/proc/self/schedstat", O_RDONLY | O_CLOEXEC)) {}
+  ~CpuClock() {
+    if (schedstat_ >= 0) close(schedstat_);
+  }
+  CpuClock(const CpuClock&) = delete;
+  CpuClock& operator=(const CpuClock&) = delete;
+
+  static std::uint64_t cpu_ns() {
+    timespec ts;
+    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0) return 0;
+    return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ULL + static_cast<std::uint64_t>(ts.tv_nsec);
+  }
+  // 0 where the kernel keeps no schedstats.
+  std::uint64_t runqueue_ns() const {
+    if (schedstat_ < 0) return 0;
+    char text[96];
+    const ssize_t n = pread(schedstat_, text, sizeof text - 1, 0);
+    if (n <= 0) return 0;
+    text[n] = '\0';
+    unsigned long long on_cpu = 0, waiting = 0;
+    return std::sscanf(text, "%llu %llu", &on_cpu, &waiting) == 2 ? waiting : 0;
+  }
+
+ private:
+  int schedstat_;
+};
+
+// Appends one fill to the worker's trace ring; the ordering is in
+// shared_layout.h (TraceEntry): a per-entry seqlock, then the count.
+void record_fill(TraceRing& ring, std::uint64_t start_ns, std::uint64_t end_ns, std::uint64_t seq,
+                 std::uint32_t samples, bool failed) {
+  const std::uint64_t i = ring.count.load(std::memory_order_relaxed);  // only this worker writes it
+  TraceEntry& e = ring.entries[i % kTraceEvents];
+  e.tag.store(2 * i + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);  // the odd tag before any field
+  e.start_ns.store(start_ns, std::memory_order_relaxed);
+  e.end_ns.store(end_ns, std::memory_order_relaxed);
+  e.seq.store(seq, std::memory_order_relaxed);
+  e.samples.store(samples | (failed ? (1ULL << 32) : 0), std::memory_order_relaxed);
+  e.tag.store(2 * i + 2, std::memory_order_release);
+  ring.count.store(i + 1, std::memory_order_release);
 }
 
 // The tasks a worker holds: what it has popped from its ring and not filled
@@ -203,7 +256,10 @@ void worker_main(const WorkerEnv& env, std::uint32_t id) {
   SkippedSamples skipped(skip_list(env.arena, env.layout));
   TaskQueue queue(ch, header, parent, env, *env.options.producer);
   std::uint64_t idle_since = monotonic_ns();
+  CpuClock cpu_clock;
   while (queue.next(task)) {
+    const std::uint64_t cpu_start = CpuClock::cpu_ns();
+    const std::uint64_t runqueue_start = cpu_clock.runqueue_ns();
     const std::uint64_t fill_start = monotonic_ns();
     ch.idle_ns.fetch_add(fill_start - idle_since, std::memory_order_relaxed);
     std::byte* base = slot_base(env.arena, env.layout, task.slot);
@@ -239,6 +295,14 @@ void worker_main(const WorkerEnv& env, std::uint32_t id) {
     store_fence();
     idle_since = monotonic_ns();
     ch.fill_ns.fetch_add(idle_since - fill_start, std::memory_order_relaxed);
+    const std::uint64_t cpu_end = CpuClock::cpu_ns(), runqueue_end = cpu_clock.runqueue_ns();
+    ch.cpu_ns.fetch_add(cpu_end > cpu_start ? cpu_end - cpu_start : 0, std::memory_order_relaxed);
+    ch.runqueue_ns.fetch_add(runqueue_end > runqueue_start ? runqueue_end - runqueue_start : 0,
+                             std::memory_order_relaxed);
+    if (env.layout.trace_offset != 0) {
+      record_fill(trace_ring(env.arena, env.layout, id), fill_start, idle_since, task.seq, size,
+                  status != Status::ok);
+    }
     h.failed_position = ch.busy_position.load(std::memory_order_relaxed);
     h.status = static_cast<std::int32_t>(status);
     // Idle before reporting: a crash after this point loses the completion,

@@ -41,6 +41,10 @@ inline WorkerChannel& worker_channel(const Arena& a, const ArenaLayout& l, std::
 inline SkipList& skip_list(const Arena& a, const ArenaLayout& l) {
   return *reinterpret_cast<SkipList*>(a.base() + l.skip_offset);
 }
+// Worker id's trace ring; only with Options::trace (layout.trace_offset != 0).
+inline TraceRing& trace_ring(const Arena& a, const ArenaLayout& l, std::uint32_t id) {
+  return reinterpret_cast<TraceRing*>(a.base() + l.trace_offset)[id];
+}
 inline std::byte* slot_base(const Arena& a, const ArenaLayout& l, std::uint32_t slot) {
   return a.base() + l.slots_offset + std::uint64_t{slot} * l.slot_bytes;
 }

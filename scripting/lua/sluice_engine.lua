@@ -43,7 +43,7 @@ end
 -- What is running, for message_handler: `stage` names the user function
 -- ("map (pipeline.lua:12)"); `index` is the dataset index of the sample being
 -- made, or nil in map_batch, where `batch` is set.
-local current = { stage = nil, index = nil, batch = nil, epoch = nil }
+local current = { stage = nil, index = nil, batch = nil, epoch = nil, path = nil }
 
 -- The traceback of user code only, from stack level `level` up: frames inside
 -- sluice's own chunks and C frames say nothing to the user. A user function
@@ -83,6 +83,10 @@ function M.message_handler(e)
   local stage = current.stage
   if stage == nil then return message end
   if current.index ~= nil then
+    if current.path ~= nil then  -- the sample's file, for a source that reads files
+      return format("%s failed on sample %d (epoch %d, file %s): %s", stage, current.index, current.epoch,
+        current.path, message)
+    end
     return format("%s failed on sample %d (epoch %d): %s", stage, current.index, current.epoch, message)
   elseif current.batch ~= nil then
     return format("%s failed on batch %d (epoch %d): %s", stage, current.batch, current.epoch, message)
@@ -266,11 +270,14 @@ end
 
 -- Make sample `index` of `epoch` and return what map returned for it.
 local function run_map(index, epoch, row)
-  current.index, current.epoch, current.batch = index, epoch, nil
+  current.index, current.epoch, current.batch, current.path = index, epoch, nil, nil
   ctx.index, ctx.position = index, row
   rng:reset(seed, rngs.SAMPLE, epoch, index)
   arena:reset()
   local sample = make_sample(index, row)
+  if type(sample) == "table" and type(sample.path) == "string" and sample.path ~= "" then
+    current.path = sample.path
+  end
   local map = P.map
   if map == nil then return sample end
   current.stage = map_stage

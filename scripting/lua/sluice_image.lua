@@ -141,9 +141,42 @@ local function describe(t, d, what)
   return d
 end
 
+-- The keys each function's opts may have. A misspelt key ("flipp = true")
+-- would otherwise be ignored without a word, so it is an error naming the key
+-- and the valid ones.
+local VALID_OPTS = {
+  info = { "exif", "strict", "size" },
+  decode = { "name", "size", "channels", "dtype", "exif", "strict", "scale", "max_pixels" },
+  random_resized_crop = { "scale", "ratio", "attempts" },
+  resize = { "box", "filter" },
+  normalize = { "mean", "std", "scale", "flip", "layout" },
+}
+local VALID_SET = {}
+for fname, keys in pairs(VALID_OPTS) do
+  VALID_SET[fname] = {}
+  for _, k in ipairs(keys) do VALID_SET[fname][k] = true end
+end
+
+local function check_opts(fname, opts)
+  if opts == nil then return end
+  if type(opts) ~= "table" then
+    error("sluice.image." .. fname .. ": opts must be a table, not a " .. type(opts), 3)
+  end
+  local valid = VALID_SET[fname]
+  for k in pairs(opts) do
+    if not valid[k] then
+      error("sluice.image." .. fname .. ": unknown option '" .. tostring(k) .. "'; the options are "
+        .. table.concat(VALID_OPTS[fname], ", "), 3)
+    end
+  end
+end
+
 function M.info(bytes, name, opts)
   local exif, strict, size = opts, false, nil
-  if type(opts) == "table" then exif, strict, size = opts.exif, opts.strict, opts.size end
+  if type(opts) == "table" then
+    check_opts("info", opts)
+    exif, strict, size = opts.exif, opts.strict, opts.size
+  end
   local p, n = bytes_of(bytes, size)
   info_args.apply_exif_orientation = exif and 1 or 0
   info_args.strict = strict and 1 or 0
@@ -153,6 +186,7 @@ function M.info(bytes, name, opts)
 end
 
 function M.decode(bytes, opts)
+  check_opts("decode", opts)
   opts = opts or {}
   local p, n = bytes_of(bytes, opts.size)
   local dt = tensor.dtype(opts.dtype or "uint8")
@@ -171,6 +205,7 @@ function M.decode(bytes, opts)
 end
 
 function M.random_resized_crop(width, height, rng, opts)
+  check_opts("random_resized_crop", opts)
   opts = opts or {}
   local scale, ratio = opts.scale or { 0.08, 1 }, opts.ratio or { 3 / 4, 4 / 3 }
   rrc_args.scale_min, rrc_args.scale_max = scale[1], scale[2]
@@ -185,6 +220,7 @@ function M.shrink(box, height, width)
 end
 
 function M.resize(src, dst, opts)
+  check_opts("resize", opts)
   opts = opts or {}
   local s = describe(src, src_desc, "resize's source")
   describe(dst, dst_desc, "resize's destination")
@@ -225,6 +261,7 @@ function M.pad(src, dst, top, left, fill)
 end
 
 function M.normalize(src, dst, opts)
+  check_opts("normalize", opts)
   opts = opts or {}
   local s = describe(src, src_desc, "normalize's source")
   if not tensor.is_tensor(dst) then error("sluice.image.normalize: the destination must be a tensor", 2) end

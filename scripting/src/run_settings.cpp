@@ -47,7 +47,10 @@ const char* const kNames[] = {"epochs",      "workers",          "prefetch",    
                               "on_error",    "batch_size",       "drop_last",        "shuffle",
                               "ordered",     "rank",             "world_size",       "max_retries",
                               "batch_timeout_ms", "worker_memory_mb", "held_timeout_ms", "skip_fill",
-                              "device"};
+                              "device",      "shard_policy"};
+// The settings that are true or false, which a command line may give as
+// --name and --no-name.
+const char* const kFlags[] = {"drop_last", "shuffle", "ordered"};
 
 }  // namespace
 
@@ -55,6 +58,13 @@ bool RunSettings::known(std::string_view name) {
   const std::string n = normal(name);
   return std::find(std::begin(kNames), std::end(kNames), n) != std::end(kNames);
 }
+
+bool RunSettings::is_flag(std::string_view name) {
+  const std::string n = normal(name);
+  return std::find(std::begin(kFlags), std::end(kFlags), n) != std::end(kFlags);
+}
+
+std::vector<std::string> RunSettings::names() { return {std::begin(kNames), std::end(kNames)}; }
 
 void RunSettings::set(std::string_view name_value) {
   const auto eq = name_value.find('=');
@@ -101,6 +111,9 @@ void RunSettings::set(std::string_view raw_name, std::string_view v) {
   } else if (n == "skip_fill") {
     if (v != "shrink" && v != "repeat") bad(shown, "shrink or repeat", v);
     skip_fill_ = v == "shrink" ? SkipFill::shrink : SkipFill::repeat;
+  } else if (n == "shard_policy") {
+    if (v != "pad" && v != "drop") bad(shown, "pad or drop", v);
+    shard_policy_ = v == "pad" ? ShardPolicy::pad : ShardPolicy::drop;
   } else if (n == "device") {
     if (v != "cpu" && v != "auto") bad(shown, "cpu or auto (this build delivers batches in host memory)", v);
   } else {
@@ -122,6 +135,7 @@ void RunSettings::apply(Options& o) const {
   if (worker_memory_mb_) o.worker_memory_limit_mb = *worker_memory_mb_;
   if (held_timeout_ms_) o.held_timeout_ms = *held_timeout_ms_;
   if (skip_fill_) o.skip_fill = *skip_fill_;
+  if (shard_policy_) o.shard_policy = *shard_policy_;
 }
 
 Script RunSettings::load(std::string* launcher) const {
@@ -129,6 +143,7 @@ Script RunSettings::load(std::string* launcher) const {
   const Launch launch = detect_launch();
   apply_launch(script.options, launch);
   apply(script.options);
+  script.notes.insert(script.notes.end(), launch.warnings.begin(), launch.warnings.end());
   if (launcher) *launcher = launch.launcher;
   return script;
 }

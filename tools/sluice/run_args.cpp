@@ -1,8 +1,12 @@
 #include "run_args.h"
 
+#include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <exception>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "sluice/error.h"
 
@@ -31,6 +35,74 @@ double parse_seconds(std::string_view option, std::string_view text) {
                    std::string(text) + "'"};
 }
 
+// Levenshtein distance, for suggesting the option a typo meant.
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// Options of `sluice run` that are not run settings.
+constexpr std::string_view kOwnOptions[] = {"--batches", "--interval", "--skip-log", "--record", "--state",
+                                            "--resume",  "--quiet",    "--help",     "--trace"};
+// Short forms of the common options.
+constexpr std::pair<char, std::string_view> kShort[] = {
+    {'w', "--workers"}, {'e', "--epochs"}, {'b', "--batch-size"}, {'p', "--prefetch"}};
+
+// Every long option, as typed: --own ones, each setting with dashes, --no-FLAG.
+std::vector<std::string> long_options() {
+  std::vector<std::string> all(std::begin(kOwnOptions), std::end(kOwnOptions));
+  for (std::string name : RunSettings::names()) {
+    std::replace(name.begin(), name.end(), '_', '-');
+    all.push_back("--" + name);
+    if (RunSettings::is_flag(name)) all.push_back("--no-" + name);
+  }
+  return all;
+}
+
+[[noreturn]] void unknown_option(std::string_view name) {
+  std::string best;
+  std::size_t best_distance = SIZE_MAX;
+  for (const std::string& option : long_options()) {
+    const std::size_t d = edit_distance(name, option);
+    if (d < best_distance) best_distance = d, best = option;
+  }
+  std::string message = "unknown option " + std::string(name);
+  // At most a third of the name wrong: "--worker" and "--wrokers" are
+  // --workers, "--foo" is nothing.
+  if (best_distance <= std::max<std::size_t>(2, name.size() / 3)) message += "; did you mean " + best + "?";
+  throw UsageError{message + " (see sluice run --help)"};
+}
+
+// "-w 2", "-w2" or "-w=2" as "--workers" and its value (advancing i past a
+// separate value).
+std::pair<std::string_view, std::string_view> short_option(std::string_view arg, int& i, int argc, char** argv) {
+  for (const auto& [letter, name] : kShort) {
+    if (arg[1] != letter) continue;
+    std::string_view value = arg.substr(2);
+    if (value.starts_with("=")) value.remove_prefix(1);
+    if (value.empty()) {
+      if (i + 1 >= argc) throw UsageError{std::string(arg) + " (" + std::string(name) + ") needs a value"};
+      value = argv[++i];
+    }
+    return {name, value};
+  }
+  std::string known;
+  for (const auto& [letter, name] : kShort) {
+    known += std::string(known.empty() ? "" : ", ") + "-" + letter + " (" + std::string(name) + ")";
+  }
+  throw UsageError{"unknown option " + std::string(arg) + "; the short options are " + known + ", -h (--help)"};
+}
+
 }  // namespace
 
 std::string default_state_path(std::uint32_t world_size) {
@@ -49,6 +121,15 @@ RunArgs parse_run_args(int argc, char** argv) {
       args.quiet = true;
       continue;
     }
+    if (arg.size() >= 2 && arg[0] == '-' && arg[1] != '-') {
+      const auto [name, value] = short_option(arg, i, argc, argv);
+      try {
+        args.settings.set(name, value);
+      } catch (const Error& e) {
+        throw UsageError{e.what()};
+      }
+      continue;
+    }
     if (arg.size() < 2 || arg.substr(0, 2) != "--") {
       if (!args.settings.path().empty()) {
         throw UsageError{"one pipeline script at a time (got '" + args.settings.path() + "' and '" +
@@ -59,10 +140,28 @@ RunArgs parse_run_args(int argc, char** argv) {
     }
     std::string_view name = arg;
     std::string_view value;
-    if (const auto eq = arg.find('='); eq != std::string_view::npos) {
+    const auto eq = arg.find('=');
+    if (eq != std::string_view::npos) {
       name = arg.substr(0, eq);
       value = arg.substr(eq + 1);
-    } else {
+    }
+    // --shuffle, --no-shuffle (and the old --shuffle true|false).
+    if (eq == std::string_view::npos && name.starts_with("--no-") && RunSettings::is_flag(name.substr(5))) {
+      args.settings.set(name.substr(5), "false");
+      continue;
+    }
+    if (eq == std::string_view::npos && RunSettings::is_flag(name)) {
+      const std::string_view next = i + 1 < argc ? std::string_view(argv[i + 1]) : std::string_view();
+      const bool takes_next = next == "true" || next == "false" || next == "1" || next == "0";
+      args.settings.set(name, takes_next ? next : "true");
+      if (takes_next) ++i;
+      continue;
+    }
+    if (!RunSettings::known(name) &&
+        std::find(std::begin(kOwnOptions), std::end(kOwnOptions), name) == std::end(kOwnOptions)) {
+      unknown_option(name);
+    }
+    if (eq == std::string_view::npos) {
       if (i + 1 >= argc) throw UsageError{std::string(name) + " needs a value"};
       value = argv[++i];
     }
@@ -84,8 +183,10 @@ RunArgs parse_run_args(int argc, char** argv) {
       args.state_path = std::string(value);
     } else if (name == "--resume") {
       args.resume_path = std::string(value);
+    } else if (name == "--trace") {
+      args.trace_path = std::string(value);
     } else {
-      throw UsageError{"unknown option " + std::string(name) + " (see sluice run --help)"};
+      unknown_option(name);
     }
   }
   if (!args.help && args.settings.path().empty()) throw UsageError{"which pipeline? (sluice run PIPELINE.lua)"};

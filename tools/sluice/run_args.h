@@ -22,6 +22,7 @@ struct RunArgs {
   std::string skip_log_path;
   std::string state_path;  // empty: the default, see default_state_path()
   std::string resume_path;
+  std::string trace_path;  // --trace: a Chrome trace of the run
 };
 
 struct UsageError {

@@ -15,11 +15,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include "commands.h"
 #include "run_args.h"
+#include "verdict.h"
 #include "sluice/error.h"
 #include "sluice/launcher.h"
 #include "sluice/loader.h"
@@ -41,9 +41,15 @@ constexpr const char* kHelp =
     "Options override what the script says.\n"
     "\n"
     "options:\n"
-    "  --epochs N      epochs to run; 0 = until --batches is reached or Ctrl-C\n"
-    "  --workers N     worker processes (at least 1)\n"
-    "  --prefetch N    batch slots in flight; 0 = the runtime default (2 * workers + 2)\n"
+    "  -e, --epochs N  epochs to run; 0 = until --batches is reached or Ctrl-C\n"
+    "  -w, --workers N worker processes (at least 1)\n"
+    "  -p, --prefetch N  batch slots in flight; 0 = the runtime default (2 * workers + 2)\n"
+    "  -b, --batch-size N  samples per batch\n"
+    "  --shuffle, --no-shuffle      a fresh sample order every epoch, or plan order\n"
+    "  --drop-last, --no-drop-last  drop a short last batch, or deliver it\n"
+    "  --ordered, --no-ordered      deliver in plan order, or as batches complete\n"
+    "  --shard-policy pad|drop      ranks of an uneven dataset: repeat a few samples\n"
+    "                  so that every rank gets ceil(N / world), or drop the last N % world\n"
     "  --seed N        seed of the shuffle and of ctx.rng (below 2^53)\n"
     "  --batches N     stop after N batches in all (0 = no limit)\n"
     "  --interval S    seconds between progress reports (default: 0.25 on a terminal,\n"
@@ -75,6 +81,10 @@ constexpr const char* kHelp =
     "                  ({rank} in FILE paths becomes the rank)\n"
     "  --resume FILE   continue a run from a saved state: the same batches the\n"
     "                  interrupted run would have delivered next\n"
+    "  --trace FILE    write a Chrome trace of the run (Perfetto, chrome://tracing):\n"
+    "                  a track per worker with its fills (each worker's last 4096),\n"
+    "                  the consumer's waits, restarts, skips and the slots in use\n"
+    "                  ({rank} in FILE becomes the rank)\n"
     "  --rank R --world-size W   this process's shard; by default read from torchrun,\n"
     "                  Open MPI, PMI or SLURM variables, else rank 0 of 1\n"
     "  -h, --help      show this help\n"
@@ -169,36 +179,6 @@ class Progress {
   bool live_ = false;
 };
 
-// The one-line judgement of what bounds the pipeline.
-std::string verdict(double worker_busy, double consumer_wait, std::uint32_t workers) {
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  char text[320];
-  if (consumer_wait < 0.15) {
-    std::snprintf(text, sizeof text,
-                  "consumer-bound: batches were ready before they were asked for (the consumer waited "
-                  "%.0f%% of the run); this pipeline can feed a faster trainer",
-                  consumer_wait * 100);
-  } else if (worker_busy >= 0.75) {
-    if (workers < cores) {
-      std::snprintf(text, sizeof text,
-                    "worker-bound: workers were busy %.0f%% of the time making batches; more workers "
-                    "(this machine has %u cores) or a cheaper map would go faster",
-                    worker_busy * 100, cores);
-    } else {
-      std::snprintf(text, sizeof text,
-                    "worker-bound: workers were busy %.0f%% of the time making batches and already "
-                    "match the %u cores; only a cheaper map (or more cores) would go faster",
-                    worker_busy * 100, cores);
-    }
-  } else {
-    std::snprintf(text, sizeof text,
-                  "delivery-bound: the consumer waited %.0f%% of the run while workers were busy only "
-                  "%.0f%%; try a larger --prefetch, or look for I/O waits inside map",
-                  consumer_wait * 100, worker_busy * 100);
-  }
-  return text;
-}
-
 // The first line of a skip reason (a map's traceback follows it), at most
 // 200 bytes.
 std::string first_line(const std::string& reason) {
@@ -283,6 +263,13 @@ void configure_resume(Options& o, const RunArgs& args) {
   }
 }
 
+// Writes the --trace file and says where.
+void write_trace(const Loader& loader, const std::string& path) {
+  loader.write_trace(path);
+  std::fprintf(stderr, "sluice run: trace written to %s (open it in https://ui.perfetto.dev or chrome://tracing)\n",
+               path.c_str());
+}
+
 // Writes the state for --resume and says where.
 void save_state(const RunArgs& args, const Options& o, const LoaderState& state, int signal, std::uint64_t delivered) {
   const std::string state_path =
@@ -299,6 +286,7 @@ int run(const RunArgs& args) {
   Script script = args.settings.load(&launcher);
   for (const std::string& note : script.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
   configure_resume(script.options, args);
+  script.options.trace = !args.trace_path.empty();
   const Options& o = script.options;
 
   std::optional<RunRecorder> recorder;
@@ -336,8 +324,10 @@ int run(const RunArgs& args) {
     }
   } catch (const Error&) {
     skips.update(loader.stats());  // what was skipped before the failure
+    if (!args.trace_path.empty()) write_trace(loader, for_rank(args.trace_path, o.rank));  // up to the failure
     throw;
   }
+  if (!args.trace_path.empty()) write_trace(loader, for_rank(args.trace_path, o.rank));
   const auto loop_end = Clock::now();
   progress.finish();
   skips.update(loader.stats());
@@ -352,10 +342,13 @@ int run(const RunArgs& args) {
   const double wall = std::chrono::duration<double>(loop_end - loop_start).count();
   const double setup = std::chrono::duration<double>(loop_start - started).count();
   const double worker_span = std::max(1e-9, wall * o.workers);
-  const double busy = std::min(1.0, seconds(times.fill_ns) / worker_span);
+  const double busy = std::min(1.0, seconds(stats.worker_fill_ns) / worker_span);
   const double waited = std::min(1.0, seconds(stats.consumer_wait_ns) / std::max(wall, 1e-9));
   const char* order = o.ordered ? "ordered" : "unordered";
-  const std::uint32_t slots = o.slots ? o.slots : 2 * o.workers + 2;
+  const std::uint32_t slots = loader.slots();
+  const RunMeasures measures{wall, stats.batches_delivered, o.workers, slots, o.slots != 0, usable_cores(),
+                             stats.worker_fill_ns, stats.worker_cpu_ns, stats.worker_runqueue_ns,
+                             stats.consumer_wait_ns, stats.slots_full_ns};
 
   std::printf("pipeline    %s: %llu samples, batch %u%s, %u worker%s, prefetch %u, %s, %s\n",
               script.path.c_str(), static_cast<unsigned long long>(o.dataset_size), o.batch_size,
@@ -376,8 +369,17 @@ int run(const RunArgs& args) {
               human_bytes_per_s(static_cast<double>(stats.bytes_delivered) / wall).c_str());
   std::printf("workers     %.0f%% busy making batches (%.2f s of %u x %.2f s), %.2f s starting Lua, "
               "%.0f%% idle or waiting for free slots\n",
-              busy * 100, seconds(times.fill_ns), o.workers, wall, seconds(times.start_ns),
+              busy * 100, seconds(stats.worker_fill_ns), o.workers, wall, seconds(times.start_ns),
               (1.0 - busy) * 100);
+  if (stats.worker_fill_ns > 0) {
+    const double fill = seconds(stats.worker_fill_ns);
+    const double on_cpu = std::min(1.0, seconds(stats.worker_cpu_ns) / fill);
+    const double runqueue = std::min(1.0 - on_cpu, seconds(stats.worker_runqueue_ns) / fill);
+    std::printf("            of that, %.0f%% on a CPU (%.2f s, %.1f of %u cores), %.0f%% waiting for a CPU, "
+                "%.0f%% off-CPU (I/O, sleeps)\n",
+                on_cpu * 100, seconds(stats.worker_cpu_ns), seconds(stats.worker_cpu_ns) / std::max(wall, 1e-9),
+                measures.cores, runqueue * 100, (1.0 - on_cpu - runqueue) * 100);
+  }
   std::printf("consumer    waited %.2f s for batches (%.0f%% of the run, %llu of %llu next() calls blocked), "
               "at most %u slots in flight\n",
               seconds(stats.consumer_wait_ns), waited * 100,
@@ -395,7 +397,8 @@ int run(const RunArgs& args) {
     std::printf("            %llu batch%s left empty by skipped samples, not delivered\n",
                 static_cast<unsigned long long>(stats.empty_batches), stats.empty_batches == 1 ? "" : "es");
   }
-  std::printf("verdict     %s\n", verdict(busy, waited, o.workers).c_str());
+  for (const std::string& warning : run_warnings(measures)) std::printf("warning     %s\n", warning.c_str());
+  std::printf("verdict     %s\n", verdict(measures).c_str());
   return signal != 0 ? 128 + signal : 0;
 }
 

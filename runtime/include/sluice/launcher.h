@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "sluice/options.h"
 
@@ -24,6 +25,9 @@ struct SLUICE_API Launch {
   std::uint32_t world_size = 1;
   std::uint32_t local_rank = 0;  // picks the CUDA device on a multi-GPU node
   std::string launcher = "none"; // "torchrun", "openmpi", "pmi", "slurm" or "none"
+  // Half a launcher's variables (RANK without WORLD_SIZE, say): ignored, and
+  // said here, since a rank that silently runs as 0 of 1 reads every sample.
+  std::vector<std::string> warnings;
 };
 
 // Throws Error naming the variable if a launcher's variables are malformed

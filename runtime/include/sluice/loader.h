@@ -56,6 +56,9 @@ struct SLUICE_API Stats {
                                         // issue: workers could not run ahead (backpressure)
   std::uint64_t worker_fill_ns = 0;     // summed over workers: time filling batches
   std::uint64_t worker_idle_ns = 0;     // summed over workers: time with no batch to fill
+  std::uint64_t worker_cpu_ns = 0;      // of worker_fill_ns: CPU time (user + system) of the workers
+  std::uint64_t worker_runqueue_ns = 0; // of worker_fill_ns: runnable but waiting for a core (0 where
+                                        // the kernel does not keep schedstats)
   std::uint32_t worker_restarts = 0;    // workers replaced after a crash or a timeout
   std::uint64_t batches_retried = 0;    // batches issued again after a failure
   std::vector<std::uint64_t> skipped_samples;  // dropped by on_error = skip, in the order they were
@@ -130,6 +133,14 @@ class SLUICE_API Loader {
   // The epoch of the next batch to be delivered (== options().epochs when done).
   std::uint64_t current_epoch() const;
   Stats stats() const;
+
+  // With options.trace: the run so far as Chrome trace-event JSON (Perfetto,
+  // chrome://tracing): a track per worker with its fills (epoch, batch,
+  // samples), the consumer's waits in next(), restarts and skips as instants,
+  // and the slots in use as a counter. write_trace writes it to a file.
+  // Throws Error without options.trace, or when the file cannot be written.
+  std::string trace_json() const;
+  void write_trace(const std::string& path) const;
 
  private:
   std::optional<Batch> next_in_epoch(std::uint64_t epoch);

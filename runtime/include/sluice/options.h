@@ -96,6 +96,13 @@ struct SLUICE_API Options {
                                              // passes this is killed and replaced; 0 = no limit
   OnError on_error = OnError::fail;
   SkipFill skip_fill = SkipFill::shrink;
+
+  // --- Observing ------------------------------------------------------------
+  // Record a timeline for Loader::write_trace(): every worker's last 4096
+  // fills (a ring in the arena, 160 KiB per worker) and the consumer's last
+  // 65536 events (waits in next(), restarts, skips, slots in use). Bounded
+  // however long the run; off, nothing is recorded.
+  bool trace = false;
 };
 
 }  // namespace sluice

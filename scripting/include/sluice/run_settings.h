@@ -10,8 +10,9 @@
 // Names ('-' and '_' are the same): epochs, workers, prefetch, seed, on_error
 // (these also shape the load: see ScriptOptions), batch_size, drop_last,
 // shuffle, ordered, rank, world_size, max_retries, batch_timeout_ms,
-// worker_memory_mb, held_timeout_ms, skip_fill, and device (cpu or auto:
-// this build delivers batches in host memory).
+// worker_memory_mb, held_timeout_ms, skip_fill, shard_policy (pad or drop),
+// and device (cpu or auto: this build delivers batches in host memory).
+// drop_last, shuffle and ordered take true/false (or 1/0).
 //
 // Thread safety: plain data.
 #pragma once
@@ -23,6 +24,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "sluice/options.h"
 #include "sluice/script.h"
@@ -41,6 +43,10 @@ class SLUICE_API RunSettings {
   void set(std::string_view name_value);
   // Whether `name` is a setting (for command lines that mix settings with other flags).
   static bool known(std::string_view name);
+  // Whether `name` is a true/false setting (drop_last, shuffle, ordered).
+  static bool is_flag(std::string_view name);
+  // Every setting's name, with '_'.
+  static std::vector<std::string> names();
 
   // Loads the script with what shapes the load, then applies the launcher's
   // rank and world size (torchrun, MPI, SLURM; sluice/launcher.h) and the
@@ -58,6 +64,7 @@ class SLUICE_API RunSettings {
   std::optional<std::uint64_t> worker_memory_mb_;
   std::optional<bool> drop_last_, shuffle_, ordered_;
   std::optional<SkipFill> skip_fill_;
+  std::optional<ShardPolicy> shard_policy_;
 };
 
 }  // namespace sluice
