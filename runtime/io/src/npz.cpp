@@ -231,8 +231,10 @@ NpyArray NpzArchive::array(std::string_view name) const {
   const std::span<const std::byte> packed(m + data_at, static_cast<std::size_t>(e.compressed));
   std::shared_ptr<const std::byte> storage;
   if (e.deflated) {
-    if (e.size > std::numeric_limits<std::size_t>::max() / 2)
-      throw Error(where + ": " + std::to_string(e.size) + " bytes inflated is too large");
+    // Deflate expands at most 1032:1: a larger listed size is corrupt, and must not size an allocation.
+    if (e.size > std::numeric_limits<std::size_t>::max() / 2 || e.size / 1032 > e.compressed + 1)
+      throw Error(where + ": the directory lists " + std::to_string(e.size) + " bytes inflated from " +
+                  std::to_string(e.compressed) + " compressed, more than deflate can produce: the archive is corrupt");
     std::shared_ptr<std::byte[]> out(new std::byte[std::max<std::uint64_t>(e.size, 1)]);
     inflate_member(packed, {out.get(), static_cast<std::size_t>(e.size)}, where, data_at);
     storage = std::shared_ptr<const std::byte>(out, out.get());
