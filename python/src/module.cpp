@@ -81,7 +81,13 @@ class Array {
       throw sluice::Error("sluice arrays are exported without a copy (__dlpack__(copy=True) asked for one)");
     }
     if (!dl_device.is_none()) {
-      const auto device = dl_device.cast<std::pair<int, int>>();
+      std::pair<int, int> device;
+      try {
+        device = dl_device.cast<std::pair<int, int>>();
+      } catch (const py::cast_error&) {
+        throw sluice::Error("__dlpack__(dl_device=...) expects a (device_type, device_id) pair of ints, got " +
+                            py::repr(dl_device).cast<std::string>());
+      }
       if (device.first != kDLCPU) {
         throw sluice::Error("this build of sluice delivers batches in host memory (kDLCPU), not device type " +
                             std::to_string(device.first));
@@ -241,34 +247,26 @@ class PyLoader {
   }
 
   // The next batch of `epoch`, or None when the epoch (or the run) is over.
+  // Bounded to `epoch`, so the next epoch's first batch stays in the loader
+  // (and out of state_json()) until it is asked for.
   py::object next(std::uint64_t epoch) {
     Exclusive one(mutex_);
     sluice::Loader& l = loader();
     std::optional<sluice::Batch> batch;
     try {
-      if (pending_) {
-        // A batch of a later epoch that came while this one was asked for
-        // (the last batches of an epoch were left empty by skipped samples).
-        if (pending_.epoch() > epoch) return py::none();
-        batch = std::move(pending_);
-        pending_ = sluice::Batch();
-      }
-      while (!batch) {
+      for (;;) {
+        // Holding the GIL first: the hot path is a few atomics.
+        batch = l.next_for(std::chrono::milliseconds(0), epoch);
+        if (!batch) {
+          py::gil_scoped_release nogil;
+          batch = l.next_for(kWaitSlice, epoch);
+        }
+        if (batch) break;
         if (l.finished() || l.current_epoch() > epoch) {
           finish_record();
           return py::none();
         }
-        batch = l.try_next();  // holding the GIL: the hot path is a few atomics
-        if (batch) break;
-        {
-          py::gil_scoped_release nogil;
-          batch = l.next_for(kWaitSlice);
-        }
-        if (!batch && PyErr_CheckSignals() != 0) throw py::error_already_set();
-      }
-      if (batch->epoch() > epoch) {
-        pending_ = std::move(*batch);
-        return py::none();
+        if (PyErr_CheckSignals() != 0) throw py::error_already_set();
       }
       if (recorder_) {
         recorder_->record(*batch);
@@ -345,7 +343,6 @@ class PyLoader {
 
  private:
   void close_locked() {
-    pending_ = sluice::Batch();
     finish_record();
     std::unique_ptr<sluice::Loader> loader = std::move(loader_);
     py::gil_scoped_release nogil;
@@ -368,7 +365,6 @@ class PyLoader {
   std::unique_ptr<sluice::Loader> loader_;
   std::unique_ptr<sluice::RunRecorder> recorder_;
   std::unique_ptr<sluice::SkipReport> skips_;
-  sluice::Batch pending_;
   std::mutex mutex_;
 };
 

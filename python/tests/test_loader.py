@@ -47,6 +47,10 @@ def test_batch_interface():
         assert batch["id"].shape == (8,) and batch["id"].dtype == "int64"
         assert batch["x"].nbytes == 8 * 4 * 4
         assert batch["x"].__dlpack_device__() == (1, 0)
+        with pytest.raises(sluice.Error, match=r"expects a \(device_type, device_id\) pair of ints, got 'cpu'"):
+            batch["x"].__dlpack__(dl_device="cpu")
+        with pytest.raises(sluice.Error, match="host memory"):
+            batch["x"].__dlpack__(dl_device=(2, 0))
         assert list(batch.sample_ids) == list(range(8))  # shuffle=False (a Python bool) took effect
         with pytest.raises(sluice.Error, match="no field 'y'; its fields are x, id"):
             batch["y"]

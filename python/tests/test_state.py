@@ -98,3 +98,23 @@ def test_run_record_lines(tmp_path):
     assert lines[0]["sluice_record"] == 1 and lines[0]["options"]["dataset_size"] == 100
     assert len([line for line in lines if "batch" in line]) == batches == 13
     assert sorted(line["skip"]["sample"] for line in lines if "skip" in line) == [13, 57]
+
+
+def test_state_dict_at_an_epoch_end_whose_last_batch_was_skipped():
+    # Each epoch's batch 12 is all skipped: the epoch ends with batch 11, and
+    # the state taken there must still hold the next epoch's first batch.
+    def ids(loader):
+        return [int(i) for batch in loader for i in batch.sample_ids]
+
+    loader = sluice.Loader(pipeline("tail_broken.lua"))
+    assert ids(loader) == list(range(96)) and loader.epoch == 1
+    state = loader.state_dict()
+    assert state["sluice_loader_state"]["epoch"] == 1 and state["sluice_loader_state"]["batch"] == 0
+    second = ids(loader)
+    assert second == list(range(96))
+
+    resumed = sluice.Loader(pipeline("tail_broken.lua"))
+    resumed.load_state_dict(state)
+    assert resumed.epoch == 1
+    assert ids(resumed) == second
+    assert ids(resumed) == list(range(96)) and resumed.finished

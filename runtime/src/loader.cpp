@@ -32,7 +32,11 @@ std::optional<Batch> Loader::try_next() {
 }
 
 std::optional<Batch> Loader::next_for(std::chrono::milliseconds timeout) {
-  return core_->next(std::numeric_limits<std::uint64_t>::max(), std::max(timeout, std::chrono::milliseconds(0)));
+  return next_for(timeout, std::numeric_limits<std::uint64_t>::max());
+}
+
+std::optional<Batch> Loader::next_for(std::chrono::milliseconds timeout, std::uint64_t last_epoch) {
+  return core_->next(last_epoch, std::max(timeout, std::chrono::milliseconds(0)));
 }
 
 bool Loader::finished() const { return core_->finished(); }

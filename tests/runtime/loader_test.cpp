@@ -440,3 +440,30 @@ TEST_CASE("a batch whose every sample is skipped is not delivered", "[loader][fa
   REQUIRE(loader.stats().empty_batches == 1);
   REQUIRE(loader.stats().skipped_samples.size() == 4);
 }
+
+TEST_CASE("next_for bounded to an epoch stops there when the epoch's last batch was skipped", "[loader][faults]") {
+  Options o = id_options(12, 4, 2);
+  o.epochs = 2;
+  o.on_error = OnError::skip;
+  o.producer = per_sample([](const SampleRef& s) {
+    if (s.index >= 8) throw Error("bad");  // batch 2 of each epoch
+    write_id(s);
+  });
+  Loader loader(o);
+  for (std::uint64_t epoch = 0; epoch < 2; ++epoch) {
+    std::vector<std::uint64_t> indices;
+    while (!loader.finished() && loader.current_epoch() <= epoch) {
+      if (auto b = loader.next_for(std::chrono::milliseconds(20), epoch)) {
+        REQUIRE(b->epoch() == epoch);
+        indices.push_back(b->index());
+      }
+    }
+    REQUIRE(indices == std::vector<std::uint64_t>{0, 1});
+    // The next epoch's first batch is still the loader's, so a state taken
+    // here resumes with it.
+    const LoaderState state = loader.state();
+    REQUIRE(state.epoch == epoch + 1);
+    REQUIRE(state.batch == 0);
+  }
+  REQUIRE(loader.finished());
+}

@@ -91,6 +91,11 @@ class SLUICE_API Loader {
   // workers and run the watchdog, as next() does while it waits.
   std::optional<Batch> try_next();
   std::optional<Batch> next_for(std::chrono::milliseconds timeout);
+  // The same, bounded to the epochs up to `last_epoch`: nullopt once they are
+  // all delivered (then current_epoch() > last_epoch), so a loop over one
+  // epoch never takes the next epoch's first batch, also when the epoch's
+  // last batches were emptied by on_error = skip.
+  std::optional<Batch> next_for(std::chrono::milliseconds timeout, std::uint64_t last_epoch);
   bool finished() const;
   // A file descriptor that is readable when try_next() may have something to
   // do: a batch completed, a worker exited, or the run ended. For epoll, libuv
