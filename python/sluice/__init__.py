@@ -24,7 +24,7 @@ import json
 import os
 import weakref
 
-from ._sluice import Array, Batch, Error, _Loader, check_state as _check_state
+from ._sluice import Array, Batch, Error, _Loader, check_state as _check_state, merge_states as _merge_states
 
 __all__ = ["Array", "Batch", "Error", "Loader", "DEFAULT_HELD_TIMEOUT_MS"]
 __version__ = "0.1.0"
@@ -77,6 +77,7 @@ class Loader:
         self._core = _Loader(os.fspath(path), settings, os.fspath(record) if record is not None else "")
         self._info = self._core.info()
         self._closed = False
+        self.resume_note = None  # set by load_state_dict() from several ranks' states
         _open_loaders.add(self)
 
     # --- Iteration ----------------------------------------------------------
@@ -109,19 +110,26 @@ class Loader:
     def load_state_dict(self, state_dict):
         """Continues from state_dict(): restarts the workers at its position.
 
+        A list of the state_dict()s of every rank of a distributed run (any
+        order) is merged into the run's global position, which resumes on any
+        world size with the same global batch (batch_size x world_size), from
+        the slowest rank's step; self.resume_note says where and how many
+        per-rank batches come again.
+
         Raises sluice.Error if it is not a state or belongs to another plan
-        (seed, dataset size, batch size, shuffle, drop_last or shard differ).
+        (seed, dataset size, batch size, shuffle, drop_last or shard differ),
+        or if the list is not exactly one state per rank.
         """
-        if not isinstance(state_dict, dict) or _STATE_KEY not in state_dict:
-            raise Error("load_state_dict expects a dict from sluice.Loader.state_dict() (with the key '"
-                        + _STATE_KEY + "')")
-        if state_dict.get("format") != _STATE_FORMAT:
-            raise Error("load_state_dict: state format %r, this sluice reads %d"
-                        % (state_dict.get("format"), _STATE_FORMAT))
         if self._closed:
             raise Error("the loader has been closed")
-        text = json.dumps(state_dict[_STATE_KEY])
-        _check_state(text)
+        if isinstance(state_dict, (list, tuple)):
+            if not state_dict:
+                raise Error("load_state_dict: an empty list of states")
+            text, self.resume_note = _merge_states([_state_text(s) for s in state_dict])
+        else:
+            text = _state_text(state_dict)
+            _check_state(text)
+            self.resume_note = None
         self._core.start(text)
 
     # --- What it did --------------------------------------------------------
@@ -175,6 +183,17 @@ class Loader:
     def __repr__(self):
         return "<sluice.Loader %s: %d batches of %d per epoch>" % (
             self._info["path"], len(self), self._info["batch_size"])
+
+
+def _state_text(state_dict):
+    """The loader state's JSON inside one state_dict(), checked for shape."""
+    if not isinstance(state_dict, dict) or _STATE_KEY not in state_dict:
+        raise Error("load_state_dict expects a dict from sluice.Loader.state_dict() (with the key '"
+                    + _STATE_KEY + "'), or a list of them")
+    if state_dict.get("format") != _STATE_FORMAT:
+        raise Error("load_state_dict: state format %r, this sluice reads %d"
+                    % (state_dict.get("format"), _STATE_FORMAT))
+    return json.dumps(state_dict[_STATE_KEY])
 
 
 @atexit.register

@@ -477,4 +477,11 @@ PYBIND11_MODULE(_sluice, m) {
 
   m.def("check_state", [](const std::string& json) { (void)sluice::LoaderState::from_json(json); },
         "Raises sluice.Error if json is not a loader state");
+  m.def("merge_states", [](const std::vector<std::string>& jsons) {
+        std::vector<sluice::LoaderState> states;
+        for (const std::string& json : jsons) states.push_back(sluice::LoaderState::from_json(json));
+        std::string note;
+        const sluice::LoaderState merged = sluice::LoaderState::merge(states, &note);
+        return py::make_tuple(merged.to_json(), note);
+      }, "The global position of every rank's state (JSON) and a note on where it resumes; sluice.Error if they disagree");
 }

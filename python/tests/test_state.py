@@ -118,3 +118,42 @@ def test_state_dict_at_an_epoch_end_whose_last_batch_was_skipped():
     assert resumed.epoch == 1
     assert ids(resumed) == second
     assert ids(resumed) == list(range(96)) and resumed.finished
+
+
+def test_resume_on_another_world_size_from_every_ranks_state():
+    # Global batch 24: 3 ranks of 8 stop at different steps, 2 ranks of 12
+    # continue; the union of each global step is the 1-rank run's.
+    def steps(loader):
+        out = {}
+        for _ in range(3):
+            if loader.finished:
+                break
+            for batch in loader:
+                out.setdefault((batch.epoch, batch.index), []).extend(int(i) for i in batch.sample_ids)
+        return out
+
+    whole = steps(sluice.Loader(pipeline("counting.lua"), batch_size=24, drop_last=True))
+    states, before = [], {}
+    for rank in range(3):
+        loader = sluice.Loader(pipeline("counting.lua"), batch_size=8, drop_last=True, rank=rank, world_size=3)
+        it = iter(loader)
+        for _ in range(2 + rank):  # rank r delivers steps 0 .. r+1 of epoch 0
+            batch = next(it)
+            before.setdefault((batch.epoch, batch.index), []).extend(int(i) for i in batch.sample_ids)
+        states.append(loader.state_dict())
+        loader.close()
+
+    after = {}
+    for rank in range(2):
+        loader = sluice.Loader(pipeline("counting.lua"), batch_size=12, drop_last=True, rank=rank, world_size=2)
+        loader.load_state_dict(list(reversed(states)))
+        assert "resumes at epoch 0, batch 2" in loader.resume_note and "3 per-rank batches" in loader.resume_note
+        for key, ids in steps(loader).items():
+            after.setdefault(key, []).extend(ids)
+
+    assert min(after) == (0, 2)
+    assert {k: sorted(v) for k, v in after.items()} == {k: sorted(v) for k, v in whole.items() if k >= (0, 2)}
+    assert sorted(before[(0, 0)]) == sorted(whole[(0, 0)]) and sorted(before[(0, 1)]) == sorted(whole[(0, 1)])
+
+    with pytest.raises(sluice.Error, match="ranks"):
+        sluice.Loader(pipeline("counting.lua"), batch_size=12, world_size=2).load_state_dict(states[:2])

@@ -255,25 +255,95 @@ struct GlobalRun {
   std::set<std::uint64_t> skipped;
   std::set<std::uint32_t> world_sizes;
   bool all_digests = true;  // every batch has per-sample digests
-  std::string name;         // for messages: the files, shortened
+  std::uint64_t redelivered = 0;  // per-rank batches seen again after a resume, not counted twice
+  std::string name;               // for messages: the files, shortened
 };
+
+// What one rank of one world size recorded for a step.
+struct RankPart {
+  std::vector<std::uint64_t> samples;
+  std::vector<std::string> digests;
+  std::string path;
+};
+// A step's parts by (world size, rank).
+using StepParts = std::map<std::pair<std::uint32_t, std::uint32_t>, RankPart>;
+
+// The step as the run delivered it. A resume continues from the slowest
+// rank's step, so the faster ranks' batches of the steps after it are
+// delivered again, by the resumed run (on the same world size: the same rank's
+// part again; on another: a whole step of that world size). Of the world sizes
+// that recorded the step, the one whose every rank did is the step; the other
+// parts are re-deliveries. With no complete world size, every part counts (and
+// the comparison names what is missing).
+// Two complete world sizes of one step (a run resumed from an older state)
+// must agree: the same samples with the same digests.
+GlobalRun::Step assemble(const StepParts& parts, std::uint64_t& redelivered) {
+  std::map<std::uint32_t, GlobalRun::Step> by_world;
+  std::map<std::uint32_t, std::uint32_t> ranks_of;
+  for (const auto& [key, part] : parts) {
+    GlobalRun::Step& step = by_world[key.first];
+    step.samples.insert(part.samples.begin(), part.samples.end());
+    for (std::size_t j = 0; j < part.digests.size(); ++j) step.digests.emplace(part.samples[j], part.digests[j]);
+    ++ranks_of[key.first];
+  }
+  const GlobalRun::Step* whole = nullptr;
+  std::uint32_t whole_world = 0;
+  for (const auto& [world, step] : by_world) {
+    if (ranks_of[world] != world) continue;
+    if (whole && (whole->samples != step.samples || whole->digests != step.digests)) {
+      throw Error("a step was recorded whole on " + std::to_string(whole_world) + " and on " + std::to_string(world) +
+                  " ranks, with different samples or content");
+    }
+    whole = &step;
+    whole_world = world;
+  }
+  if (!whole) {
+    GlobalRun::Step all;
+    for (const auto& [world, step] : by_world) {
+      all.samples.insert(step.samples.begin(), step.samples.end());
+      all.digests.insert(step.digests.begin(), step.digests.end());
+    }
+    return all;
+  }
+  for (const auto& [key, part] : parts) redelivered += key.first != whole_world;
+  return *whole;
+}
 
 GlobalRun read_global(std::span<const std::string> paths) {
   if (paths.empty()) throw Error("no run record given");
   GlobalRun run;
   run.name = paths[0] + (paths.size() > 1 ? " (+" + std::to_string(paths.size() - 1) + " more)" : "");
+  std::map<std::pair<std::uint64_t, std::uint64_t>, StepParts> steps;
   for (const std::string& path : paths) {
     Record r = read_record(path);
+    std::uint32_t world = 1, rank = 0;
     if (const detail::JsonValue* w = r.header.find("world_size")) {
-      run.world_sizes.insert(static_cast<std::uint32_t>(w->as_u64("world_size")));
+      world = static_cast<std::uint32_t>(w->as_u64("world_size"));
     }
+    if (const detail::JsonValue* k = r.header.find("rank")) rank = static_cast<std::uint32_t>(k->as_u64("rank"));
+    run.world_sizes.insert(world);
     for (const RecordedBatch& b : r.batches) {
-      GlobalRun::Step& step = run.steps[{b.epoch, b.batch}];
-      step.samples.insert(b.samples.begin(), b.samples.end());
       if (b.sample_digests.empty() && !b.samples.empty()) run.all_digests = false;
-      for (std::size_t j = 0; j < b.sample_digests.size(); ++j) step.digests.emplace(b.samples[j], b.sample_digests[j]);
+      RankPart part{b.samples, b.sample_digests, path};
+      auto [at, fresh] = steps[{b.epoch, b.batch}].try_emplace({world, rank}, std::move(part));
+      if (fresh) continue;
+      // The same rank of the same world size again: a resume re-delivered it,
+      // and must have delivered the very same batch.
+      if (at->second.samples != b.samples || at->second.digests != b.sample_digests) {
+        throw Error("epoch " + std::to_string(b.epoch) + ", step " + std::to_string(b.batch) + ": rank " +
+                    std::to_string(rank) + " of " + std::to_string(world) + " recorded it twice, differently (" +
+                    at->second.path + " and " + path + ")");
+      }
+      ++run.redelivered;
     }
     run.skipped.insert(r.skipped.begin(), r.skipped.end());
+  }
+  for (const auto& [key, parts] : steps) {
+    try {
+      run.steps.emplace(key, assemble(parts, run.redelivered));
+    } catch (const Error& e) {
+      throw Error("epoch " + std::to_string(key.first) + ", step " + std::to_string(key.second) + ": " + e.what());
+    }
   }
   return run;
 }
@@ -360,6 +430,11 @@ VerifyResult verify_records_global(std::span<const std::string> paths_a, std::sp
                         : std::string(" (content not compared: a record without per-sample digests)")) +
                    "; " + a.name + ": " + world_sizes(a) + ", " + b.name + ": " + world_sizes(b);
   if (!a.skipped.empty()) result.message += ", the same " + std::to_string(a.skipped.size()) + " skipped";
+  for (const GlobalRun* run : {&a, &b}) {
+    if (run->redelivered == 0) continue;
+    result.message += "; " + run->name + " delivered " + std::to_string(run->redelivered) +
+                      " per-rank batches again after a resume (its ranks stopped at different steps; counted once)";
+  }
   return result;
 }
 

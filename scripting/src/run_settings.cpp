@@ -47,7 +47,7 @@ const char* const kNames[] = {"epochs",      "workers",          "prefetch",    
                               "on_error",    "batch_size",       "drop_last",        "shuffle",
                               "ordered",     "rank",             "world_size",       "max_retries",
                               "batch_timeout_ms", "worker_memory_mb", "held_timeout_ms", "skip_fill",
-                              "device",      "shard_policy"};
+                              "device",      "shard_policy",     "global_batch_size"};
 // The settings that are true or false, which a command line may give as
 // --name and --no-name.
 const char* const kFlags[] = {"drop_last", "shuffle", "ordered"};
@@ -114,6 +114,8 @@ void RunSettings::set(std::string_view raw_name, std::string_view v) {
   } else if (n == "shard_policy") {
     if (v != "pad" && v != "drop") bad(shown, "pad or drop", v);
     shard_policy_ = v == "pad" ? ShardPolicy::pad : ShardPolicy::drop;
+  } else if (n == "global_batch_size") {
+    global_batch_size_ = count32(shown, v, 1);
   } else if (n == "device") {
     if (v != "cpu" && v != "auto") bad(shown, "cpu or auto (this build delivers batches in host memory)", v);
   } else {
@@ -136,6 +138,21 @@ void RunSettings::apply(Options& o) const {
   if (held_timeout_ms_) o.held_timeout_ms = *held_timeout_ms_;
   if (skip_fill_) o.skip_fill = *skip_fill_;
   if (shard_policy_) o.shard_policy = *shard_policy_;
+  if (global_batch_size_) {
+    // After the world size is known (launcher or setting): the same global
+    // batch on any number of ranks is what resumes on another world size.
+    const std::uint32_t g = *global_batch_size_;
+    if (g % o.world_size != 0) {
+      throw Error("global_batch_size " + std::to_string(g) + " is not divisible by the world size " +
+                  std::to_string(o.world_size) + ": every rank takes global_batch_size / world_size samples per step");
+    }
+    if (batch_size_ && *batch_size_ != g / o.world_size) {
+      throw Error("batch_size " + std::to_string(*batch_size_) + " and global_batch_size " + std::to_string(g) +
+                  " disagree on " + std::to_string(o.world_size) + " ranks (" + std::to_string(g) + " / " +
+                  std::to_string(o.world_size) + " = " + std::to_string(g / o.world_size) + "): give one of them");
+    }
+    o.batch_size = g / o.world_size;
+  }
 }
 
 Script RunSettings::load(std::string* launcher) const {

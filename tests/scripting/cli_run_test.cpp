@@ -198,6 +198,61 @@ TEST_CASE("mpirun -np 3: ranks see disjoint shards with equal batch counts, and 
   }
 }
 
+TEST_CASE("elastic: stopped on 3 ranks, resumed on 2 (and 2 on 4), the same global steps as 1 rank", "[cli][mpi]") {
+  if (std::system("command -v mpirun > /dev/null 2>&1") != 0) {
+    SKIP_TEST("mpirun not found (Debian package openmpi-bin): the distributed test needs it");
+  }
+  TempDir dir;
+  const std::string script = dir.write("p.lua", kPipeline);
+  // 600 samples, global batch 60: 10 global steps per epoch, 2 epochs, on
+  // any world size that divides 60.
+  const std::string common = " run " + script + " --quiet --global-batch-size 60 ";
+  auto sh = [&](const std::string& cmd) {
+    const int rc = std::system(("cd " + dir.path() + " && " + cmd + " > log 2>&1").c_str());
+    std::ifstream log(dir.path() + "/log");
+    const std::string text{std::istreambuf_iterator<char>(log), std::istreambuf_iterator<char>()};
+    INFO(cmd << "\n" << text);
+    REQUIRE(rc == 0);
+    return text;
+  };
+  auto mpirun = [](int np) {
+    return "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 "
+           "mpirun --oversubscribe -np " + std::to_string(np) + " ";
+  };
+  sh(SLUICE_CLI + common + "--record full.jsonl");
+
+  for (const auto& [from, to] : {std::pair{3, 2}, std::pair{2, 4}}) {
+    const std::string run = std::to_string(from) + "to" + std::to_string(to);
+    std::filesystem::create_directories(dir.path() + "/" + run + "/records");
+    std::filesystem::create_directories(dir.path() + "/" + run + "/states");
+    // Rank r stops after 4 + r batches: the ranks stop at different steps.
+    sh(mpirun(from) + "sh -c 'exec " SLUICE_CLI + common + "--batches $((4 + OMPI_COMM_WORLD_RANK)) --record " + run +
+       "/records/a_{rank}.jsonl --state " + run + "/states/state_{rank}.json'");
+    const std::string note = sh(mpirun(to) + SLUICE_CLI + common + "--resume '" + run + "/states/state_*.json' --record " +
+                                run + "/records/b_{rank}.jsonl");
+    // The slowest rank (0) stopped after step 3: the others' later steps come again.
+    const int again = (from - 1) * from / 2;
+    CHECK_THAT(note, Contains("the run resumes at epoch 0, batch 4") &&
+                         Contains(std::to_string(again) + " per-rank batch"));
+
+    CliResult v = sluice::test::run_cli({"verify", "--global", dir.path() + "/full.jsonl", dir.path() + "/" + run + "/records"});
+    INFO(run << ": " << v.out << v.err);
+    CHECK(v.status == 0);
+    CHECK_THAT(v.out, Contains("identical: 20 global steps, same samples and per-sample digests") &&
+                          Contains("delivered " + std::to_string(again) + " per-rank batches again after a resume"));
+  }
+
+  // A glob that misses a rank is refused, naming what is wrong.
+  std::filesystem::remove(dir.path() + "/3to2/states/state_1.json");
+  const int rc = std::system(("cd " + dir.path() + " && " + mpirun(2) + SLUICE_CLI + common +
+                              "--resume '3to2/states/state_*.json' > log 2>&1").c_str());
+  std::ifstream log(dir.path() + "/log");
+  const std::string text{std::istreambuf_iterator<char>(log), std::istreambuf_iterator<char>()};
+  INFO(text);
+  CHECK(rc != 0);
+  CHECK_THAT(text, Contains("--resume 3to2/states/state_*.json (2 states)"));
+}
+
 namespace {
 
 // Where a run stands, told through files (a handshake, no sleeps): the

@@ -139,3 +139,20 @@ TEST_CASE("RunSettings: one set of names for the command line, the C API and Pyt
   REQUIRE(script.options.epochs == 2);
   REQUIRE(script.options.skip_fill == sluice::SkipFill::repeat);
 }
+
+TEST_CASE("RunSettings: global_batch_size divides among the ranks, or is an error", "[cli][settings]") {
+  const std::string quickstart = std::string(SLUICE_EXAMPLES_DIR) + "/quickstart.lua";
+  sluice::Options o;
+  sluice::RunSettings settings(quickstart);
+  settings.set("world_size", "3");
+  settings.set("global_batch_size", "96");
+  settings.apply(o);
+  REQUIRE(o.world_size == 3);
+  REQUIRE(o.batch_size == 32);
+
+  settings.set("batch_size", "30");
+  REQUIRE_THROWS_WITH(settings.apply(o), Catch::Contains("batch_size 30 and global_batch_size 96 disagree on 3 ranks"));
+  settings.set("batch_size", "32");
+  settings.set("world_size", "5");
+  REQUIRE_THROWS_WITH(settings.apply(o), Catch::Contains("global_batch_size 96 is not divisible by the world size 5"));
+}

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "paths.h"
 #include "run_args.h"
 #include "verdict.h"
 #include "sluice/error.h"
@@ -44,7 +45,10 @@ constexpr const char* kHelp =
     "  -e, --epochs N  epochs to run; 0 = until --batches is reached or Ctrl-C\n"
     "  -w, --workers N worker processes (at least 1)\n"
     "  -p, --prefetch N  batch slots in flight; 0 = the runtime default (2 * workers + 2)\n"
-    "  -b, --batch-size N  samples per batch\n"
+    "  -b, --batch-size N  samples per batch (per rank)\n"
+    "  --global-batch-size G  samples per global step: each rank takes G / world\n"
+    "                  size (it must divide); runs with the same G deliver the same\n"
+    "                  global batches on any number of ranks, and resume on another\n"
     "  --shuffle, --no-shuffle      a fresh sample order every epoch, or plan order\n"
     "  --drop-last, --no-drop-last  drop a short last batch, or deliver it\n"
     "  --ordered, --no-ordered      deliver in plan order, or as batches complete\n"
@@ -80,7 +84,12 @@ constexpr const char* kHelp =
     "                  1, so that ranks sharing a directory never collide)\n"
     "                  ({rank} in FILE paths becomes the rank)\n"
     "  --resume FILE   continue a run from a saved state: the same batches the\n"
-    "                  interrupted run would have delivered next\n"
+    "                  interrupted run would have delivered next. A glob (quoted:\n"
+    "                  'sluice-state.rank*.json') or a directory (its *.json) names\n"
+    "                  the states of every rank of a distributed run: they are merged\n"
+    "                  into the run's global position, which resumes on any world size\n"
+    "                  with the same global batch (from the slowest rank's step; the\n"
+    "                  note says how many batches the faster ranks see again)\n"
     "  --trace FILE    write a Chrome trace of the run (Perfetto, chrome://tracing):\n"
     "                  a track per worker with its fills (each worker's last 4096),\n"
     "                  the consumer's waits, restarts, skips and the slots in use\n"
@@ -247,20 +256,39 @@ void write_text_file(const std::string& path, const std::string& text) {
 
 // "{rank}" in a path becomes the rank, so that the ranks of a distributed run
 // write files of their own.
-std::string for_rank(std::string path, std::uint32_t rank) {
-  for (std::size_t at; (at = path.find("{rank}")) != std::string::npos;) path.replace(at, 6, std::to_string(rank));
+std::string with_rank(std::string path, const std::string& rank) {
+  for (std::size_t at; (at = path.find("{rank}")) != std::string::npos;) path.replace(at, 6, rank);
   return path;
 }
+std::string for_rank(const std::string& path, std::uint32_t rank) { return with_rank(path, std::to_string(rank)); }
 
-// The resume state, if --resume names one.
-void configure_resume(Options& o, const RunArgs& args) {
-  if (args.resume_path.empty()) return;
-  const std::string path = for_rank(args.resume_path, o.rank);
+LoaderState read_state(const std::string& path) {
   try {
-    o.resume = LoaderState::from_json(read_text_file(path));
+    return LoaderState::from_json(read_text_file(path));
   } catch (const Error& e) {
     throw Error(path + ": " + e.what());
   }
+}
+
+// The resume state, if --resume names one: one file (with {rank}: this
+// rank's), or a glob or directory of every rank's states, merged.
+void configure_resume(Options& o, const RunArgs& args) {
+  if (args.resume_path.empty()) return;
+  const std::string pattern = for_rank(args.resume_path, o.rank);
+  const std::vector<std::string> paths = expand_paths(pattern, ".json");
+  if (paths.size() == 1 && paths[0] == pattern) {
+    o.resume = read_state(pattern);
+    return;
+  }
+  std::vector<LoaderState> states;
+  for (const std::string& path : paths) states.push_back(read_state(path));
+  std::string note;
+  try {
+    o.resume = LoaderState::merge(states, &note);
+  } catch (const Error& e) {
+    throw Error("--resume " + args.resume_path + " (" + std::to_string(paths.size()) + " states): " + e.what());
+  }
+  if (o.rank == 0) std::fprintf(stderr, "note: --resume %s: %s\n", args.resume_path.c_str(), note.c_str());
 }
 
 // Writes the --trace file and says where.
@@ -272,12 +300,17 @@ void write_trace(const Loader& loader, const std::string& path) {
 
 // Writes the state for --resume and says where.
 void save_state(const RunArgs& args, const Options& o, const LoaderState& state, int signal, std::uint64_t delivered) {
-  const std::string state_path =
-      for_rank(args.state_path.empty() ? default_state_path(o.world_size) : args.state_path, o.rank);
+  const std::string path_template = args.state_path.empty() ? default_state_path(o.world_size) : args.state_path;
+  const std::string state_path = for_rank(path_template, o.rank);
   write_text_file(state_path, state.to_json() + "\n");
+  std::string resume = state_path;
+  if (o.world_size > 1 && path_template.find("{rank}") != std::string::npos) {
+    // Every rank's state together resumes on any world size (same global batch).
+    resume = "'" + with_rank(path_template, "*") + "' (every rank's state: any world size with the same global batch)";
+  }
   std::fprintf(stderr, "sluice run: stopped %s after %llu batches; state saved to %s (continue with --resume %s)\n",
                signal == SIGINT ? "by SIGINT" : signal == SIGTERM ? "by SIGTERM" : "at --batches",
-               static_cast<unsigned long long>(delivered), state_path.c_str(), state_path.c_str());
+               static_cast<unsigned long long>(delivered), state_path.c_str(), resume.c_str());
 }
 
 int run(const RunArgs& args) {

@@ -11,7 +11,9 @@
 // (these also shape the load: see ScriptOptions), batch_size, drop_last,
 // shuffle, ordered, rank, world_size, max_retries, batch_timeout_ms,
 // worker_memory_mb, held_timeout_ms, skip_fill, shard_policy (pad or drop),
-// and device (cpu or auto: this build delivers batches in host memory).
+// device (cpu or auto: this build delivers batches in host memory), and
+// global_batch_size (batch_size becomes global_batch_size / world_size once the
+// world size is known; an error when it does not divide).
 // drop_last, shuffle and ordered take true/false (or 1/0).
 //
 // Thread safety: plain data.
@@ -60,7 +62,8 @@ class SLUICE_API RunSettings {
 
  private:
   ScriptOptions script_;
-  std::optional<std::uint32_t> batch_size_, rank_, world_size_, max_retries_, batch_timeout_ms_, held_timeout_ms_;
+  std::optional<std::uint32_t> batch_size_, global_batch_size_, rank_, world_size_, max_retries_, batch_timeout_ms_,
+      held_timeout_ms_;
   std::optional<std::uint64_t> worker_memory_mb_;
   std::optional<bool> drop_last_, shuffle_, ordered_;
   std::optional<SkipFill> skip_fill_;
