@@ -84,8 +84,11 @@ _TRIAL_SAMPLES = 16
 
 
 def _format_exception(error):
+    """As a worker reports it: the exception's line, then its traceback."""
     import traceback
-    return "".join(traceback.format_exception(type(error), error, error.__traceback__)).rstrip("\n")
+    summary = "".join(traceback.format_exception_only(type(error), error)).rstrip("\n")
+    trace = "".join(traceback.format_exception(type(error), error, error.__traceback__)).rstrip("\n")
+    return summary + "\n" + trace
 
 
 def _describe(value, what, sequence):
