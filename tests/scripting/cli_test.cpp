@@ -139,3 +139,26 @@ TEST_CASE("RunSettings: one set of names for the command line, the C API and Pyt
   REQUIRE(script.options.epochs == 2);
   REQUIRE(script.options.skip_fill == sluice::SkipFill::repeat);
 }
+
+TEST_CASE("RunSettings::apply_all: the same names for options that come from no script", "[cli][settings]") {
+  sluice::RunSettings settings;
+  for (const char* setting : {"workers=3", "epochs=4", "prefetch=9", "seed=11", "on_error=skip", "batch_size=5",
+                              "shuffle=true", "world_size=2", "rank=1"}) {
+    settings.set(setting);
+  }
+  sluice::Options options;
+  settings.apply_all(options);
+  CHECK(options.workers == 3);
+  CHECK(options.epochs == 4);
+  CHECK(options.slots == 9);
+  CHECK(options.seed == 11);
+  CHECK(options.on_error == sluice::OnError::skip);
+  CHECK(options.batch_size == 5);
+  CHECK(options.shuffle);
+  CHECK(options.rank == 1);
+  CHECK(options.world_size == 2);
+  sluice::Options untouched;
+  sluice::RunSettings().apply_all(untouched);  // nothing set: the defaults stay (no launcher in the test's env)
+  CHECK(untouched.workers == sluice::Options{}.workers);
+  CHECK(untouched.seed == 0);
+}
