@@ -117,6 +117,7 @@ std::unique_ptr<PyLoader> dataset_loader(const std::string& kind_name, py::objec
   d["kind"] = kind_name;
   d["device"] = "cpu";
   if (kind == DatasetKind::sequence) {  // the fields as the sequence returns them, without kRowsField
+    d["batch_size"] = std::get<2>(fields.front()).front();  // rows of a full batch
     py::list field_list;
     for (const auto& [name, dtype, shape] : fields) field_list.append(py::make_tuple(name, dtype, py::tuple(py::cast(shape))));
     d["fields"] = field_list;

@@ -16,6 +16,7 @@ def check(x, y, b, rows):
 def test_batches_whole_in_order_with_a_short_last_one():
     loader = sluice.Loader(sequence=Batches(), workers=2, epochs=1)
     assert len(loader) == 5 and loader.info["fields"] == [("0", "float32", (4, 3)), ("1", "int64", (4,))]
+    assert loader.batch_size == 4 and repr(loader) == "<sluice.Loader Batches: 5 batches of 4 per epoch>"
     seen = 0
     for b, (x, y) in enumerate(loader):
         check(x, y, b, 2 if b == 4 else 4)
