@@ -304,6 +304,7 @@ void DatasetProducer::fill(BatchContext& batch) {
   } done;
   try {
     if (spec_.kind == DatasetKind::sequence) {
+      if (batch.size() == 0) return;  // its one sample, the sequence's batch, was skipped
       batch.begin_sample(0);
       set_current_sample(true, spec_.seed, batch.epoch(), batch.samples()[0]);
       fill_sequence(batch);

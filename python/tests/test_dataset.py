@@ -209,3 +209,17 @@ def test_run_records_match_across_worker_counts(tmp_path):
         assert len(text) == 14 and '"dataset":"Counting"' in text[0]
         lines.append(text[1:])
     assert lines[0] == lines[1]
+
+
+def test_strided_and_fortran_arrays_are_copied_as_their_values():
+    class Strided(Counting):
+        def __getitem__(self, i):
+            x = (10.0 * i + np.arange(8, dtype=np.float32) / 2)[::2]  # a strided view: 10 i + [0, 1, 2, 3]
+            m = np.asfortranarray(np.arange(6, dtype=np.int16).reshape(2, 3) + i)
+            return {"x": x, "m": m, "id": i}
+
+    for batch in sluice.Loader(dataset=Strided(), batch_size=16, epochs=1):
+        ids = np.from_dlpack(batch["id"])
+        assert counting_ok(np.from_dlpack(batch["x"]), ids)
+        expected = np.arange(6, dtype=np.int16).reshape(1, 2, 3) + ids[:, None, None].astype(np.int16)
+        assert np.array_equal(np.from_dlpack(batch["m"]), expected)

@@ -60,3 +60,16 @@ def test_a_batch_larger_than_the_first_is_an_error_naming_it():
     # Declared rows make room for it.
     loader = sluice.Loader(sequence=Growing(), epochs=1, fields=[("x", "float32", (6, 3)), ("y", "int64", (6,))])
     assert [x.shape[0] for x, _ in loader] == [4, 4, 4, 6, 2]
+
+
+def test_a_batch_that_raises_is_skipped_whole_with_its_reason():
+    class Flaky(Batches):
+        def __getitem__(self, b):
+            if b == 2:
+                raise OSError("batch 2 is unreadable")
+            return super().__getitem__(b)
+    loader = sluice.Loader(sequence=Flaky(), epochs=1, on_error="skip")
+    assert [int(np.from_dlpack(y)[0]) // 10 for _, y in loader] == [0, 1, 3, 4]
+    stats = loader.stats()
+    assert stats["skipped_samples"] == [2] and "sequence[2] raised OSError: batch 2 is unreadable" in \
+        stats["skip_reasons"][0]
