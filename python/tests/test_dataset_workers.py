@@ -118,3 +118,20 @@ def test_what_a_worker_prints_is_flushed(capfd):
     for _ in sluice.Loader(dataset=Loud(), batch_size=10, epochs=1, workers=2):
         pass
     assert capfd.readouterr().out.count("making sample 3") == 1
+
+
+def test_a_loader_started_on_another_thread():
+    results = []
+
+    def run():
+        try:
+            loader = sluice.Loader(dataset=Counting(), batch_size=10, epochs=1, workers=2)
+            ok = all(counting_ok(np.from_dlpack(b["x"]), np.from_dlpack(b["id"])) for b in loader)
+            results.append((ok, loader.stats()["samples_delivered"]))
+        except Exception as error:  # reported below, on the test's thread
+            results.append(error)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(60)
+    assert results == [(True, 100)]
