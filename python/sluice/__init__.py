@@ -1,4 +1,5 @@
-"""Sluice from Python: pipeline.lua batches as zero-copy PyTorch and NumPy tensors.
+"""Sluice from Python: zero-copy PyTorch and NumPy batches from a pipeline.lua
+or from a Python dataset run in forked workers.
 
     import sluice, torch
 
@@ -9,6 +10,10 @@
             y = torch.from_dlpack(batch["label"])
             ...
 
+    loader = sluice.Loader(dataset=ds, batch_size=256, shuffle=True, workers=4)   # ds[i] -> dict or tuple
+    loader = sluice.Loader(sequence=seq, shuffle=True, workers=2)                 # seq[b] -> a whole batch
+    loader = sluice.Loader(fill=fn, size=n, fields={...}, batch_size=256)         # fn(i, out) writes in place
+
 Batches come from forked worker processes that fill slots of a shared-memory
 arena in place. A Batch maps field names to Arrays that implement the DLPack
 protocol; torch.from_dlpack and numpy.from_dlpack adopt their memory without a
@@ -17,16 +22,21 @@ made from it are gone (or at batch.release(), for the Batch's own hold).
 
 Errors from the runtime, a worker or a Lua map raise sluice.Error with the
 messages `sluice run` prints. Ctrl-C raises KeyboardInterrupt within 50 ms.
+
+Python datasets (dataset=, sequence=, fill=) run in forked copies of this
+interpreter: see Loader and rng() for what a worker may do.
 """
 
 import atexit
 import json
 import os
+import sys
 import weakref
 
 from ._sluice import Array, Batch, Error, _Loader, check_state as _check_state, merge_states as _merge_states
+from ._sluice import _current_sample, _dataset_loader, _trial
 
-__all__ = ["Array", "Batch", "Error", "Loader", "DEFAULT_HELD_TIMEOUT_MS"]
+__all__ = ["Array", "Batch", "Error", "Loader", "rng", "DEFAULT_HELD_TIMEOUT_MS"]
 __version__ = "0.1.0"
 
 # How long the next batch waits when the program holds every slot of the arena
@@ -49,6 +59,97 @@ def _setting_text(value):
     return str(value)
 
 
+def rng():
+    """The NumPy Generator of the sample being made, for per-sample randomness.
+
+    Call it in a dataset's __getitem__, a sequence's __getitem__ or a fill
+    function while sluice makes a sample: it is
+    numpy.random.default_rng([seed, epoch, index]) (index: the dataset index,
+    or a sequence's batch index), so augmentation depends on the Loader's seed,
+    the epoch and the sample only, never on the worker count, the worker that
+    made it or a crash and retry. Raises sluice.Error anywhere else.
+    """
+    import numpy as np
+    current = _current_sample()
+    if current is None:
+        raise Error("sluice.rng() is for a dataset's __getitem__ or a fill function while sluice makes a sample")
+    return np.random.default_rng(list(current))
+
+
+# NumPy dtype names sluice carries (sluice/dtype.h, less bfloat16).
+_DTYPES = ("bool", "uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64",
+           "float16", "float32", "float64")
+# How many samples the host's trial tries with on_error="skip" (as for a pipeline.lua).
+_TRIAL_SAMPLES = 16
+
+
+def _format_exception(error):
+    """As a worker reports it: the exception's line, then its traceback."""
+    import traceback
+    summary = "".join(traceback.format_exception_only(type(error), error)).rstrip("\n")
+    trace = "".join(traceback.format_exception(type(error), error, error.__traceback__)).rstrip("\n")
+    return summary + "\n" + trace
+
+
+def _describe(value, what, sequence):
+    """(layout, fields) of a sample or a sequence's batch, as NumPy sees it."""
+    import numpy as np
+    if isinstance(value, dict):
+        for key in value:
+            if not isinstance(key, str):
+                raise Error("%s has the key %r: a sample's keys must be str" % (what, key))
+        layout, items = "dict", [(key, value[key], "[%r]" % key) for key in value]
+    elif isinstance(value, (tuple, list)):
+        layout, items = "tuple", [(str(i), v, "[%d]" % i) for i, v in enumerate(value)]
+    else:
+        layout, items = "single", [("0", value, "")]
+    fields = []
+    for name, v, label in items:
+        try:
+            a = np.asarray(v)
+        except Exception as error:
+            raise Error("%s%s is %s, which is not an array: %s" % (what, label, type(v).__name__, error)) from None
+        if a.dtype.name not in _DTYPES:
+            raise Error("%s%s is %s, which sluice does not carry (%s)" % (what, label, a.dtype, ", ".join(_DTYPES)))
+        if sequence and a.ndim == 0:
+            raise Error("%s%s is a scalar: a sequence's batch has rows" % (what, label))
+        fields.append((name, a.dtype.name, tuple(int(d) for d in a.shape)))
+    return layout, fields
+
+
+def _declared(fields, what):
+    """fields={"name": (dtype, shape)} or [(name, dtype, shape)] -> (layout, fields)."""
+    if isinstance(fields, dict):
+        fields = [(name,) + tuple(spec) for name, spec in fields.items()]
+        layout = "dict"
+    else:
+        layout = "tuple"  # values by position, named as declared
+    out = []
+    for field in fields:
+        try:
+            name, dtype, shape = field
+        except (TypeError, ValueError):
+            raise Error("%s: a field is (name, dtype, shape), not %r" % (what, field)) from None
+        out.append((str(name), str(dtype), tuple(int(d) for d in shape)))
+    return layout, out
+
+
+def _first(source, kind, on_error, seed):
+    """The first sample (or batch) the workers will not skip, made here."""
+    tries = min(len(source), _TRIAL_SAMPLES if on_error == "skip" else 1)
+    errors = []
+    for index in range(tries):
+        _trial(True, seed, index)
+        try:
+            return index, source[index]
+        except Exception as error:
+            errors.append("%s[%d] raised %s" % (kind, index, _format_exception(error)))
+        finally:
+            _trial(False, 0, 0)
+    raise Error("\n".join(errors) if len(errors) == 1 else
+                "the first %d samples all failed; the first:\n%s" % (len(errors), errors[0]))
+
+
 class Loader:
     """Runs a pipeline.lua through worker processes and yields its batches.
 
@@ -68,17 +169,94 @@ class Loader:
     Iterating yields the batches of the current epoch: a loop over the loader
     is one epoch, and the next loop continues with the next one (a loop left
     early continues the same epoch). len(loader) is the batches per epoch.
+
+    Python datasets, with the same settings (batch_size, shuffle, seed,
+    epochs, workers, drop_last, on_error, ...), record= and everything below:
+
+    Loader(dataset=ds, fields=None, worker_init=None, **settings)
+        ds is map-style: len(ds) samples, ds[index] returns a dict (a Batch
+        of those names is yielded), a tuple (a tuple of Arrays) or a single
+        array (an Array) of NumPy arrays or scalars. Each sample is written
+        straight into the batch's slot in shared memory: no collation, no
+        pickling. Fields, dtypes and shapes come from ds[0], made here (or
+        from fields={"name": (dtype, shape)}, then ds[0] is not made here);
+        a later sample that differs is an error naming it.
+    Loader(sequence=seq, ...)
+        Keras-style: seq[b] returns batch b whole (a tuple (x, y) of arrays,
+        say); len(seq) batches per epoch, in order or shuffled (shuffle=True),
+        yielded as seq[b] is shaped: a tuple of Arrays for a tuple. A batch
+        may have fewer rows than seq[0] (a short last batch); fields=
+        declares (dtype, (rows, ...)) instead of making seq[0] here.
+    Loader(fill=fn, size=n, fields={...}, ...)
+        No copy at all: fn(index, out) writes sample `index` into out[name],
+        NumPy views of its rows of the slot (write every element: a slot is
+        reused). Yields Batches.
+
+    The workers are forked copies of this interpreter, made when the loader
+    starts (its first batch, state_dict() or load_state_dict()). What this
+    process imported and loaded is there; its threads are not (torch's
+    thread pools included): do not call torch in a dataset, or set
+    torch.set_num_threads(1) in worker_init(worker_id), which runs once in
+    each worker. A Python exception in a worker raises sluice.Error here with
+    the worker's traceback and the sample's index, subject to on_error; a
+    worker that crashes or hangs (batch_timeout_ms) is replaced and its
+    batches made again. Per-sample randomness: sluice.rng().
     """
 
-    def __init__(self, path, record=None, **overrides):
+    def __init__(self, path=None, record=None, *, dataset=None, sequence=None, fill=None, size=None,
+                 fields=None, worker_init=None, **overrides):
         settings = [(name, _setting_text(value)) for name, value in overrides.items()]
         if not any(name.replace("-", "_") == "held_timeout_ms" for name in overrides):
             settings.append(("held_timeout_ms", str(DEFAULT_HELD_TIMEOUT_MS)))
-        self._core = _Loader(os.fspath(path), settings, os.fspath(record) if record is not None else "")
+        record = os.fspath(record) if record is not None else ""
+        given = [name for name, value in (("path", path), ("dataset", dataset), ("sequence", sequence),
+                                          ("fill", fill)) if value is not None]
+        if len(given) != 1:
+            raise Error("sluice.Loader takes one of a pipeline path, dataset=, sequence= or fill= (got %s)"
+                        % (", ".join(given) or "none"))
+        if path is not None:
+            self._core = _Loader(os.fspath(path), settings, record)
+        else:
+            self._core = self._dataset_core(dataset, sequence, fill, size, fields, worker_init, overrides,
+                                            settings, record)
+        self._python_workers = path is None
         self._info = self._core.info()
         self._closed = False
         self.resume_note = None  # set by load_state_dict() from several ranks' states
         _open_loaders.add(self)
+
+    @staticmethod
+    def _dataset_core(dataset, sequence, fill, size, fields, worker_init, overrides, settings, record):
+        normal = {name.replace("-", "_"): value for name, value in overrides.items()}
+        seed = int(normal.get("seed", 0))
+        on_error = normal.get("on_error", "fail")
+        if worker_init is not None and not callable(worker_init):
+            raise Error("worker_init must be callable as worker_init(worker_id)")
+        if fill is not None:
+            if not callable(fill):
+                raise Error("fill= must be callable as fill(index, out)")
+            if size is None or fields is None:
+                raise Error("fill= needs size= (the number of samples) and fields= ({name: (dtype, shape)})")
+            layout, described = _declared(fields, "fields")
+            return _dataset_loader("fill", fill, layout, described, int(size), settings, record, worker_init,
+                                   getattr(fill, "__qualname__", type(fill).__name__))
+        kind = "dataset" if dataset is not None else "sequence"
+        source = dataset if dataset is not None else sequence
+        if size is not None:
+            raise Error("size= is for fill=; a %s has len()" % kind)
+        try:
+            count = len(source)
+        except TypeError:
+            raise Error("%s= needs len() and [index] (a map-style dataset), got %s" % (kind, type(source).__name__)) from None
+        if count == 0:
+            raise Error("the %s is empty (len() == 0)" % kind)
+        if fields is not None:
+            layout, described = _declared(fields, "fields")
+        else:
+            index, first = _first(source, kind, on_error, seed)
+            layout, described = _describe(first, "%s[%d]" % (kind, index), kind == "sequence")
+        return _dataset_loader(kind, source, layout, described, count, settings, record, worker_init,
+                               type(source).__qualname__)
 
     # --- Iteration ----------------------------------------------------------
     def __len__(self):
@@ -93,8 +271,18 @@ class Loader:
         if self._closed:
             raise Error("the loader has been closed")
         if not self._core.started():
-            self._core.start(None)
+            self._start(None)
         return self._core
+
+    def _start(self, resume_json):
+        if self._python_workers:
+            # The workers are copies of this process: what is buffered now would be printed by each.
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except Exception:
+                    pass
+        self._core.start(resume_json)
 
     # --- Checkpoints (torchdata StatefulDataLoader style) -------------------
     def state_dict(self):
@@ -130,7 +318,7 @@ class Loader:
             text = _state_text(state_dict)
             _check_state(text)
             self.resume_note = None
-        self._core.start(text)
+        self._start(text)
 
     # --- What it did --------------------------------------------------------
     def stats(self):

@@ -19,3 +19,11 @@ def test_train_torch_example_runs_and_learns(tmp_path):
                            "--checkpoint", str(checkpoint)], capture_output=True, text=True, timeout=300)
     assert "resumed at step 60 (epoch 0)" in more.stdout, more.stdout + more.stderr
     assert "over 80 steps; 20 batches" in more.stdout, more.stdout
+
+
+def test_keras_sequence_example_trains_through_sluice():
+    script = REPO / "examples" / "python" / "keras_sequence.py"
+    run = subprocess.run([sys.executable, str(script), "--batch-size", "8", "--batches", "6"],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert re.search(r"sluice: +6 batches of 4\.8 MB, [\d.]+ batches/s", run.stdout), run.stdout

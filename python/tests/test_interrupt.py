@@ -11,7 +11,18 @@ from conftest import pipeline
 
 CHILD = r"""
 import sys, time, sluice
-loader = sluice.Loader(sys.argv[1], workers=2)
+
+class Slow:  # a Python dataset as slow as slow.lua: 0.05 s a sample, batches of 8
+    def __len__(self):
+        return 1000
+    def __getitem__(self, i):
+        time.sleep(0.05)
+        return {"x": float(i)}
+
+if sys.argv[1] == "dataset":
+    loader = sluice.Loader(dataset=Slow(), batch_size=8, workers=2)
+else:
+    loader = sluice.Loader(sys.argv[1], workers=2)
 batches = iter(loader)
 next(batches)
 print("READY", flush=True)
@@ -51,9 +62,11 @@ def alive(pid):
         return False
 
 
+@pytest.mark.parametrize("source", ["lua", "dataset"])
 @pytest.mark.parametrize("to_group", [False, True], ids=["kill-pid", "kill-process-group"])
-def test_ctrl_c_raises_keyboard_interrupt_and_leaves_no_worker(to_group):
-    child = subprocess.Popen([sys.executable, "-c", CHILD, pipeline("slow.lua")], stdout=subprocess.PIPE,
+def test_ctrl_c_raises_keyboard_interrupt_and_leaves_no_worker(to_group, source):
+    what = pipeline("slow.lua") if source == "lua" else "dataset"
+    child = subprocess.Popen([sys.executable, "-c", CHILD, what], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         assert child.stdout.readline().strip() == "READY"

@@ -71,6 +71,10 @@ void LoaderCore::on_fill_failed(std::uint32_t w, const Completion& c) {
                                         describe_batch(c.seq, c.slot) + ")"
                                   : describe_batch(c.seq, c.slot);
   if (options_.on_error == OnError::fail) fail("worker " + std::to_string(w) + " failed on " + where + ": " + message);
+  if (h->size == 0) {
+    // Every sample was skipped already: a retry would fail the same way, forever.
+    fail("worker " + std::to_string(w) + " failed on " + where + ", which on_error = skip had emptied: " + message);
+  }
   if (named) {
     skip_samples({ids + h->failed_position, 1}, message);
   } else {

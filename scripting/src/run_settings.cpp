@@ -155,6 +155,16 @@ void RunSettings::apply(Options& o) const {
   }
 }
 
+void RunSettings::apply_all(Options& o) const {
+  if (script_.epochs) o.epochs = *script_.epochs;
+  if (script_.workers) o.workers = *script_.workers;
+  if (script_.prefetch) o.slots = *script_.prefetch;
+  if (script_.seed) o.seed = *script_.seed;
+  if (script_.on_error) o.on_error = *script_.on_error;
+  apply_launch(o, detect_launch());
+  apply(o);
+}
+
 Script RunSettings::load(std::string* launcher) const {
   Script script = load_script(script_);
   const Launch launch = detect_launch();

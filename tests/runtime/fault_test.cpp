@@ -192,6 +192,26 @@ TEST_CASE("a producer exception with on_error = skip drops that sample only", "[
   REQUIRE(loader.stats().worker_restarts == 0);
 }
 
+TEST_CASE("a producer that fails a batch emptied by skips stops the run instead of retrying it forever",
+          "[faults]") {
+  // Fails batch 1 without naming a sample: its samples are skipped, and the
+  // batch, empty now, fails again.
+  struct FailsBatchOne final : Producer {
+    void fill(BatchContext& batch) override {
+      if (batch.batch_index() == 1) throw std::runtime_error("batch 1 is unreadable");
+      for (std::size_t j = 0; j < batch.size(); ++j) write_sample(SampleRef{batch, j, batch.samples()[j]});
+    }
+  };
+  Options o = base_options(32, 8, 2);
+  o.on_error = OnError::skip;
+  o.producer = std::make_shared<FailsBatchOne>();
+  Loader loader(o);
+  REQUIRE_THROWS_WITH(
+      [&] { while (loader.next()) {} }(),
+      Catch::Contains("failed on epoch 0, batch 1, which on_error = skip had emptied: batch 1 is unreadable"));
+  REQUIRE(loader.stats().skipped_samples.size() == 8);
+}
+
 TEST_CASE("interrupt() from another thread ends next() promptly", "[faults][shutdown]") {
   Options o = base_options(1000, 10, 2);
   o.epochs = 0;

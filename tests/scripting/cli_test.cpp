@@ -156,3 +156,26 @@ TEST_CASE("RunSettings: global_batch_size divides among the ranks, or is an erro
   settings.set("world_size", "5");
   REQUIRE_THROWS_WITH(settings.apply(o), Catch::Contains("global_batch_size 96 is not divisible by the world size 5"));
 }
+
+TEST_CASE("RunSettings::apply_all: the same names for options that come from no script", "[cli][settings]") {
+  sluice::RunSettings settings;
+  for (const char* setting : {"workers=3", "epochs=4", "prefetch=9", "seed=11", "on_error=skip", "batch_size=5",
+                              "shuffle=true", "world_size=2", "rank=1"}) {
+    settings.set(setting);
+  }
+  sluice::Options options;
+  settings.apply_all(options);
+  CHECK(options.workers == 3);
+  CHECK(options.epochs == 4);
+  CHECK(options.slots == 9);
+  CHECK(options.seed == 11);
+  CHECK(options.on_error == sluice::OnError::skip);
+  CHECK(options.batch_size == 5);
+  CHECK(options.shuffle);
+  CHECK(options.rank == 1);
+  CHECK(options.world_size == 2);
+  sluice::Options untouched;
+  sluice::RunSettings().apply_all(untouched);  // nothing set: the defaults stay (no launcher in the test's env)
+  CHECK(untouched.workers == sluice::Options{}.workers);
+  CHECK(untouched.seed == 0);
+}

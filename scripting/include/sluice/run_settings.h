@@ -56,6 +56,11 @@ class SLUICE_API RunSettings {
   Script load(std::string* launcher = nullptr) const;
   // The settings that apply after the load, onto a script's options.
   void apply(Options& options) const;
+  // Every setting onto options that come from no script (a producer written in
+  // C++ or Python): epochs, workers, prefetch (as slots), seed and on_error
+  // too, after the launcher's rank and world size, as load() does. Throws
+  // Error if the launcher's variables are malformed.
+  void apply_all(Options& options) const;
 
   const std::string& path() const { return script_.path; }
   bool sets_shard() const { return rank_ || world_size_; }

@@ -1,0 +1,143 @@
+#include "dataset_loader.h"
+
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "dataset_producer.h"
+#include "py_loader.h"
+#include "sluice/error.h"
+#include "sluice/record.h"
+#include "sluice/run_report.h"
+#include "sluice/run_settings.h"
+
+namespace sluice::python {
+
+namespace py = pybind11;
+
+namespace {
+
+using FieldTuple = std::tuple<std::string, std::string, std::vector<std::int64_t>>;
+using Settings = std::vector<std::pair<std::string, std::string>>;
+
+DatasetKind parse_kind(const std::string& kind) {
+  if (kind == "dataset") return DatasetKind::sample;
+  if (kind == "sequence") return DatasetKind::sequence;
+  if (kind == "fill") return DatasetKind::fill;
+  throw Error("sluice: unknown dataset kind '" + kind + "'");
+}
+
+Layout parse_layout(const std::string& layout) {
+  if (layout == "dict") return Layout::dict;
+  if (layout == "tuple") return Layout::tuple;
+  if (layout == "single") return Layout::single;
+  throw Error("sluice: unknown sample layout '" + layout + "'");
+}
+
+std::vector<FieldSpec> field_specs(const std::vector<FieldTuple>& fields) {
+  if (fields.empty()) throw Error("a dataset's samples need at least one field");
+  if (fields.size() > max_fields) {
+    throw Error("a sample has " + std::to_string(fields.size()) + " fields, at most " + std::to_string(max_fields));
+  }
+  std::vector<FieldSpec> specs;
+  for (const auto& [name, dtype, shape] : fields) {
+    const std::optional<DType> type = parse_dtype(dtype);
+    if (!type || *type == DType::bf16) {
+      throw Error("field '" + name + "' has dtype " + dtype +
+                  ", which sluice does not carry (bool, uint8 ... uint64, int8 ... int64, float16, float32, float64)");
+    }
+    if (shape.size() > max_sample_dims) {
+      throw Error("field '" + name + "' has " + std::to_string(shape.size()) + " dimensions, at most " +
+                  std::to_string(max_sample_dims));
+    }
+    specs.push_back({name, *type, shape});
+  }
+  return specs;
+}
+
+std::string options_json(const Options& o, const std::string& description) {
+  return "{\"dataset\":" + json_string(description) + ",\"dataset_size\":" + std::to_string(o.dataset_size) +
+         ",\"batch_size\":" + std::to_string(o.batch_size) + ",\"drop_last\":" + (o.drop_last ? "true" : "false") +
+         ",\"shuffle\":" + (o.shuffle ? "true" : "false") + ",\"epochs\":" + std::to_string(o.epochs) +
+         ",\"skip_fill\":\"" + (o.skip_fill == SkipFill::repeat ? "repeat" : "shrink") +
+         "\",\"fields\":" + json_string(describe_fields(o)) + "}";
+}
+
+std::unique_ptr<PyLoader> dataset_loader(const std::string& kind_name, py::object source, const std::string& layout_name,
+                                         const std::vector<FieldTuple>& fields, std::uint64_t size,
+                                         const Settings& settings, std::string record, py::object worker_init,
+                                         const std::string& description) {
+  const DatasetKind kind = parse_kind(kind_name);
+  DatasetSpec spec;
+  spec.kind = kind;
+  spec.layout = parse_layout(layout_name);
+  spec.fields = field_specs(fields);
+  if (kind == DatasetKind::sequence) {
+    for (const FieldSpec& f : spec.fields) {
+      if (f.shape.empty()) throw Error("sequence field '" + f.name + "' is a scalar: a batch needs rows");
+    }
+    spec.fields.push_back({kRowsField, DType::i64, {}});
+  }
+
+  LoaderSource out;
+  Options& o = out.options;
+  RunSettings run;
+  for (const auto& [name, value] : settings) run.set(name, value);
+  run.apply_all(o);
+  if (kind == DatasetKind::sequence && o.batch_size != 1) {
+    throw Error("a sequence's batches are its own: give batch_size to the sequence, not to the Loader");
+  }
+  o.dataset_size = size;
+  o.fields = spec.fields;
+  spec.seed = o.seed;
+  spec.source = source.ptr();
+  spec.worker_init = worker_init.is_none() ? nullptr : worker_init.ptr();
+  o.producer = std::make_shared<DatasetProducer>(std::move(spec));
+  out.python_workers = true;
+  out.keep = py::make_tuple(source, worker_init);
+  const Layout layout = parse_layout(layout_name);
+  if (kind == DatasetKind::sequence) {
+    out.rows = true;
+    out.delivery = layout == Layout::dict ? Delivery::dict : layout == Layout::tuple ? Delivery::tuple : Delivery::single;
+  } else if (kind == DatasetKind::sample) {
+    out.delivery = layout == Layout::dict ? Delivery::batch : layout == Layout::tuple ? Delivery::tuple : Delivery::single;
+  }
+  const Options copy = o;
+  out.record_header = [copy, description] {
+    return RecordHeader{"", options_json(copy, description), copy.seed, copy.rank, copy.world_size};
+  };
+
+  out.info = options_info(o);
+  py::dict& d = out.info;
+  d["path"] = description;
+  d["kind"] = kind_name;
+  d["device"] = "cpu";
+  if (kind == DatasetKind::sequence) {  // the fields as the sequence returns them, without kRowsField
+    d["batch_size"] = std::get<2>(fields.front()).front();  // rows of a full batch
+    py::list field_list;
+    for (const auto& [name, dtype, shape] : fields) field_list.append(py::make_tuple(name, dtype, py::tuple(py::cast(shape))));
+    d["fields"] = field_list;
+  }
+  d["notes"] = py::list();
+  return std::make_unique<PyLoader>(std::move(out), std::move(record));
+}
+
+}  // namespace
+
+void bind_dataset(py::module_& m) {
+  m.def("_dataset_loader", &dataset_loader, py::arg("kind"), py::arg("source"), py::arg("layout"), py::arg("fields"),
+        py::arg("size"), py::arg("settings"), py::arg("record"), py::arg("worker_init"), py::arg("description"));
+  m.def("_current_sample", []() -> py::object {
+    std::uint64_t seed = 0, epoch = 0, index = 0;
+    if (!current_sample(seed, epoch, index)) return py::none();
+    return py::make_tuple(seed, epoch, index);
+  }, "(seed, epoch, index) of the sample being made, or None outside a fill");
+  m.def("_trial", [](bool active, std::uint64_t seed, std::uint64_t index) { set_current_sample(active, seed, 0, index); },
+        "Marks the host's trial of the first sample, for sluice.rng()");
+}
+
+}  // namespace sluice::python

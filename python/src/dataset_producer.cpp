@@ -1,0 +1,328 @@
+#include "dataset_producer.h"
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <cstring>
+#include <utility>
+
+#include "sluice/batch_copy.h"
+#include "sluice/error.h"
+
+namespace sluice::python {
+
+namespace py = pybind11;
+
+namespace {
+
+// A worker's error report holds 4096 bytes: a long traceback keeps its start
+// (what failed) and its end (where and why).
+constexpr std::size_t kMessageBytes = 4000;
+constexpr std::size_t kMessageHead = 800;
+
+struct Current {
+  bool active = false;
+  std::uint64_t seed = 0, epoch = 0, index = 0;
+} g_current;
+
+std::string fit(std::string text) {
+  if (text.size() <= kMessageBytes) return text;
+  const std::string cut = "\n  [... traceback cut ...]\n";
+  const std::size_t tail = kMessageBytes - kMessageHead - cut.size();
+  return text.substr(0, kMessageHead) + cut + text.substr(text.size() - tail);
+}
+
+std::string shape_text(const std::int64_t* shape, std::size_t ndim) {
+  std::string text = "(";
+  for (std::size_t d = 0; d < ndim; ++d) text += (d ? ", " : "") + std::to_string(shape[d]);
+  return text + (ndim == 1 ? ",)" : ")");
+}
+
+std::string shape_text(const std::vector<std::int64_t>& shape) { return shape_text(shape.data(), shape.size()); }
+
+std::string field_label(const DatasetSpec& spec, std::size_t f) {
+  switch (spec.layout) {
+    case Layout::dict: return "['" + spec.fields[f].name + "']";
+    case Layout::tuple: return "[" + spec.fields[f].name + "]";
+    case Layout::single: return "";
+  }
+  return "";
+}
+
+const char* layout_name(Layout layout) {
+  switch (layout) {
+    case Layout::dict: return "a dict";
+    case Layout::tuple: return "a tuple";
+    case Layout::single: return "an array";
+  }
+  return "?";
+}
+
+std::size_t data_fields(const DatasetSpec& spec) {
+  return spec.kind == DatasetKind::sequence ? spec.fields.size() - 1 : spec.fields.size();
+}
+
+// The value of field f of a sample (borrowed), or an Error saying what is missing.
+PyObject* field_value(const DatasetSpec& spec, PyObject* sample, std::size_t f, const std::string& what) {
+  const std::size_t n = data_fields(spec);
+  switch (spec.layout) {
+    case Layout::dict: {
+      if (!PyDict_Check(sample)) {
+        throw Error(what + " is " + Py_TYPE(sample)->tp_name + ", not " + layout_name(spec.layout) +
+                    " as the first was");
+      }
+      PyObject* v = PyDict_GetItemString(sample, spec.fields[f].name.c_str());
+      if (!v) throw Error(what + " has no '" + spec.fields[f].name + "', which the first had");
+      if (f == 0 && static_cast<std::size_t>(PyDict_Size(sample)) != n) {
+        std::string names;
+        for (std::size_t g = 0; g < n; ++g) names += (g ? ", " : "") + spec.fields[g].name;
+        throw Error(what + " has " + std::to_string(PyDict_Size(sample)) + " keys, the first had " +
+                    std::to_string(n) + " (" + names + ")");
+      }
+      return v;
+    }
+    case Layout::tuple: {
+      if (!PyTuple_Check(sample) && !PyList_Check(sample)) {
+        throw Error(what + " is " + Py_TYPE(sample)->tp_name + ", not " + layout_name(spec.layout) +
+                    " as the first was");
+      }
+      const Py_ssize_t size = PySequence_Fast_GET_SIZE(sample);
+      if (static_cast<std::size_t>(size) != n) {
+        throw Error(what + " has " + std::to_string(size) + " items, the first had " + std::to_string(n));
+      }
+      return PySequence_Fast_GET_ITEM(sample, static_cast<Py_ssize_t>(f));
+    }
+    case Layout::single: return sample;
+  }
+  return sample;
+}
+
+bool python_scalar(PyObject* v) { return PyLong_CheckExact(v) || PyFloat_CheckExact(v) || PyBool_Check(v); }
+
+}  // namespace
+
+bool current_sample(std::uint64_t& seed, std::uint64_t& epoch, std::uint64_t& index) {
+  seed = g_current.seed;
+  epoch = g_current.epoch;
+  index = g_current.index;
+  return g_current.active;
+}
+
+void set_current_sample(bool active, std::uint64_t seed, std::uint64_t epoch, std::uint64_t index) {
+  g_current = {active, seed, epoch, index};
+}
+
+std::string python_error(const std::string& what) {
+  PyObject *type = nullptr, *value = nullptr, *tb = nullptr;
+  PyErr_Fetch(&type, &value, &tb);
+  PyErr_NormalizeException(&type, &value, &tb);
+  if (!type) return what + " failed";
+  if (tb && value) PyException_SetTraceback(value, tb);
+  py::object t = py::reinterpret_steal<py::object>(type);
+  py::object v = py::reinterpret_steal<py::object>(value);
+  py::object trace = py::reinterpret_steal<py::object>(tb);
+  std::string summary, text;
+  try {
+    py::list lines = py::module_::import("traceback").attr("format_exception")(t, v, trace ? trace : py::none());
+    for (py::handle line : lines) text += line.cast<std::string>();
+    py::list last = py::module_::import("traceback").attr("format_exception_only")(t, v);
+    for (py::handle line : last) summary += line.cast<std::string>();
+  } catch (const py::error_already_set&) {
+    PyErr_Clear();
+    summary = reinterpret_cast<PyTypeObject*>(t.ptr())->tp_name;
+  }
+  while (!summary.empty() && summary.back() == '\n') summary.pop_back();
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  return fit(what + " raised " + summary + "\n" + text);
+}
+
+void DatasetProducer::start_worker(std::uint32_t worker_id) {
+  PyOS_AfterFork_Child();
+  try {
+    for (const FieldSpec& field : spec_.fields) {
+      dtypes_.push_back(py::dtype(std::string(dtype_name(field.dtype))).release().ptr());
+    }
+  } catch (const py::error_already_set&) {
+    throw Error(python_error("numpy in the worker"));
+  }
+  if (spec_.worker_init) {
+    PyObject* result = PyObject_CallFunction(spec_.worker_init, "I", static_cast<unsigned>(worker_id));
+    if (!result) throw Error(python_error("worker_init(" + std::to_string(worker_id) + ")"));
+    Py_DECREF(result);
+  }
+}
+
+namespace {
+
+// What a fill needs for one value: checks and copies it into field f.
+class ValueWriter {
+ public:
+  ValueWriter(const DatasetSpec& spec, const std::vector<PyObject*>& dtypes) : spec_(spec), dtypes_(dtypes) {}
+
+  // The value as an array of field f's dtype, or an Error.
+  py::array array_of(PyObject* v, std::size_t f, const std::string& what) const {
+    py::array a = py::array::ensure(v);
+    if (!a) throw Error(what + " is " + Py_TYPE(v)->tp_name + ", which is not an array");
+    PyObject* want = dtypes_[f];
+    PyObject* got = reinterpret_cast<PyObject*>(a.dtype().ptr());
+    if (got != want && PyObject_RichCompareBool(got, want, Py_EQ) != 1) {
+      PyErr_Clear();
+      if (python_scalar(v)) {
+        py::object cast = py::module_::import("numpy").attr("asarray")(py::handle(v), py::handle(want));
+        return py::array::ensure(cast);
+      }
+      throw Error(what + " is " + py::str(a.dtype()).cast<std::string>() + ", the first was " +
+                  std::string(dtype_name(spec_.fields[f].dtype)));
+    }
+    return a;
+  }
+
+  // Copies `a` (already checked) to dst, bytes long.
+  static void copy(const py::array& a, std::byte* dst, std::size_t bytes) {
+    if (bytes == 0) return;
+    if (a.flags() & py::array::c_style) {
+      copy_to_batch(dst, a.data(), bytes);
+      return;
+    }
+    py::array view(a.dtype(), std::vector<py::ssize_t>(a.shape(), a.shape() + a.ndim()), dst,
+                   py::capsule(dst));  // a base: a view of the slot, not a copy
+    py::module_::import("numpy").attr("copyto")(view, a);
+  }
+
+  // Field f of one sample.
+  void write_sample(PyObject* v, std::size_t f, std::byte* dst, std::size_t bytes, const std::string& what) const {
+    py::array a = array_of(v, f, what);
+    const std::vector<std::int64_t>& shape = spec_.fields[f].shape;
+    bool same = static_cast<std::size_t>(a.ndim()) == shape.size();
+    for (std::size_t d = 0; same && d < shape.size(); ++d) same = a.shape(d) == shape[d];
+    if (!same) {
+      std::vector<std::int64_t> got(a.shape(), a.shape() + a.ndim());
+      throw Error(what + " has shape " + shape_text(got) + ", the first had " + shape_text(shape));
+    }
+    copy(a, dst, bytes);
+  }
+
+ private:
+  const DatasetSpec& spec_;
+  const std::vector<PyObject*>& dtypes_;
+};
+
+py::object get_item(PyObject* source, std::uint64_t index, const std::string& what) {
+  py::object key = py::reinterpret_steal<py::object>(PyLong_FromUnsignedLongLong(index));
+  PyObject* value = PyObject_GetItem(source, key.ptr());
+  if (!value) throw Error(python_error(what));
+  return py::reinterpret_steal<py::object>(value);
+}
+
+void flush_stdio() {
+  for (const char* name : {"stdout", "stderr"}) {
+    PyObject* stream = PySys_GetObject(name);  // borrowed
+    if (!stream || stream == Py_None) continue;
+    PyObject* r = PyObject_CallMethod(stream, "flush", nullptr);
+    if (r) {
+      Py_DECREF(r);
+    } else {
+      PyErr_Clear();
+    }
+  }
+}
+
+}  // namespace
+
+void DatasetProducer::fill_sample(BatchContext& batch, std::size_t j) {
+  const std::uint64_t index = batch.samples()[j];
+  const std::string what = "dataset[" + std::to_string(index) + "]";
+  py::object value = get_item(spec_.source, index, what);
+  py::object fast = value;
+  if (spec_.layout == Layout::tuple && (PyTuple_Check(value.ptr()) || PyList_Check(value.ptr()))) {
+    fast = py::reinterpret_steal<py::object>(PySequence_Fast(value.ptr(), "a tuple"));
+  }
+  ValueWriter writer(spec_, dtypes_);
+  for (std::size_t f = 0; f < spec_.fields.size(); ++f) {
+    const std::string label = what + field_label(spec_, f);
+    writer.write_sample(field_value(spec_, fast.ptr(), f, what), f, batch.data(f, j), batch.sample_bytes(f), label);
+  }
+}
+
+void DatasetProducer::fill_sequence(BatchContext& batch) {
+  const std::uint64_t index = batch.samples()[0];
+  const std::string what = "sequence[" + std::to_string(index) + "]";
+  py::object value = get_item(spec_.source, index, what);
+  ValueWriter writer(spec_, dtypes_);
+  const std::size_t n = data_fields(spec_);
+  std::int64_t rows = -1;
+  for (std::size_t f = 0; f < n; ++f) {
+    const std::string label = what + field_label(spec_, f);
+    py::array a = writer.array_of(field_value(spec_, value.ptr(), f, what), f, label);
+    const std::vector<std::int64_t>& shape = spec_.fields[f].shape;  // [max rows, ...]
+    bool same = static_cast<std::size_t>(a.ndim()) == shape.size() && a.ndim() >= 1;
+    for (std::size_t d = 1; same && d < shape.size(); ++d) same = a.shape(d) == shape[d];
+    std::vector<std::int64_t> got(a.shape(), a.shape() + a.ndim());
+    if (!same) {
+      throw Error(label + " has shape " + shape_text(got) + ", the first batch had " + shape_text(shape) +
+                  " (a batch may have fewer rows, nothing else may differ)");
+    }
+    if (got[0] > shape[0]) {
+      throw Error(label + " has " + std::to_string(got[0]) + " rows, more than the first batch's " +
+                  std::to_string(shape[0]) + "; declare rows=" + std::to_string(got[0]) + " or more");
+    }
+    if (rows >= 0 && got[0] != rows) {
+      throw Error(label + " has " + std::to_string(got[0]) + " rows, the batch's first field " +
+                  std::to_string(rows));
+    }
+    rows = got[0];
+    const std::size_t row_bytes = batch.sample_bytes(f) / static_cast<std::size_t>(shape[0]);
+    const std::size_t used = row_bytes * static_cast<std::size_t>(rows);
+    ValueWriter::copy(a, batch.data(f, 0), used);
+    // Rows past the batch's end are zero, so a record's digest is the same in every run.
+    std::memset(batch.data(f, 0) + used, 0, batch.sample_bytes(f) - used);
+  }
+  *batch.as<std::int64_t>(n, 0) = rows;
+}
+
+void DatasetProducer::fill_views(BatchContext& batch, std::size_t j) {
+  const std::uint64_t index = batch.samples()[j];
+  py::dict out;
+  for (std::size_t f = 0; f < spec_.fields.size(); ++f) {
+    const FieldSpec& field = spec_.fields[f];
+    std::vector<py::ssize_t> shape(field.shape.begin(), field.shape.end());
+    out[py::str(field.name)] = py::array(py::reinterpret_borrow<py::dtype>(dtypes_[f]), shape,
+                                         batch.data(f, j), py::capsule(batch.data(f, j)));
+  }
+  py::object key = py::reinterpret_steal<py::object>(PyLong_FromUnsignedLongLong(index));
+  PyObject* result = PyObject_CallFunctionObjArgs(spec_.source, key.ptr(), out.ptr(), nullptr);
+  if (!result) throw Error(python_error("fill(" + std::to_string(index) + ", out)"));
+  Py_DECREF(result);
+}
+
+void DatasetProducer::fill(BatchContext& batch) {
+  struct Done {
+    ~Done() {
+      set_current_sample(false);
+      flush_stdio();  // what the worker printed, before it may be killed
+    }
+  } done;
+  try {
+    if (spec_.kind == DatasetKind::sequence) {
+      if (batch.size() == 0) return;  // its one sample, the sequence's batch, was skipped
+      batch.begin_sample(0);
+      set_current_sample(true, spec_.seed, batch.epoch(), batch.samples()[0]);
+      fill_sequence(batch);
+      return;
+    }
+    for (std::size_t j = 0; j < batch.size(); ++j) {
+      batch.begin_sample(j);
+      set_current_sample(true, spec_.seed, batch.epoch(), batch.samples()[j]);
+      if (spec_.kind == DatasetKind::fill) {
+        fill_views(batch, j);
+      } else {
+        fill_sample(batch, j);
+      }
+    }
+  } catch (const py::error_already_set& e) {
+    // A pybind11 call that failed (numpy's copyto, say): its Python error, as text.
+    throw Error(fit(std::string("sample ") + std::to_string(g_current.index) + ": " + e.what()));
+  }
+}
+
+}  // namespace sluice::python

@@ -1,0 +1,89 @@
+// dataset_producer.h: the Producer that runs a Python dataset in the workers.
+//
+// Each worker is a forked copy of the host's interpreter. The host builds the
+// Loader holding the GIL, between PyOS_BeforeFork and PyOS_AfterFork_Parent
+// (see PyLoader::start), so the zygote's copy of the interpreter has one
+// consistent owner of the GIL: the thread that forked. A worker, forked from
+// the zygote, calls PyOS_AfterFork_Child in start_worker() before any other
+// Python: it makes a fresh GIL owned by the worker's one thread, forgets the
+// host's other threads and runs os.register_at_fork(after_in_child=...) hooks.
+// The worker never releases the GIL and never returns to Python's main loop;
+// it ends in _exit (no atexit handlers, no flush of the host's buffers).
+//
+// Kinds:
+//   sample    dataset[index] -> a dict, tuple or single value of arrays or
+//             scalars, one per field: written into the sample's row of each
+//             field (one copy, streaming stores for large ones).
+//   sequence  sequence[batch_index] -> a whole batch, carried as one sample of
+//             shape [rows, ...] plus the hidden int64 field kRowsField (a batch
+//             may be shorter than the first: the rest of its rows is zeroed).
+//   fill      fn(index, out): out maps field names to NumPy views of the
+//             sample's rows of the slot; fn writes into them (no copy at all).
+//
+// Every value is checked against its field (dtype, shape) before a byte is
+// written; a mismatch or a Python exception throws sluice::Error with the
+// worker's traceback, after the Python call has returned, so the runtime's
+// on_error policy names the sample. Python scalars are converted to the
+// field's dtype; arrays must have it.
+//
+// The Python objects are borrowed: the host's _Loader holds them for as long
+// as any Loader built from these Options lives, and each worker has a copy of
+// that reference. Destroying a DatasetProducer never touches Python, so a
+// Loader may be destroyed without the GIL.
+//
+// Thread safety: one per worker process, used by that worker's thread only.
+#pragma once
+
+#include <Python.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sluice/options.h"
+#include "sluice/producer.h"
+
+namespace sluice::python {
+
+inline constexpr const char* kRowsField = "__rows__";
+
+enum class DatasetKind { sample, sequence, fill };
+// How a sample (or a sequence's batch) holds its fields.
+enum class Layout { dict, tuple, single };
+
+struct DatasetSpec {
+  DatasetKind kind = DatasetKind::sample;
+  Layout layout = Layout::dict;
+  PyObject* source = nullptr;       // borrowed: the dataset, sequence or fill function
+  PyObject* worker_init = nullptr;  // borrowed, or nullptr: called as worker_init(worker_id)
+  std::vector<FieldSpec> fields;    // as Options::fields (with kRowsField last for a sequence)
+  std::uint64_t seed = 0;
+};
+
+class DatasetProducer final : public Producer {
+ public:
+  explicit DatasetProducer(DatasetSpec spec) : spec_(std::move(spec)) {}
+
+  void start_worker(std::uint32_t worker_id) override;
+  void fill(BatchContext& batch) override;
+
+ private:
+  void fill_sample(BatchContext& batch, std::size_t j);
+  void fill_sequence(BatchContext& batch);
+  void fill_views(BatchContext& batch, std::size_t j);
+
+  DatasetSpec spec_;
+  std::vector<PyObject*> dtypes_;  // each field's numpy dtype, made in the worker
+};
+
+// The sample a worker is making, for sluice.rng(): seed, epoch and index
+// (a sequence's batch index). False outside a fill and outside the host's trial.
+bool current_sample(std::uint64_t& seed, std::uint64_t& epoch, std::uint64_t& index);
+// The host's trial sets it too, around its call of sample 0.
+void set_current_sample(bool active, std::uint64_t seed = 0, std::uint64_t epoch = 0, std::uint64_t index = 0);
+
+// The pending Python exception as text, traceback included, prefixed by
+// `what`, cut to fit a worker's error report; clears it.
+std::string python_error(const std::string& what);
+
+}  // namespace sluice::python

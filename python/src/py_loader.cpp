@@ -1,0 +1,308 @@
+#include "py_loader.h"
+
+#include <Python.h>
+#include <pybind11/stl.h>
+
+#include <chrono>
+
+#include "dataset_producer.h"
+#include "sluice/error.h"
+#include "sluice/plan.h"
+#include "sluice/run_settings.h"
+#include "sluice/script.h"
+#include "sluice/state.h"
+
+namespace sluice::python {
+
+namespace {
+
+// How long one wait for a batch lasts before signals are checked again.
+constexpr std::chrono::milliseconds kWaitSlice{50};
+
+py::dict stats_dict(const sluice::Stats& s) {
+  py::dict d;
+  d["batches_delivered"] = s.batches_delivered;
+  d["samples_delivered"] = s.samples_delivered;
+  d["bytes_delivered"] = s.bytes_delivered;
+  d["consumer_wait_ns"] = s.consumer_wait_ns;
+  d["consumer_waits"] = s.consumer_waits;
+  d["max_in_flight"] = s.max_in_flight;
+  d["first_batch_ns"] = s.first_batch_ns;
+  d["slots_full_ns"] = s.slots_full_ns;
+  d["worker_fill_ns"] = s.worker_fill_ns;
+  d["worker_idle_ns"] = s.worker_idle_ns;
+  d["worker_restarts"] = s.worker_restarts;
+  d["batches_retried"] = s.batches_retried;
+  d["skipped_samples"] = s.skipped_samples;
+  d["skip_reasons"] = s.skip_reasons;
+  d["empty_batches"] = s.empty_batches;
+  return d;
+}
+
+// One thread at a time inside a Loader (sluice::Loader's rule): next()
+// releases the GIL while it waits, so another Python thread may call in
+// meanwhile (stats() from a monitor, say). It waits for the mutex without the
+// GIL, so the thread in next() can take the GIL back and finish.
+class Exclusive {
+ public:
+  explicit Exclusive(std::mutex& mutex) : lock_(mutex, std::defer_lock) {
+    if (lock_.try_lock()) return;
+    py::gil_scoped_release nogil;
+    lock_.lock();
+  }
+
+ private:
+  std::unique_lock<std::mutex> lock_;
+};
+
+// Python's side of a fork made while this thread holds the GIL: the import
+// lock and the os.register_at_fork hooks, as os.fork has them.
+class ForkGuard {
+ public:
+  ForkGuard() { PyOS_BeforeFork(); }
+  ~ForkGuard() { PyOS_AfterFork_Parent(); }
+  ForkGuard(const ForkGuard&) = delete;
+  ForkGuard& operator=(const ForkGuard&) = delete;
+};
+
+// The batches of one epoch, for `for batch in loader`. Unlike a generator it
+// survives an exception (KeyboardInterrupt, every slot held): iterating it
+// again goes on where it stopped.
+class EpochIterator {
+ public:
+  EpochIterator(py::object owner, std::uint64_t epoch) : owner_(std::move(owner)), epoch_(epoch) {}
+  py::object next() {
+    py::object batch = owner_.cast<PyLoader&>().next(epoch_);
+    if (batch.is_none()) throw py::stop_iteration();
+    return batch;
+  }
+  std::uint64_t epoch() const { return epoch_; }
+
+ private:
+  py::object owner_;  // the _Loader
+  std::uint64_t epoch_;
+};
+
+}  // namespace
+
+py::dict options_info(const sluice::Options& o) {
+  py::dict d;
+  d["dataset_size"] = o.dataset_size;
+  d["batch_size"] = o.batch_size;
+  d["epochs"] = o.epochs;
+  d["workers"] = o.workers;
+  d["seed"] = o.seed;
+  d["shuffle"] = o.shuffle;
+  d["drop_last"] = o.drop_last;
+  d["rank"] = o.rank;
+  d["world_size"] = o.world_size;
+  d["held_timeout_ms"] = o.held_timeout_ms;
+  py::list fields;
+  for (const sluice::FieldSpec& f : o.fields) {
+    fields.append(py::make_tuple(f.name, std::string(sluice::dtype_name(f.dtype)), py::tuple(py::cast(f.shape))));
+  }
+  d["fields"] = fields;
+  return d;
+}
+
+PyLoader::PyLoader(LoaderSource source, std::string record)
+    : source_(std::move(source)), record_path_(std::move(record)) {}
+
+std::unique_ptr<PyLoader> PyLoader::from_script(const std::string& path,
+                                                const std::vector<std::pair<std::string, std::string>>& settings,
+                                                std::string record) {
+  sluice::RunSettings run(path);
+  for (const auto& [name, value] : settings) run.set(name, value);
+  sluice::Script script;
+  {
+    py::gil_scoped_release nogil;
+    script = run.load();
+  }
+  LoaderSource source;
+  source.info = options_info(script.options);
+  py::dict& d = source.info;
+  d["path"] = script.path;
+  d["device"] = script.device;
+  d["notes"] = script.notes;
+  source.options = script.options;
+  source.record_header = [script] { return sluice::record_header(script); };
+  return std::make_unique<PyLoader>(std::move(source), std::move(record));
+}
+
+void PyLoader::start(const std::optional<std::string>& resume_json) {
+  Exclusive one(mutex_);
+  close_locked();
+  sluice::Options options = source_.options;
+  if (resume_json) options.resume = sluice::LoaderState::from_json(*resume_json);
+  if (!record_path_.empty()) {
+    recorder_ = std::make_unique<sluice::RunRecorder>(record_path_, source_.record_header());
+    skips_ = std::make_unique<sluice::SkipReport>("", recorder_.get());
+  }
+  if (source_.python_workers) {
+    // The zygote is forked in here: it, and every worker forked from it, gets
+    // an interpreter whose GIL this thread holds (dataset_producer.h).
+    ForkGuard fork;
+    loader_ = std::make_unique<sluice::Loader>(std::move(options));
+    return;
+  }
+  py::gil_scoped_release nogil;
+  loader_ = std::make_unique<sluice::Loader>(std::move(options));
+}
+
+bool PyLoader::started() {
+  Exclusive one(mutex_);
+  return loader_ != nullptr;
+}
+
+// Bounded to `epoch`, so the next epoch's first batch stays in the loader
+// (and out of state_json()) until it is asked for.
+py::object PyLoader::next(std::uint64_t epoch) {
+  Exclusive one(mutex_);
+  sluice::Loader& l = loader();
+  std::optional<sluice::Batch> batch;
+  try {
+    for (;;) {
+      // Holding the GIL first: the hot path is a few atomics.
+      batch = l.next_for(std::chrono::milliseconds(0), epoch);
+      if (!batch) {
+        py::gil_scoped_release nogil;
+        batch = l.next_for(kWaitSlice, epoch);
+      }
+      if (batch) break;
+      if (l.finished() || l.current_epoch() > epoch) {
+        finish_record();
+        return py::none();
+      }
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    }
+    if (recorder_) {
+      recorder_->record(*batch);
+      skips_->update(l.stats());
+    }
+  } catch (const sluice::Error&) {
+    if (skips_) skips_->update(l.stats());  // what was skipped before the failure, as `sluice run` does
+    throw;
+  }
+  return deliver(std::move(*batch));
+}
+
+py::object PyLoader::deliver(sluice::Batch batch) const {
+  PyBatch b(std::move(batch));
+  if (source_.delivery == Delivery::batch) return py::cast(std::move(b));
+  std::int64_t rows = -1;
+  if (source_.rows) {
+    const std::optional<std::size_t> at = b.find(kRowsField);
+    if (!at) throw Error("sluice: a sequence's batch without its " + std::string(kRowsField) + " field");
+    rows = *static_cast<const std::int64_t*>(b.get().field(*at).data);
+  }
+  py::list arrays;
+  py::dict named;
+  for (std::size_t i = 0; i < b.get().field_count(); ++i) {
+    if (source_.rows && b.get().field(i).name == kRowsField) continue;
+    Array a = b.array(i);
+    if (source_.rows) a = a.first_row(rows);
+    py::object o = py::cast(a);
+    arrays.append(o);
+    named[py::str(a.name())] = o;
+  }
+  switch (source_.delivery) {
+    case Delivery::dict: return named;
+    case Delivery::tuple: return py::tuple(arrays);
+    case Delivery::single: return arrays[0];
+    case Delivery::batch: break;
+  }
+  return py::none();
+}
+
+std::string PyLoader::state_json() {
+  Exclusive one(mutex_);
+  return loader().state().to_json();
+}
+
+std::uint64_t PyLoader::current_epoch() {
+  Exclusive one(mutex_);
+  return loader().current_epoch();
+}
+
+bool PyLoader::finished() {
+  Exclusive one(mutex_);
+  return loader().finished();
+}
+
+py::dict PyLoader::stats() {
+  Exclusive one(mutex_);
+  return stats_dict(loader().stats());
+}
+
+std::uint32_t PyLoader::slots() {
+  Exclusive one(mutex_);
+  return loader().slots();
+}
+
+std::vector<int> PyLoader::worker_pids() {
+  Exclusive one(mutex_);
+  return loader().worker_pids();
+}
+
+py::tuple PyLoader::memory() {
+  Exclusive one(mutex_);
+  const std::span<std::byte> m = loader().memory();
+  return py::make_tuple(reinterpret_cast<std::uintptr_t>(m.data()), m.size());
+}
+
+std::uint64_t PyLoader::batches_per_epoch() const {
+  return sluice::EpochPlan(source_.options).batches_per_epoch();
+}
+
+void PyLoader::close() {
+  Exclusive one(mutex_);
+  close_locked();
+}
+
+void PyLoader::close_locked() {
+  finish_record();
+  std::unique_ptr<sluice::Loader> loader = std::move(loader_);
+  py::gil_scoped_release nogil;
+  loader.reset();
+}
+
+sluice::Loader& PyLoader::loader() const {
+  if (!loader_) throw Error("the loader has been closed");
+  return *loader_;
+}
+
+void PyLoader::finish_record() {
+  if (!recorder_) return;
+  if (loader_) skips_->update(loader_->stats());
+  skips_.reset();
+  std::unique_ptr<sluice::RunRecorder> recorder = std::move(recorder_);
+  recorder->close();
+}
+
+void bind_loader(py::module_& m) {
+  py::class_<EpochIterator>(m, "EpochIterator", "The batches of one epoch")
+      .def("__iter__", [](py::object self) { return self; })
+      .def("__next__", &EpochIterator::next)
+      .def_property_readonly("epoch", &EpochIterator::epoch);
+
+  py::class_<PyLoader>(m, "_Loader")
+      .def(py::init(&PyLoader::from_script), py::arg("path"), py::arg("settings"), py::arg("record"))
+      .def("start", &PyLoader::start, py::arg("resume_json") = py::none())
+      .def("started", &PyLoader::started)
+      .def("next", &PyLoader::next, py::arg("epoch"))
+      .def("epoch_iter", [](py::object self) {
+        return EpochIterator(self, self.cast<PyLoader&>().current_epoch());
+      })
+      .def("state_json", &PyLoader::state_json)
+      .def("current_epoch", &PyLoader::current_epoch)
+      .def("finished", &PyLoader::finished)
+      .def("stats", &PyLoader::stats)
+      .def("slots", &PyLoader::slots)
+      .def("worker_pids", &PyLoader::worker_pids)
+      .def("memory", &PyLoader::memory)
+      .def("batches_per_epoch", &PyLoader::batches_per_epoch)
+      .def("info", &PyLoader::info)
+      .def("close", &PyLoader::close);
+}
+
+}  // namespace sluice::python

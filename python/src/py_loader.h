@@ -1,0 +1,107 @@
+// py_loader.h: sluice._Loader, a sluice::Loader driven from Python.
+//
+// One class for every form of sluice.Loader: a pipeline.lua (loaded through
+// sluice::RunSettings) and a Python dataset, sequence or fill function
+// (a DatasetProducer, see dataset_producer.h). The Loader itself is created by
+// start(), so that a resume state can be given first. next() waits for a batch
+// in 50 ms slices with the GIL released, checking for signals between them:
+// Ctrl-C raises KeyboardInterrupt at once.
+//
+// A Python dataset's workers are forked copies of the interpreter: start()
+// builds the Loader (which forks the zygote) holding the GIL, between
+// PyOS_BeforeFork and PyOS_AfterFork_Parent, as os.fork does.
+//
+// Every C++ exception becomes sluice.Error with the runtime's message (the
+// same text `sluice run` prints after "error: ").
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "batch.h"
+#include "sluice/loader.h"
+#include "sluice/record.h"
+#include "sluice/run_report.h"
+
+namespace sluice::python {
+
+namespace py = pybind11;
+
+// What a delivered batch becomes in Python.
+enum class Delivery {
+  batch,   // a Batch (field name -> Array)
+  dict,    // a dict of Arrays
+  tuple,   // a tuple of Arrays, in field order
+  single,  // one Array
+};
+
+// What a _Loader runs.
+struct LoaderSource {
+  sluice::Options options;
+  std::function<sluice::RecordHeader()> record_header;
+  py::dict info;                        // for Loader.info
+  bool python_workers = false;          // the workers run Python: fork holding the GIL
+  Delivery delivery = Delivery::batch;
+  bool rows = false;                    // a sequence: cut each field to the batch's kRowsField rows
+  py::object keep;                      // the Python objects the workers borrow
+};
+
+class PyLoader {
+ public:
+  // record: a run record's path, or "".
+  PyLoader(LoaderSource source, std::string record);
+  // A pipeline.lua; settings: (name, value) pairs with RunSettings' names.
+  static std::unique_ptr<PyLoader> from_script(const std::string& path,
+                                               const std::vector<std::pair<std::string, std::string>>& settings,
+                                               std::string record);
+
+  // (Re)creates the Loader, from the first batch or from a state's JSON.
+  void start(const std::optional<std::string>& resume_json);
+  bool started();
+  // The next batch of `epoch`, or None when the epoch (or the run) is over.
+  py::object next(std::uint64_t epoch);
+
+  std::string state_json();
+  std::uint64_t current_epoch();
+  bool finished();
+  py::dict stats();
+  std::uint32_t slots();
+  std::vector<int> worker_pids();
+  py::tuple memory();
+  std::uint64_t batches_per_epoch() const;
+  py::dict info() const { return source_.info; }
+  // Stops the workers (the arena lives on while batches or tensors hold it)
+  // and completes the run record.
+  void close();
+
+ private:
+  void close_locked();
+  sluice::Loader& loader() const;
+  void finish_record();
+  py::object deliver(sluice::Batch batch) const;
+
+  LoaderSource source_;
+  std::string record_path_;
+  std::unique_ptr<sluice::Loader> loader_;
+  std::unique_ptr<sluice::RunRecorder> recorder_;
+  std::unique_ptr<sluice::SkipReport> skips_;
+  std::mutex mutex_;
+};
+
+// Loader.info's entries that come from the options: dataset_size,
+// batch_size, epochs, workers, seed, shuffle, drop_last, rank, world_size,
+// held_timeout_ms and fields as (name, dtype, shape) tuples.
+py::dict options_info(const sluice::Options& options);
+
+// Adds _Loader and EpochIterator to the module.
+void bind_loader(py::module_& m);
+
+}  // namespace sluice::python
