@@ -228,7 +228,10 @@ class Loader:
     @staticmethod
     def _dataset_core(dataset, sequence, fill, size, fields, worker_init, overrides, settings, record):
         normal = {name.replace("-", "_"): value for name, value in overrides.items()}
-        seed = int(normal.get("seed", 0))
+        try:
+            seed = int(normal.get("seed", 0))
+        except (TypeError, ValueError):
+            raise Error("seed expects an integer, got %r" % (normal.get("seed"),)) from None
         on_error = normal.get("on_error", "fail")
         if worker_init is not None and not callable(worker_init):
             raise Error("worker_init must be callable as worker_init(worker_id)")

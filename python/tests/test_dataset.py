@@ -108,6 +108,10 @@ def test_bad_arguments_are_clear_errors():
         sluice.Loader(dataset=[])
     with pytest.raises(sluice.Error, match="unknown setting 'batchsize'"):
         sluice.Loader(dataset=Counting(), batchsize=3)
+    with pytest.raises(sluice.Error, match="seed expects an integer, got 'many'"):
+        sluice.Loader(dataset=Counting(), seed="many")
+    with pytest.raises(sluice.Error, match=r"needs len\(\) and \[index\]"):
+        sluice.Loader(dataset=iter(range(3)))
 
     class Strings(Counting):
         def __getitem__(self, i):

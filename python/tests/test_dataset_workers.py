@@ -31,7 +31,8 @@ def test_a_worker_that_dies_or_hangs_is_replaced_and_its_batches_made_again(tmp_
     assert contents(loader) == clean
     assert (tmp_path / "crashed").exists()
     stats = loader.stats()
-    assert stats["worker_restarts"] == 1 and stats["batches_retried"] >= 1
+    # At least the one: on a loaded machine the watchdog may also replace a worker that was slow.
+    assert stats["worker_restarts"] >= 1 and stats["batches_retried"] >= 1
 
 
 def test_a_sample_that_always_kills_its_worker_is_skipped_with_the_reason():
