@@ -26,8 +26,9 @@ commands:
                       handoff (small batches per second); both vs PyTorch's
                       DataLoader when it is installed (sluice bench --help)
 
-  inspect FILE...     format, record count, the first records' fields and sizes
-                      (TFRecord, WebDataset tar, .npy, plain files)
+  inspect FILE|DIR... format, record count, the first records' fields and sizes
+                      (TFRecord, WebDataset tar, .npy, plain files); an image
+                      folder's classes and counts, and its files that are not images
   index FILE...       build TFRecord offset indexes (FILE.idx) for random access
   verify A B          whether two run records (run --record) saw identical data;
                       otherwise the first batch that differs, and how
