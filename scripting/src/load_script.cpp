@@ -154,6 +154,10 @@ ScriptWorkerTimes Script::worker_times() const {
   return counters ? counters->totals() : ScriptWorkerTimes{};
 }
 
+std::string Script::sample_file(std::uint64_t id) const { return source ? source->origin(id) : ""; }
+std::int64_t Script::sample_label(std::uint64_t id) const { return source ? source->label(id) : -1; }
+std::vector<std::string> Script::classes() const { return source ? source->classes() : std::vector<std::string>{}; }
+
 Script load_script(const ScriptOptions& options) {
   if (options.path.empty()) throw Error("sluice: ScriptOptions.path names no pipeline script");
   if (options.seed && *options.seed >= kMaxSeed) {
@@ -251,6 +255,7 @@ Script load_script(const ScriptOptions& options) {
     }
   }
 
+  script.source = spec.source;
   spec.seed = o.seed;
   spec.dataset_size = o.dataset_size;
   spec.fields = o.fields;

@@ -44,6 +44,9 @@ namespace sluice {
 namespace detail {
 class FillCounters;
 }
+namespace scripting {
+class DataSource;
+}
 
 // Which script to load, and overrides of what it says (unset: the script's value).
 struct SLUICE_API ScriptOptions {
@@ -76,7 +79,18 @@ struct SLUICE_API Script {
   // Reads the workers' counters (shared memory); valid while the Script lives.
   ScriptWorkerTimes worker_times() const;
 
+  // What the pipeline's native source knows of dataset sample `id` (as in
+  // Batch::sample_ids()), for showing samples to a person: the file it lies in
+  // ("train/cat/1.jpg", "shard.tar at byte 1536", "x.npy row 7"), or "" where
+  // the source cannot say (sluice.range, streaming sources); its class index
+  // with sluice.folders, else -1. classes(): sluice.folders' class names by
+  // label (its sorted sub-folders), empty for other sources.
+  std::string sample_file(std::uint64_t id) const;
+  std::int64_t sample_label(std::uint64_t id) const;
+  std::vector<std::string> classes() const;
+
   std::shared_ptr<const detail::FillCounters> counters;
+  std::shared_ptr<const scripting::DataSource> source;  // null for sluice.range
 };
 
 // Loads and checks a pipeline.lua. Throws Error.
