@@ -16,19 +16,11 @@ using sluice::test::TempDir;
 #ifdef SLUICE_CLI
 
 TEST_CASE("sluice inspect DIR lists an image folder's classes, counts and files that are not images", "[cli]") {
-  const std::string data = sluice::test::shared_data();
-  if (data.empty()) SKIP_TEST("no real images");
-  namespace fs = std::filesystem;
-  const fs::path images = fs::path(data) / "images/pillow-tests";
-  TempDir dir;
-  const fs::path root = fs::path(dir.path()) / "train";
-  fs::create_directories(root / "cat");
-  fs::create_directories(root / "dog/nested");
-  fs::create_directories(root / "zebra");  // a class with no file
-  fs::copy_file(images / "hopper.png", root / "cat/a.png");
-  fs::copy_file(images / "hopper.jpg", root / "cat/b.jpg");
-  fs::copy_file(images / "hopper.jpg", root / "dog/nested/c.jpg");
-  fs::copy_file(images / "hopper.png", root / "dog/d.PNG");
+  TempDir dir;  // zebra: a class with no file
+  const std::string train = sluice::test::pillow_folder(
+      dir, {{"cat", {"hopper.png", "hopper.jpg"}}, {"dog", {"nested/flower.jpg", "pil168.png"}}, {"zebra", {}}});
+  if (train.empty()) SKIP_TEST("no real images");
+  const std::filesystem::path root = train;
   dir.write("train/dog/labels.csv", "not,an,image\n");
   dir.write("train/dog/.hidden.jpg", "left out by sluice.folders");
   dir.write("train/README", "outside every class\n");
