@@ -11,7 +11,9 @@
 // (these also shape the load: see ScriptOptions), batch_size, drop_last,
 // shuffle, ordered, rank, world_size, max_retries, batch_timeout_ms,
 // worker_memory_mb, held_timeout_ms, skip_fill, shard_policy (pad or drop),
-// and device (cpu or auto: this build delivers batches in host memory).
+// memory_budget_mb (the arena's slots with auto workers), and device (cpu or
+// auto: this build delivers batches in host memory). workers and prefetch
+// also take "auto" (see ScriptOptions::workers).
 // drop_last, shuffle and ordered take true/false (or 1/0).
 //
 // Thread safety: plain data.
@@ -61,7 +63,7 @@ class SLUICE_API RunSettings {
  private:
   ScriptOptions script_;
   std::optional<std::uint32_t> batch_size_, rank_, world_size_, max_retries_, batch_timeout_ms_, held_timeout_ms_;
-  std::optional<std::uint64_t> worker_memory_mb_;
+  std::optional<std::uint64_t> worker_memory_mb_, memory_budget_mb_;
   std::optional<bool> drop_last_, shuffle_, ordered_;
   std::optional<SkipFill> skip_fill_;
   std::optional<ShardPolicy> shard_policy_;

@@ -48,11 +48,17 @@ namespace scripting {
 class DataSource;
 }
 
+// workers = "auto": start with the usable cores and let the loader add
+// workers while that raises throughput (Options::max_workers, at most 16 per
+// core and 64). Streaming sources partition their shards by worker, so they
+// keep a fixed count (the cores, at most one per shard).
+inline constexpr std::uint32_t kAutoWorkers = 0;
+
 // Which script to load, and overrides of what it says (unset: the script's value).
 struct SLUICE_API ScriptOptions {
   std::string path = {};                   // the pipeline.lua
   std::optional<std::uint32_t> epochs = std::nullopt;     // 0 = until the loader is destroyed
-  std::optional<std::uint32_t> workers = std::nullopt;    // >= 1
+  std::optional<std::uint32_t> workers = std::nullopt;    // >= 1, or kAutoWorkers
   std::optional<std::uint32_t> prefetch = std::nullopt;   // batch slots in flight; 0 = runtime default
   std::optional<std::uint64_t> seed = std::nullopt;       // < 2^53 (seeds are Lua numbers)
   // on_error also decides the trial at load: with skip, a failing sample 0 does
