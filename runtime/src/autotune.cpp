@@ -24,7 +24,7 @@ void AutoTuner::settle(std::uint32_t keep, const std::string& why) {
   summary_ = path() + ", kept " + std::to_string(keep) + " (" + why + ")";
 }
 
-std::uint32_t AutoTuner::observe(const TuneSample& s) {
+std::uint32_t AutoTuner::observe(const TuneSample& s, bool starting) {
   if (settled_) return workers_;
   if (!started_) {  // the first batch: start-up is behind us
     started_ = true;
@@ -32,6 +32,7 @@ std::uint32_t AutoTuner::observe(const TuneSample& s) {
     measure_from_ns_ = s.now_ns;
     return workers_;
   }
+  if (starting) measure_from_ns_ = std::max(measure_from_ns_, s.now_ns + kSettleNs);
   if (s.now_ns <= measure_from_ns_) {  // new workers still starting
     base_ = s;
     return workers_;

@@ -10,8 +10,9 @@
 //   - the last doubling raised throughput by at least kGain;
 //   - and the maximum allows it.
 // When a doubling did not pay, it keeps whichever of the two counts delivered
-// more and stops for good. The window right after a change is left out
-// (kSettleNs): new workers start their producer first.
+// more and stops for good. After a change, measuring waits until every new
+// worker has started its producer (a LuaJIT state and the pipeline script,
+// which takes a while for 32 workers on 2 cores), and kSettleNs more.
 //
 // Growing only changes which workers the scheduler gives batches to; a batch
 // is a pure function of the plan, so the batches are the same whatever the
@@ -43,8 +44,9 @@ class AutoTuner {
 
   AutoTuner(std::uint32_t start, std::uint32_t max, std::uint32_t cores);
 
-  // After each delivered batch. Returns the worker count to use from now on.
-  std::uint32_t observe(const TuneSample& s);
+  // After each delivered batch; `starting`: some worker has not finished its
+  // start-up yet. Returns the worker count to use from now on.
+  std::uint32_t observe(const TuneSample& s, bool starting = false);
 
   std::uint32_t workers() const { return workers_; }
   bool settled() const { return settled_; }

@@ -175,7 +175,12 @@ std::uint32_t LoaderCore::least_loaded_worker() const {
 void LoaderCore::tune() {
   if (!tuner_ || tuner_->settled()) return;
   const Stats s = stats();
-  const std::uint32_t want = tuner_->observe({monotonic_ns(), s.batches_delivered, s.worker_cpu_ns, s.consumer_wait_ns});
+  bool starting = false;  // alive_ns is 0 until a worker's start-up is done (relaxed: a hint, shared_layout.h)
+  for (std::uint32_t w = 0; w < supervisor_->started() && !starting; ++w) {
+    starting = worker_channel(*arena_, layout_, w).alive_ns.load(std::memory_order_relaxed) == 0;
+  }
+  const std::uint32_t want =
+      tuner_->observe({monotonic_ns(), s.batches_delivered, s.worker_cpu_ns, s.consumer_wait_ns}, starting);
   if (want > supervisor_->started()) {
     try {
       supervisor_->grow(want);

@@ -251,7 +251,7 @@ Script load_script(const ScriptOptions& options) {
   const bool auto_workers = o.workers == kAutoWorkers;
   if (auto_workers) {
     o.workers = usable_cores();
-    o.max_workers = std::clamp<std::uint32_t>(16 * o.workers, 8, 64);
+    o.max_workers = std::max<std::uint32_t>(o.workers, kAutoMaxWorkers);
   }
   if (spec.source) {
     for (const std::string& note : spec.source->notes()) script.notes.push_back(note);

@@ -49,10 +49,12 @@ class DataSource;
 }
 
 // workers = "auto": start with the usable cores and let the loader add
-// workers while that raises throughput (Options::max_workers, at most 16 per
-// core and 64). Streaming sources partition their shards by worker, so they
-// keep a fixed count (the cores, at most one per shard).
+// workers while that raises throughput (Options::max_workers =
+// kAutoMaxWorkers, or the cores where there are more: a worker that waits
+// costs a process, not a core). Streaming sources partition their shards by
+// worker, so they keep a fixed count (the cores, at most one per shard).
 inline constexpr std::uint32_t kAutoWorkers = 0;
+inline constexpr std::uint32_t kAutoMaxWorkers = 64;
 
 // Which script to load, and overrides of what it says (unset: the script's value).
 struct SLUICE_API ScriptOptions {
