@@ -3,16 +3,20 @@
 // that waits, delivering the very batches a fixed worker count delivers.
 #include <catch2/catch.hpp>
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstring>
+#include <functional>
+#include <random>
 #include <thread>
 #include <vector>
 
 #include "autotune.h"
 #include "sluice/loader.h"
 #include "sluice/producer.h"
+#include "test_support.h"
 
 using namespace sluice;
 using detail::AutoTuner;
@@ -83,40 +87,47 @@ TEST_CASE("the tuner keeps the workers of a consumer-bound or CPU-bound run", "[
   CHECK(capped.tuner.summary() == "2 -> 3 workers, kept 3 (the maximum, 3)");
 }
 
-TEST_CASE("auto workers grow for a producer that waits, and deliver the batches of fixed workers", "[autotune][loader]") {
-  // Each sample waits 2 ms off-CPU (as for I/O): two workers leave the CPUs idle.
-  auto options = [](std::uint32_t workers, std::uint32_t max_workers) {
-    Options o;
-    o.dataset_size = 8 * 400;
-    o.batch_size = 8;
-    o.shuffle = true;
-    o.seed = 9;
-    o.workers = workers;
-    o.max_workers = max_workers;
-    o.fields = {{"id", DType::i64, {}}, {"x", DType::f32, {4}}};
-    o.producer = per_sample([](const SampleRef& s) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-      *s.as<std::int64_t>(0) = static_cast<std::int64_t>(s.index);
-      for (int k = 0; k < 4; ++k) s.as<float>(1)[k] = static_cast<float>(s.index) * 0.25f + static_cast<float>(k);
-    });
-    return o;
-  };
-  auto drain = [](Loader& loader) {
-    std::vector<std::vector<unsigned char>> batches;
-    while (std::optional<Batch> b = loader.next()) {
-      std::vector<unsigned char> bytes(b->sample_ids().size() * 8);
-      std::memcpy(bytes.data(), b->sample_ids().data(), bytes.size());
-      for (std::size_t f = 0; f < b->field_count(); ++f) {
-        const FieldView v = b->field(f);
-        bytes.insert(bytes.end(), static_cast<const unsigned char*>(v.data),
-                     static_cast<const unsigned char*>(v.data) + v.nbytes);
-      }
-      batches.push_back(std::move(bytes));
-    }
-    return batches;
-  };
+namespace {
 
-  Loader automatic(options(2, 32));
+// Each sample waits 2 ms off-CPU (as for I/O): two workers leave the CPUs idle.
+Options waiting_options(std::uint32_t workers, std::uint32_t max_workers) {
+  Options o;
+  o.dataset_size = 8 * 400;
+  o.batch_size = 8;
+  o.shuffle = true;
+  o.seed = 9;
+  o.workers = workers;
+  o.max_workers = max_workers;
+  o.fields = {{"id", DType::i64, {}}, {"x", DType::f32, {4}}};
+  o.producer = per_sample([](const SampleRef& s) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    *s.as<std::int64_t>(0) = static_cast<std::int64_t>(s.index);
+    for (int k = 0; k < 4; ++k) s.as<float>(1)[k] = static_cast<float>(s.index) * 0.25f + static_cast<float>(k);
+  });
+  return o;
+}
+
+// Every batch's sample ids and field bytes, in delivery order; after_batch(i) runs after batch i.
+std::vector<std::vector<unsigned char>> drain(Loader& loader, const std::function<void(std::size_t)>& after_batch = {}) {
+  std::vector<std::vector<unsigned char>> batches;
+  while (std::optional<Batch> b = loader.next()) {
+    std::vector<unsigned char> bytes(b->sample_ids().size() * 8);
+    std::memcpy(bytes.data(), b->sample_ids().data(), bytes.size());
+    for (std::size_t f = 0; f < b->field_count(); ++f) {
+      const FieldView v = b->field(f);
+      bytes.insert(bytes.end(), static_cast<const unsigned char*>(v.data),
+                   static_cast<const unsigned char*>(v.data) + v.nbytes);
+    }
+    batches.push_back(std::move(bytes));
+    if (after_batch) after_batch(batches.size() - 1);
+  }
+  return batches;
+}
+
+}  // namespace
+
+TEST_CASE("auto workers grow for a producer that waits, and deliver the batches of fixed workers", "[autotune][loader]") {
+  Loader automatic(waiting_options(2, 32));
   const auto got = drain(automatic);
   const Stats stats = automatic.stats();
   INFO(stats.autotune);
@@ -124,11 +135,33 @@ TEST_CASE("auto workers grow for a producer that waits, and deliver the batches 
   CHECK(automatic.worker_pids().size() >= stats.workers);
   CHECK(stats.autotune.starts_with("2 -> 4"));
 
-  Loader fixed(options(8, 0));
+  Loader fixed(waiting_options(8, 0));
   CHECK(fixed.stats().workers == 8);
   CHECK(fixed.stats().autotune.empty());
   CHECK(got == drain(fixed));  // the same batches, in the same order
   CHECK(got.size() == 400);
+}
+
+TEST_CASE("kill -9 of workers while auto grows them changes nothing the consumer sees", "[autotune][chaos]") {
+  Loader fixed(waiting_options(4, 0));
+  const auto clean = drain(fixed);
+  const std::string error = test::in_child(
+      [&] {
+        std::mt19937 rng(7);
+        Loader loader(waiting_options(2, 32));
+        const auto got = drain(loader, [&](std::size_t i) {
+          if (i % 40 != 39) return;
+          const std::vector<int> pids = loader.worker_pids();  // grown ones included
+          kill(pids[rng() % pids.size()], SIGKILL);
+        });
+        const Stats s = loader.stats();
+        if (s.worker_restarts == 0) return std::string("no worker was killed");
+        if (s.workers <= 2) return "auto did not grow: " + s.autotune;
+        return got == clean ? std::string() : std::string("the batches differ from a fixed run's");
+      },
+      60'000);
+  CHECK(error.empty());
+  INFO(error);
 }
 
 TEST_CASE("auto workers size the slots for the most workers, within memory_budget_mb", "[autotune][loader]") {
