@@ -8,6 +8,7 @@
 #include <limits>
 #include <new>
 #include <poll.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -22,6 +23,9 @@ namespace sluice::detail {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Auto workers: batches one worker may owe at once (one filling, one next).
+constexpr std::uint32_t kAutoOwed = 2;
 
 // How long next() polls the completion rings before sleeping on the eventfd.
 constexpr auto kSpin = std::chrono::microseconds(20);
@@ -66,6 +70,12 @@ LoaderCore::LoaderCore(Options options)
   slot_worker_.assign(layout_.slots, 0);
   ready_by_seq_.assign(layout_.slots, kNoSlot);
   outstanding_.assign(layout_.workers, 0);
+  active_workers_ = layout_.start_workers;
+  if (options_.max_workers > options_.workers) {  // auto, even if the memory budget leaves no room to grow
+    cpu_set_t cpus;
+    const int cores = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+    tuner_.emplace(layout_.start_workers, layout_.workers, static_cast<std::uint32_t>(cores));
+  }
   for (std::uint32_t s = layout_.slots; s-- > 0;) free_slots_.push_back(s);
   if (options_.resume) resume_from(*options_.resume);
 }
@@ -152,12 +162,35 @@ Stats LoaderCore::stats() const {
     s.worker_runqueue_ns += supervisor_->retired_runqueue_ns(w) + ch.runqueue_ns.load(std::memory_order_relaxed);
   }
   if (slots_full_since_ns_ != 0) s.slots_full_ns += monotonic_ns() - slots_full_since_ns_;
+  s.workers = active_workers_;
+  if (tuner_) s.autotune = tuner_->summary();
   return s;
 }
 
 std::uint32_t LoaderCore::least_loaded_worker() const {
-  auto it = std::min_element(outstanding_.begin(), outstanding_.end());
+  auto it = std::min_element(outstanding_.begin(), outstanding_.begin() + active_workers_);
   return static_cast<std::uint32_t>(it - outstanding_.begin());
+}
+
+void LoaderCore::tune() {
+  if (!tuner_ || tuner_->settled()) return;
+  const Stats s = stats();
+  bool starting = false;  // alive_ns is 0 until a worker's start-up is done (relaxed: a hint, shared_layout.h)
+  for (std::uint32_t w = 0; w < supervisor_->started() && !starting; ++w) {
+    starting = worker_channel(*arena_, layout_, w).alive_ns.load(std::memory_order_relaxed) == 0;
+  }
+  const std::uint32_t want =
+      tuner_->observe({monotonic_ns(), s.batches_delivered, s.worker_cpu_ns, s.consumer_wait_ns}, starting);
+  if (want > supervisor_->started()) {
+    try {
+      supervisor_->grow(want);
+    } catch (const Error& e) {
+      fail(std::string("auto workers: ") + e.what());
+    }
+  }
+  // Fewer when the last growth did not pay: the extra workers finish what
+  // they owe and then idle.
+  active_workers_ = want;
 }
 
 // Gives batch `seq` in `slot` to the least loaded worker. Its ring never
@@ -182,6 +215,10 @@ void LoaderCore::notify_workers() {
 
 void LoaderCore::issue() {
   while (!free_slots_.empty() && next_issue_ < total_batches_) {
+    // Auto workers: slots are sized for the most workers, so with fewer a
+    // worker would be handed a long queue that workers forked later could
+    // not share; each owes at most kAutoOwed batches instead.
+    if (tuner_ && outstanding_[least_loaded_worker()] >= kAutoOwed) break;
     if (!resumed_ahead_.empty() && resumed_ahead_.front() == next_issue_) {
       resumed_ahead_.erase(resumed_ahead_.begin());  // delivered before the checkpoint
       ++next_issue_;
@@ -364,6 +401,7 @@ std::optional<Batch> LoaderCore::next(std::uint64_t max_epoch, std::optional<std
       }
       if (options_.trace) trace_slots();
       all_held_since_ns_ = 0;
+      tune();
       return batch;
     }
     if (!wait_start) wait_start = Clock::now();

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "arena.h"
+#include "autotune.h"
 #include "shared_layout.h"
 #include "sluice/batch.h"
 #include "sluice/loader.h"
@@ -128,6 +129,8 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   [[noreturn]] void fail_all_slots_held();
   int held_wait_left_ms();
   std::uint32_t least_loaded_worker() const;
+  // Auto workers: after a delivered batch, lets the tuner grow (or settle) the workers in use.
+  void tune();
 
   Options options_;
   EpochPlan plan_;
@@ -150,6 +153,8 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   std::vector<std::uint64_t> delivered_seqs_;  // unordered: delivered batches at or past next_deliver_
   std::vector<std::uint64_t> resumed_ahead_;   // unordered resume: batches not to issue again
   std::vector<std::uint32_t> outstanding_;   // per worker: tasks issued, not yet completed
+  std::uint32_t active_workers_ = 0;         // workers given batches: ids [0, active_workers_)
+  std::optional<AutoTuner> tuner_;           // with options.max_workers
   std::uint64_t notify_mask_ = 0;            // workers given tasks since the last notify
   moodycamel::ConcurrentQueue<std::uint32_t> released_;
 

@@ -1,5 +1,6 @@
 #include "shared_layout.h"
 
+#include <algorithm>
 #include <string>
 #include <unistd.h>
 
@@ -40,9 +41,14 @@ ArenaLayout ArenaLayout::compute(const Options& o) {
                 std::to_string(kMaxFields) + " are supported");
   }
   ArenaLayout l;
-  l.workers = o.workers;
-  l.slots = o.slots != 0 ? o.slots : 2 * o.workers + 2;
-  if (l.workers == 0) throw Error("options.workers is 0: at least one worker is needed");
+  l.workers = std::max(o.workers, o.max_workers);
+  l.start_workers = o.workers;
+  l.slots = o.slots != 0 ? o.slots : 2 * l.workers + 2;
+  if (o.workers == 0) throw Error("options.workers is 0: at least one worker is needed");
+  if (l.workers > kMaxWorkers) {
+    throw Error("options.max_workers is " + std::to_string(l.workers) + "; at most " + std::to_string(kMaxWorkers) +
+                " are supported");
+  }
   if (l.slots > kRingCapacity) {
     throw Error("options.slots is " + std::to_string(l.slots) + "; at most " +
                 std::to_string(kRingCapacity) + " are supported");
@@ -81,6 +87,15 @@ ArenaLayout ArenaLayout::compute(const Options& o) {
                   "; raise options.slot_bytes to at least " + std::to_string(cursor) + " (or set it to 0)");
     }
     l.slot_bytes = align_up(o.slot_bytes, page);
+  }
+
+  if (l.workers > l.start_workers && o.slots == 0) {
+    // Auto: 2 slots per worker it may grow to, plus 2, within the memory
+    // budget; the budget lowers that maximum rather than starve the workers.
+    const std::uint64_t budget_slots = (o.memory_budget_mb << 20) / l.slot_bytes;
+    const std::uint32_t least = 2 * l.start_workers + 2;
+    l.slots = static_cast<std::uint32_t>(std::clamp<std::uint64_t>(budget_slots, least, l.slots));
+    l.workers = std::max(l.start_workers, (l.slots - 2) / 2);
   }
 
   l.skip_offset = align_up(sizeof(ArenaHeader), kCacheLine);

@@ -32,6 +32,7 @@ inline constexpr std::size_t kMaxDims = max_sample_dims + 1;  // including the b
 inline constexpr std::size_t kNameBytes = 48;
 inline constexpr std::size_t kErrorBytes = 4096;
 inline constexpr std::uint32_t kRingCapacity = 1024;  // also the most slots a loader may have
+inline constexpr std::uint32_t kMaxWorkers = 256;
 inline constexpr std::size_t kFieldAlign = 256;       // field data alignment inside a slot
 inline constexpr std::uint64_t kArenaMagic = 0x65636975'6c73'0001ULL;
 
@@ -185,7 +186,8 @@ static_assert(alignof(WorkerChannel) == kCacheLine && sizeof(WorkerChannel) % kC
 // Where everything sits, computed once in the parent from the options, before
 // the fork; workers read their copy. Process-local, never in shared memory.
 struct ArenaLayout {
-  std::uint32_t workers = 0;
+  std::uint32_t workers = 0;        // worker channels: options.workers, or the most auto may grow to
+  std::uint32_t start_workers = 0;  // workers forked at the start
   std::uint32_t slots = 0;
   std::uint64_t skip_offset = 0;
   std::uint64_t channels_offset = 0;

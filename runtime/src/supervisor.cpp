@@ -56,8 +56,8 @@ void Supervisor::start(std::function<void(std::uint32_t)> worker_main, std::span
   // Every request first, then the answers: the zygote forks the workers back
   // to back instead of waiting for one round trip each, which on a loaded
   // machine (earlier workers starting up) took 10-15 ms per worker.
-  for (std::uint32_t w = 0; w < layout_.workers; ++w) zygote_->request_spawn(w);
-  for (std::uint32_t w = 0; w < layout_.workers; ++w) {
+  for (std::uint32_t w = 0; w < layout_.start_workers; ++w) zygote_->request_spawn(w);
+  for (std::uint32_t w = 0; w < layout_.start_workers; ++w) {
     const pid_t pid = zygote_->await_spawn(w);
     if (pid > 0) watch_from_ns_[w] = monotonic_ns();
     pids_.push_back(pid > 0 ? pid : spawn(w));  // a failed fork: again, with spawn()'s back-off
@@ -111,6 +111,14 @@ void Supervisor::replace(std::uint32_t w) {
   pids_[w] = spawn(w);  // on failure the old, dead pid stays: never a pid <= 0, which kill() would misread
 }
 
+// A channel of a worker not yet forked is still as LoaderCore reset it
+// before the zygote's fork; the parent has pushed no task to it (it gives
+// batches only to started workers), and the fork orders the reset before
+// the child's first read.
+void Supervisor::grow(std::uint32_t count) {
+  for (std::uint32_t w = started(); w < count && w < layout_.workers; ++w) pids_.push_back(spawn(w));
+}
+
 void Supervisor::kill(std::uint32_t w, std::string reason) {
   kill_reason_[w] = std::move(reason);
   zygote_->kill_worker(w);
@@ -152,7 +160,7 @@ void Supervisor::check_memory(std::uint64_t now) {
   if (now - last_memory_check_ns_ < 100'000'000ULL) return;
   last_memory_check_ns_ = now;
   const std::uint64_t limit = options_.worker_memory_limit_mb << 20;
-  for (std::uint32_t w = 0; w < layout_.workers; ++w) {
+  for (std::uint32_t w = 0; w < started(); ++w) {
     if (!kill_reason_[w].empty()) continue;
     const std::uint64_t used = private_bytes(pids_[w]);
     if (used <= limit) continue;
@@ -164,7 +172,7 @@ void Supervisor::check_memory(std::uint64_t now) {
 void Supervisor::watch(std::span<const std::uint32_t> outstanding) {
   const std::uint64_t now = monotonic_ns();
   if (options_.batch_timeout_ms != 0) {
-    for (std::uint32_t w = 0; w < layout_.workers; ++w) {
+    for (std::uint32_t w = 0; w < started(); ++w) {
       if (kill_reason_[w].empty()) check_timeout(w, outstanding[w], now);
     }
   }

@@ -60,6 +60,11 @@ class Supervisor {
   std::optional<WorkerExit> next_exit();
   // Gives worker w a fresh channel and a fresh process. Throws Error.
   void replace(std::uint32_t w);
+  // Forks workers until `count` run (auto workers: at most layout.workers),
+  // each on the fresh channel the loader reset before the fork. Throws Error.
+  void grow(std::uint32_t count);
+  // Workers forked so far: ids [0, started()).
+  std::uint32_t started() const { return static_cast<std::uint32_t>(pids_.size()); }
 
   // The scheduler gave worker w work while it had none: the watchdog's clock
   // for an idle worker starts now.

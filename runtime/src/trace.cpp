@@ -123,7 +123,7 @@ std::string LoaderCore::trace_json() const {
   append_event_head(out, "process_name", "M", kConsumerTid);
   out += ",\"args\":{\"name\":\"sluice loader\"}}";
   append_track_name(out, kConsumerTid, "consumer (next)", 0);
-  for (std::uint32_t w = 0; w < layout_.workers; ++w) {
+  for (std::uint32_t w = 0; w < supervisor_->started(); ++w) {  // auto: only the workers forked so far
     const int tid = 1 + static_cast<int>(w);
     append_track_name(out, tid, "worker " + std::to_string(w), tid);
     for (const Fill& f : read_ring(trace_ring(*arena_, layout_, w))) {

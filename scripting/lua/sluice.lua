@@ -437,12 +437,12 @@ M.half = {
 
 local OPTIONS = {
   source = true, map = true, map_batch = true, batch_size = true, drop_last = true,
-  shuffle = true, seed = true, fields = true, workers = true, prefetch = true,
+  shuffle = true, seed = true, fields = true, workers = true, prefetch = true, memory_budget_mb = true,
   ordered = true, epochs = true, device = true, on_error = true, skip_fill = true, read_ahead = true,
   io_threads = true,
 }
 local OPTION_LIST = "source, map, map_batch, batch_size, drop_last, shuffle, seed, fields, "
-  .. "workers, prefetch, ordered, epochs, device, on_error, skip_fill, read_ahead, io_threads"
+  .. "workers, prefetch, memory_budget_mb, ordered, epochs, device, on_error, skip_fill, read_ahead, io_threads"
 
 local Pipeline = {}
 M.Pipeline = Pipeline
@@ -494,7 +494,11 @@ end
 --   fields      declared fields; default: inferred from sample 0
 --   batch_size  1          drop_last  false     shuffle  false     seed  0
 --   epochs      1 (0 = until stopped)           workers  2
---   prefetch    batch slots in flight; 0 = runtime default (2 * workers + 2)
+--   workers     "auto": start with the cores, add workers at run time while
+--               throughput rises and the CPUs are not saturated
+--   prefetch    batch slots in flight; 0 or "auto" = runtime default (2 * workers + 2,
+--               with auto workers 2 per worker it may grow to, within memory_budget_mb)
+--   memory_budget_mb  1024: the arena's slots with auto workers
 --   ordered     true: deliver in plan order; false: as batches complete
 --   device      "cpu" | "auto" (cpu for now) | "cuda" (not supported yet)
 --   on_error    "fail": a bad record or a failing map stops the run with an error
@@ -542,8 +546,10 @@ function M.pipeline(spec)
   p.shuffle = option("shuffle", boolean, false, "true or false")
   p.seed = option("seed", function(v) return is_integer(v) and v >= 0 end, 0, "an integer in [0, 2^53)")
   p.epochs = option("epochs", count, 1, "a non-negative integer")
-  p.workers = option("workers", positive, 2, "a positive integer")
-  p.prefetch = option("prefetch", count, 0, "a non-negative integer")
+  local function or_auto(check) return function(v) return v == "auto" or check(v) end end
+  p.workers = option("workers", or_auto(positive), 2, 'a positive integer or "auto"')
+  p.prefetch = option("prefetch", or_auto(count), 0, 'a non-negative integer or "auto"')
+  p.memory_budget_mb = option("memory_budget_mb", positive, 1024, "a positive integer")
   p.ordered = option("ordered", boolean, true, "true or false")
   p.on_error = option("on_error", function(v) return v == "fail" or v == "skip" end, "fail", '"fail" or "skip"')
   p.skip_fill = option("skip_fill", function(v) return v == "shrink" or v == "repeat" end, "shrink",

@@ -455,6 +455,8 @@ local function trial(index, the_seed)
   return list, notes
 end
 
+local function auto_zero(v) return v == "auto" and 0 or v end
+
 function M.describe(epochs, workers, prefetch, seed_override, source_size, the_host, on_error_override)
   local notes = {}
   host = ffi.cast("void*", the_host)
@@ -508,8 +510,9 @@ function M.describe(epochs, workers, prefetch, seed_override, source_size, the_h
     shuffle = P.shuffle,
     seed = the_seed,
     epochs = epochs or P.epochs,
-    workers = workers or P.workers,
-    prefetch = prefetch or P.prefetch,
+    workers = auto_zero(workers or P.workers),    -- 0: auto (kAutoWorkers)
+    prefetch = auto_zero(prefetch or P.prefetch),  -- 0: the runtime's default
+    memory_budget_mb = P.memory_budget_mb,
     ordered = P.ordered,
     on_error = on_error,
     skip_fill = P.skip_fill,

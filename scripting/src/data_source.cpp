@@ -78,6 +78,25 @@ void DataSource::open_files() {
   records_ = std::move(files);
 }
 
+std::string DataSource::origin(std::uint64_t id) const {
+  if (id >= size_) return "";
+  if (mode_ == Mode::npy) return columns_.empty() ? "" : columns_[0].array.path() + " row " + std::to_string(id);
+  if (mode_ != Mode::indexed) return "";
+  const io::SampleLocation where = records_->locate(id);
+  const std::string& file = records_->files().at(where.file);
+  return where.whole_file ? file : file + " at byte " + std::to_string(where.offset);
+}
+
+std::vector<std::string> DataSource::classes() const {
+  const auto* files = dynamic_cast<const io::FileSource*>(records_.get());
+  return files ? files->classes() : std::vector<std::string>{};
+}
+
+std::int64_t DataSource::label(std::uint64_t id) const {
+  const auto* files = dynamic_cast<const io::FileSource*>(records_.get());
+  return files && id < size_ ? files->label(id) : -1;
+}
+
 void DataSource::open_tfrecord() {
   shards_ = expand("sluice.tfrecord", spec_.paths);
   if (spec_.index == 0) return count_stream();

@@ -75,6 +75,14 @@ class DataSource {
   // npy
   const std::vector<NpyColumn>& columns() const { return columns_; }
 
+  // For people looking at samples (sluice peek): where dataset sample `id`
+  // lies ("DIR/cat/1.jpg", "shard.tar at byte 1536", "x.npy row 7"), or "" when
+  // the source cannot say (streaming); the class names of sluice.folders by
+  // label (empty for other sources) and sample `id`'s label (-1 without one).
+  std::string origin(std::uint64_t id) const;
+  std::vector<std::string> classes() const;
+  std::int64_t label(std::uint64_t id) const;
+
  private:
   DataSource() = default;
   void open_files();

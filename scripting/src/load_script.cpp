@@ -1,7 +1,9 @@
 // load_script: runs pipeline.lua once in the launching process and turns the
 // engine's description of it into sluice::Options with a ScriptProducer.
 #include <lua.hpp>
+#include <sched.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <system_error>
@@ -141,6 +143,12 @@ void push_optional(lua_State* L, const std::optional<std::uint32_t>& value) {
   }
 }
 
+// CPUs this process may run on.
+std::uint32_t usable_cores() {
+  cpu_set_t cpus;
+  return sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? static_cast<std::uint32_t>(CPU_COUNT(&cpus)) : 1;
+}
+
 std::string absolute_dir(const std::string& path) {
   std::error_code error;
   std::filesystem::path absolute = std::filesystem::absolute(path, error);
@@ -154,12 +162,15 @@ ScriptWorkerTimes Script::worker_times() const {
   return counters ? counters->totals() : ScriptWorkerTimes{};
 }
 
+std::string Script::sample_file(std::uint64_t id) const { return source ? source->origin(id) : ""; }
+std::int64_t Script::sample_label(std::uint64_t id) const { return source ? source->label(id) : -1; }
+std::vector<std::string> Script::classes() const { return source ? source->classes() : std::vector<std::string>{}; }
+
 Script load_script(const ScriptOptions& options) {
   if (options.path.empty()) throw Error("sluice: ScriptOptions.path names no pipeline script");
   if (options.seed && *options.seed >= kMaxSeed) {
     throw Error("sluice: seed " + std::to_string(*options.seed) + " is too large (seeds are below 2^53)");
   }
-  if (options.workers && *options.workers == 0) throw Error("sluice: workers must be at least 1");
 
   scripting::WorkerSpec spec;
   spec.path = options.path;
@@ -227,6 +238,7 @@ Script load_script(const ScriptOptions& options) {
   o.epochs = static_cast<std::uint32_t>(number_field(L, description, "epochs"));
   o.workers = static_cast<std::uint32_t>(number_field(L, description, "workers"));
   o.slots = static_cast<std::uint32_t>(number_field(L, description, "prefetch"));
+  o.memory_budget_mb = static_cast<std::uint64_t>(number_field(L, description, "memory_budget_mb"));
   o.ordered = bool_field(L, description, "ordered");
   o.on_error = on_error_field(L, description);  // the override included
   o.skip_fill = skip_fill_field(L, description);
@@ -236,8 +248,18 @@ Script load_script(const ScriptOptions& options) {
   spec.feed.io_threads = static_cast<std::uint32_t>(number_field(L, description, "io_threads"));
   lua_pop(L, 1);
 
+  const bool auto_workers = o.workers == kAutoWorkers;
+  if (auto_workers) {
+    o.workers = usable_cores();
+    o.max_workers = std::max<std::uint32_t>(o.workers, kAutoMaxWorkers);
+  }
   if (spec.source) {
     for (const std::string& note : spec.source->notes()) script.notes.push_back(note);
+    if (spec.source->mode() == scripting::DataSource::Mode::stream && auto_workers) {
+      o.max_workers = 0;
+      script.notes.push_back("workers = \"auto\" keeps " + std::to_string(o.workers) + " workers: sluice." +
+                             spec.source->kind() + " streams a partition of its shards per worker");
+    }
     if (spec.source->mode() == scripting::DataSource::Mode::stream) {
       const auto shards = static_cast<std::uint32_t>(spec.source->shard_count());
       if (o.workers > shards) {
@@ -251,6 +273,7 @@ Script load_script(const ScriptOptions& options) {
     }
   }
 
+  script.source = spec.source;
   spec.seed = o.seed;
   spec.dataset_size = o.dataset_size;
   spec.fields = o.fields;

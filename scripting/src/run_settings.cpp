@@ -47,7 +47,7 @@ const char* const kNames[] = {"epochs",      "workers",          "prefetch",    
                               "on_error",    "batch_size",       "drop_last",        "shuffle",
                               "ordered",     "rank",             "world_size",       "max_retries",
                               "batch_timeout_ms", "worker_memory_mb", "held_timeout_ms", "skip_fill",
-                              "device",      "shard_policy",     "global_batch_size"};
+                              "device",      "shard_policy",     "global_batch_size", "memory_budget_mb"};
 // The settings that are true or false, which a command line may give as
 // --name and --no-name.
 const char* const kFlags[] = {"drop_last", "shuffle", "ordered"};
@@ -80,9 +80,11 @@ void RunSettings::set(std::string_view raw_name, std::string_view v) {
   if (n == "epochs") {
     script_.epochs = count32(shown, v);
   } else if (n == "workers") {
-    script_.workers = count32(shown, v, 1);
+    script_.workers = v == "auto" ? kAutoWorkers : count32(shown, v, 1);
   } else if (n == "prefetch") {
-    script_.prefetch = count32(shown, v);
+    script_.prefetch = v == "auto" ? 0 : count32(shown, v);
+  } else if (n == "memory_budget_mb") {
+    memory_budget_mb_ = count(shown, v, 1, UINT64_MAX >> 20);
   } else if (n == "seed") {
     script_.seed = count(shown, v, 0, (std::uint64_t{1} << 53) - 1);
   } else if (n == "on_error") {
@@ -135,6 +137,7 @@ void RunSettings::apply(Options& o) const {
   if (max_retries_) o.max_retries = *max_retries_;
   if (batch_timeout_ms_) o.batch_timeout_ms = *batch_timeout_ms_;
   if (worker_memory_mb_) o.worker_memory_limit_mb = *worker_memory_mb_;
+  if (memory_budget_mb_) o.memory_budget_mb = *memory_budget_mb_;
   if (held_timeout_ms_) o.held_timeout_ms = *held_timeout_ms_;
   if (skip_fill_) o.skip_fill = *skip_fill_;
   if (shard_policy_) o.shard_policy = *shard_policy_;

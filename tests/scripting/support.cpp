@@ -184,6 +184,23 @@ std::string shared_data() {
   return "";
 }
 
+std::string pillow_folder(const TempDir& dir, const ImageClasses& classes) {
+  namespace fs = std::filesystem;
+  const std::string data = shared_data();
+  if (data.empty()) return "";
+  const fs::path images = fs::path(data) / "images/pillow-tests";
+  const fs::path train = fs::path(dir.path()) / "train";
+  for (const auto& [name, files] : classes) {
+    fs::create_directories(train / name);
+    for (const std::string& file : files) {
+      const fs::path to = train / name / file;
+      fs::create_directories(to.parent_path());
+      fs::copy_file(images / fs::path(file).filename(), to);
+    }
+  }
+  return train.string();
+}
+
 BatchCopy copy_batch(const Batch& batch) {
   BatchCopy copy;
   copy.epoch = batch.epoch();

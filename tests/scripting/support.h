@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sluice/loader.h"
@@ -55,6 +56,14 @@ std::vector<std::vector<std::uint64_t>> record_samples(const std::string& path);
 // ../shared/data (the real-data fixtures) as an absolute path, or "" after a
 // WARN that ctest turns into a skip (SKIP_REGULAR_EXPRESSION) when it is absent.
 std::string shared_data();
+
+// An image folder of real photos for sluice.folders: for each class, its
+// files copied from ../shared/data/images/pillow-tests to DIR/train/CLASS/
+// (a file given as "nested/hopper.jpg" is hopper.jpg copied into a
+// sub-folder). Returns DIR/train, or "" (after shared_data()'s skip) when the
+// fixtures are absent.
+using ImageClasses = std::vector<std::pair<std::string, std::vector<std::string>>>;
+std::string pillow_folder(const TempDir& dir, const ImageClasses& classes);
 
 // One delivered batch, copied out for comparison.
 struct BatchCopy {

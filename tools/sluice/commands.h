@@ -9,6 +9,12 @@ namespace sluice::cli {
 // the pipeline failed, 2 on a usage error. Prints its own messages.
 int run_command(int argc, char** argv);
 
+// `sluice peek PIPELINE.lua [--batches N] [--png DIR] [settings]`: the
+// first batches of a pipeline, shown: each field's dtype, shape and value
+// statistics, the samples' files and class names, and image fields as PNG
+// contact sheets. Same exit statuses as run_command.
+int peek_command(int argc, char** argv);
+
 // SIGINT and SIGTERM handlers for `sluice run`, installed as main()'s first
 // instruction so that a signal during start-up (parsing, loading the script,
 // starting the workers) still ends the run cleanly with its state saved.

@@ -3,12 +3,14 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "inspect_folder.h"
 #include "sluice/error.h"
 #include "sluice/io/example.h"
 #include "sluice/io/file_source.h"
@@ -22,13 +24,17 @@ namespace {
 
 using namespace sluice::io;
 
-constexpr const char* kInspectUsage = R"(usage: sluice inspect [--records N] FILE...
+constexpr const char* kInspectUsage = R"(usage: sluice inspect [--records N] FILE|DIR...
 
 Prints each file's format (TFRecord, WebDataset tar, gzip tar, .npy, .npz, or
 a plain file), its record count, and the fields and sizes of its first records
 (tf.train.Example or SequenceExample features by name and kind; other records
 are said to be no Example, and names are printed with odd bytes escaped). Checks TFRecord CRCs and tar
 header checksums on the way.
+
+A directory is read as sluice.folders reads an image folder (DIR/CLASS/...):
+its classes in label order with their file counts, the files that are not
+JPEG or PNG, and the files outside every class folder.
 
 options:
   --records N   records to show per file (default 3)
@@ -246,6 +252,11 @@ int inspect_command(int argc, char** argv) {
   int status = 0;
   for (const std::string& path : files) {
     try {
+      std::error_code ec;
+      if (std::filesystem::is_directory(path, ec)) {
+        inspect_folder(path);
+        continue;
+      }
       switch (detect(path)) {
         case Format::tfrecord: inspect_tfrecord(path, show); break;
         case Format::tar: inspect_tar(path, show); break;

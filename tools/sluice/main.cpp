@@ -21,13 +21,17 @@ commands:
   run PIPELINE.lua    run a pipeline: progress while it runs, then throughput,
                       where the time went and what bounds the pipeline
                       (sluice run --help lists its options)
+  peek PIPELINE.lua   the first batches without training: each field's dtype,
+                      shape, min/max/mean/std, the samples' files and class
+                      names; --png DIR writes image fields as contact sheets
   bench CASE          runtime benchmarks, as ratios against baselines measured
                       in the same run: transport (64 MiB batches vs memcpy),
                       handoff (small batches per second); both vs PyTorch's
                       DataLoader when it is installed (sluice bench --help)
 
-  inspect FILE...     format, record count, the first records' fields and sizes
-                      (TFRecord, WebDataset tar, .npy, plain files)
+  inspect FILE|DIR... format, record count, the first records' fields and sizes
+                      (TFRecord, WebDataset tar, .npy, plain files); an image
+                      folder's classes and counts, and its files that are not images
   index FILE...       build TFRecord offset indexes (FILE.idx) for random access
   verify A B          whether two run records (run --record) saw identical data;
                       otherwise the first batch that differs, and how
@@ -56,6 +60,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (command == "run") return sluice::cli::run_command(argc - 1, argv + 1);
+  if (command == "peek") return sluice::cli::peek_command(argc - 1, argv + 1);
   if (command == "bench") return sluice::bench::bench_command(argc - 1, argv + 1);
   if (command == "inspect") return sluice::cli::inspect_command(argc - 1, argv + 1);
   if (command == "index") return sluice::cli::index_command(argc - 1, argv + 1);

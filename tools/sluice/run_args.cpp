@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdint>
 #include <exception>
+#include <span>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -11,8 +12,6 @@
 #include "sluice/error.h"
 
 namespace sluice::cli {
-
-namespace {
 
 std::uint64_t parse_count(std::string_view option, std::string_view text, std::uint64_t max) {
   std::uint64_t value = 0;
@@ -23,6 +22,8 @@ std::uint64_t parse_count(std::string_view option, std::string_view text, std::u
   }
   return value;
 }
+
+namespace {
 
 double parse_seconds(std::string_view option, std::string_view text) {
   try {
@@ -52,15 +53,22 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 }
 
 // Options of `sluice run` that are not run settings.
-constexpr std::string_view kOwnOptions[] = {"--batches", "--interval", "--skip-log", "--record", "--state",
-                                            "--resume",  "--quiet",    "--help",     "--trace"};
+constexpr std::string_view kRunValueOptions[] = {"--batches", "--interval", "--skip-log", "--record",
+                                                 "--state",   "--resume",   "--trace"};
+constexpr std::string_view kRunFlags[] = {"--quiet"};
+
+bool listed(std::span<const std::string_view> names, std::string_view name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
 // Short forms of the common options.
 constexpr std::pair<char, std::string_view> kShort[] = {
     {'w', "--workers"}, {'e', "--epochs"}, {'b', "--batch-size"}, {'p', "--prefetch"}};
 
-// Every long option, as typed: --own ones, each setting with dashes, --no-FLAG.
-std::vector<std::string> long_options() {
-  std::vector<std::string> all(std::begin(kOwnOptions), std::end(kOwnOptions));
+// Every long option, as typed: --help, --own ones, each setting with dashes, --no-FLAG.
+std::vector<std::string> long_options(const OwnOptions& own) {
+  std::vector<std::string> all{"--help"};
+  all.insert(all.end(), own.with_value.begin(), own.with_value.end());
+  all.insert(all.end(), own.flags.begin(), own.flags.end());
   for (std::string name : RunSettings::names()) {
     std::replace(name.begin(), name.end(), '_', '-');
     all.push_back("--" + name);
@@ -69,10 +77,10 @@ std::vector<std::string> long_options() {
   return all;
 }
 
-[[noreturn]] void unknown_option(std::string_view name) {
+[[noreturn]] void unknown_option(std::string_view name, std::string_view command, const OwnOptions& own) {
   std::string best;
   std::size_t best_distance = SIZE_MAX;
-  for (const std::string& option : long_options()) {
+  for (const std::string& option : long_options(own)) {
     const std::size_t d = edit_distance(name, option);
     if (d < best_distance) best_distance = d, best = option;
   }
@@ -80,7 +88,7 @@ std::vector<std::string> long_options() {
   // At most a third of the name wrong: "--worker" and "--wrokers" are
   // --workers, "--foo" is nothing.
   if (best_distance <= std::max<std::size_t>(2, name.size() / 3)) message += "; did you mean " + best + "?";
-  throw UsageError{message + " (see sluice run --help)"};
+  throw UsageError{message + " (see sluice " + std::string(command) + " --help)"};
 }
 
 // "-w 2", "-w2" or "-w=2" as "--workers" and its value (advancing i past a
@@ -109,33 +117,33 @@ std::string default_state_path(std::uint32_t world_size) {
   return world_size > 1 ? "sluice-state.rank{rank}.json" : "sluice-state.json";
 }
 
-RunArgs parse_run_args(int argc, char** argv) {
-  RunArgs args;
+SettingsLine parse_settings_line(int argc, char** argv, std::string_view command, const OwnOptions& own) {
+  SettingsLine line;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     if (arg == "-h" || arg == "--help") {
-      args.help = true;
+      line.help = true;
       continue;
     }
-    if (arg == "--quiet") {
-      args.quiet = true;
+    if (listed(own.flags, arg)) {
+      line.own.emplace_back(arg, "");
       continue;
     }
     if (arg.size() >= 2 && arg[0] == '-' && arg[1] != '-') {
       const auto [name, value] = short_option(arg, i, argc, argv);
       try {
-        args.settings.set(name, value);
+        line.settings.set(name, value);
       } catch (const Error& e) {
         throw UsageError{e.what()};
       }
       continue;
     }
     if (arg.size() < 2 || arg.substr(0, 2) != "--") {
-      if (!args.settings.path().empty()) {
-        throw UsageError{"one pipeline script at a time (got '" + args.settings.path() + "' and '" +
+      if (!line.settings.path().empty()) {
+        throw UsageError{"one pipeline script at a time (got '" + line.settings.path() + "' and '" +
                          std::string(arg) + "')"};
       }
-      args.settings.set_path(std::string(arg));
+      line.settings.set_path(std::string(arg));
       continue;
     }
     std::string_view name = arg;
@@ -147,51 +155,62 @@ RunArgs parse_run_args(int argc, char** argv) {
     }
     // --shuffle, --no-shuffle (and the old --shuffle true|false).
     if (eq == std::string_view::npos && name.starts_with("--no-") && RunSettings::is_flag(name.substr(5))) {
-      args.settings.set(name.substr(5), "false");
+      line.settings.set(name.substr(5), "false");
       continue;
     }
     if (eq == std::string_view::npos && RunSettings::is_flag(name)) {
       const std::string_view next = i + 1 < argc ? std::string_view(argv[i + 1]) : std::string_view();
       const bool takes_next = next == "true" || next == "false" || next == "1" || next == "0";
-      args.settings.set(name, takes_next ? next : "true");
+      line.settings.set(name, takes_next ? next : "true");
       if (takes_next) ++i;
       continue;
     }
-    if (!RunSettings::known(name) &&
-        std::find(std::begin(kOwnOptions), std::end(kOwnOptions), name) == std::end(kOwnOptions)) {
-      unknown_option(name);
-    }
+    if (!RunSettings::known(name) && !listed(own.with_value, name)) unknown_option(name, command, own);
     if (eq == std::string_view::npos) {
       if (i + 1 >= argc) throw UsageError{std::string(name) + " needs a value"};
       value = argv[++i];
     }
     if (RunSettings::known(name)) {
       try {
-        args.settings.set(name, value);
+        line.settings.set(name, value);
       } catch (const Error& e) {
         throw UsageError{e.what()};
       }
+    } else {
+      line.own.emplace_back(name, value);
+    }
+  }
+  if (!line.help && line.settings.path().empty()) {
+    throw UsageError{"which pipeline? (sluice " + std::string(command) + " PIPELINE.lua)"};
+  }
+  return line;
+}
+
+RunArgs parse_run_args(int argc, char** argv) {
+  SettingsLine line = parse_settings_line(argc, argv, "run", {kRunValueOptions, kRunFlags});
+  RunArgs args;
+  args.settings = std::move(line.settings);
+  args.help = line.help;
+  for (const auto& [name, value] : line.own) {
+    if (name == "--quiet") {
+      args.quiet = true;
     } else if (name == "--batches") {
       args.batches = parse_count(name, value, UINT64_MAX);
     } else if (name == "--interval") {
       args.interval_s = parse_seconds(name, value);
     } else if (name == "--skip-log") {
-      args.skip_log_path = std::string(value);
+      args.skip_log_path = value;
     } else if (name == "--record") {
-      args.record_path = std::string(value);
+      args.record_path = value;
     } else if (name == "--state") {
-      args.state_path = std::string(value);
+      args.state_path = value;
     } else if (name == "--resume") {
-      args.resume_path = std::string(value);
+      args.resume_path = value;
     } else if (name == "--trace") {
-      args.trace_path = std::string(value);
-    } else {
-      unknown_option(name);
+      args.trace_path = value;
     }
   }
-  if (!args.help && args.settings.path().empty()) throw UsageError{"which pipeline? (sluice run PIPELINE.lua)"};
   return args;
 }
-
 
 }  // namespace sluice::cli

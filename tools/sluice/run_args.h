@@ -1,11 +1,18 @@
-// run_args.h: the command line of `sluice run`, parsed.
+// run_args.h: the command lines of `sluice run` and `sluice peek`, parsed.
+//
+// Both take a pipeline script and every run setting by name (sluice/run_settings.h:
+// --workers 2, -w2, --no-shuffle, ...), plus options of their own.
 //
 // Thread safety: pure functions.
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "sluice/options.h"
 #include "sluice/run_settings.h"
@@ -28,6 +35,27 @@ struct RunArgs {
 struct UsageError {
   std::string message;
 };
+
+// A command's own options (those that are not run settings), by long name.
+struct OwnOptions {
+  std::span<const std::string_view> with_value;  // "--batches N" or "--batches=N"
+  std::span<const std::string_view> flags;       // "--quiet"
+};
+
+// What a settings command line says.
+struct SettingsLine {
+  RunSettings settings;
+  bool help = false;
+  std::vector<std::pair<std::string, std::string>> own;  // own options in order, with values ("" for flags)
+};
+
+// Parses argv[1..argc) (argv[0] is the command, e.g. "peek"): the script, run
+// settings, -h/--help, and `own`. Throws UsageError naming the option and
+// what it expects, suggesting the option a typo meant.
+SettingsLine parse_settings_line(int argc, char** argv, std::string_view command, const OwnOptions& own);
+
+// The count an option takes: an integer in [0, max]. Throws UsageError.
+std::uint64_t parse_count(std::string_view option, std::string_view text, std::uint64_t max);
 
 // Where the state goes without --state: sluice-state.json, or
 // sluice-state.rank{rank}.json when the run has more than one rank, so that

@@ -43,12 +43,16 @@ constexpr const char* kHelp =
     "\n"
     "options:\n"
     "  -e, --epochs N  epochs to run; 0 = until --batches is reached or Ctrl-C\n"
-    "  -w, --workers N worker processes (at least 1)\n"
-    "  -p, --prefetch N  batch slots in flight; 0 = the runtime default (2 * workers + 2)\n"
+    "  -w, --workers N worker processes (at least 1), or auto: start with the cores and\n"
+    "                  add workers while throughput rises and the CPUs are not saturated\n"
+    "  -p, --prefetch N  batch slots in flight; 0 or auto = the runtime default (2 * workers\n"
+    "                  + 2; with auto workers, 2 per worker it may grow to)\n"
+    "  --memory-budget-mb N  with auto workers: the arena's slots stay within N MiB\n"
     "  -b, --batch-size N  samples per batch (per rank)\n"
     "  --global-batch-size G  samples per global step: each rank takes G / world\n"
     "                  size (it must divide); runs with the same G deliver the same\n"
     "                  global batches on any number of ranks, and resume on another\n"
+    "                  world size (--resume with every rank's states)\n"
     "  --shuffle, --no-shuffle      a fresh sample order every epoch, or plan order\n"
     "  --drop-last, --no-drop-last  drop a short last batch, or deliver it\n"
     "  --ordered, --no-ordered      deliver in plan order, or as batches complete\n"
@@ -374,19 +378,23 @@ int run(const RunArgs& args) {
   const ScriptWorkerTimes times = script.worker_times();
   const double wall = std::chrono::duration<double>(loop_end - loop_start).count();
   const double setup = std::chrono::duration<double>(loop_start - started).count();
-  const double worker_span = std::max(1e-9, wall * o.workers);
+  // Auto workers: the count the tuner settled on (the busy share is then
+  // approximate: fewer workers ran at the start).
+  const std::uint32_t workers = stats.workers;
+  const double worker_span = std::max(1e-9, wall * workers);
   const double busy = std::min(1.0, seconds(stats.worker_fill_ns) / worker_span);
   const double waited = std::min(1.0, seconds(stats.consumer_wait_ns) / std::max(wall, 1e-9));
   const char* order = o.ordered ? "ordered" : "unordered";
   const std::uint32_t slots = loader.slots();
-  const RunMeasures measures{wall, stats.batches_delivered, o.workers, slots, o.slots != 0, usable_cores(),
+  const RunMeasures measures{wall, stats.batches_delivered, workers, slots, o.slots != 0, usable_cores(),
                              stats.worker_fill_ns, stats.worker_cpu_ns, stats.worker_runqueue_ns,
                              stats.consumer_wait_ns, stats.slots_full_ns};
 
-  std::printf("pipeline    %s: %llu samples, batch %u%s, %u worker%s, prefetch %u, %s, %s\n",
+  std::printf("pipeline    %s: %llu samples, batch %u%s, %u worker%s%s, prefetch %u, %s, %s\n",
               script.path.c_str(), static_cast<unsigned long long>(o.dataset_size), o.batch_size,
-              o.drop_last ? " (drop_last)" : "", o.workers, o.workers == 1 ? "" : "s", slots, order,
-              script.device.c_str());
+              o.drop_last ? " (drop_last)" : "", workers, workers == 1 ? "" : "s",
+              o.max_workers > o.workers ? " (auto)" : "", slots, order, script.device.c_str());
+  if (!stats.autotune.empty()) std::printf("auto        %s\n", stats.autotune.c_str());
   if (o.world_size > 1) {
     std::printf("shard       rank %u of %u (%s)\n", o.rank, o.world_size,
                 args.settings.sets_shard() ? "--rank/--world-size" : launcher.c_str());
@@ -402,7 +410,7 @@ int run(const RunArgs& args) {
               human_bytes_per_s(static_cast<double>(stats.bytes_delivered) / wall).c_str());
   std::printf("workers     %.0f%% busy making batches (%.2f s of %u x %.2f s), %.2f s starting Lua, "
               "%.0f%% idle or waiting for free slots\n",
-              busy * 100, seconds(stats.worker_fill_ns), o.workers, wall, seconds(times.start_ns),
+              busy * 100, seconds(stats.worker_fill_ns), workers, wall, seconds(times.start_ns),
               (1.0 - busy) * 100);
   if (stats.worker_fill_ns > 0) {
     const double fill = seconds(stats.worker_fill_ns);

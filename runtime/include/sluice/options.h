@@ -76,6 +76,14 @@ struct SLUICE_API Options {
   // --- Workers and memory ---------------------------------------------------
   std::uint32_t workers = 2;       // persistent worker processes (>= 1)
   std::uint32_t slots = 0;         // batches in flight, prefetched or held; 0 = 2 * workers + 2
+  // Auto workers: with max_workers > workers, the loader starts `workers` and
+  // adds workers at run time (the zygote forks them), up to max_workers, while
+  // more workers deliver more batches and the CPUs are not saturated; it keeps
+  // the count that delivered most (Stats::workers, Stats::autotune). 0 = fixed.
+  // With slots = 0, slots are then sized for max_workers (2 each, plus 2)
+  // within memory_budget_mb of arena, which may lower the maximum.
+  std::uint32_t max_workers = 0;
+  std::uint64_t memory_budget_mb = 1024;  // with max_workers: the arena's slots stay within this
   std::uint64_t slot_bytes = 0;    // bytes per slot; 0 = exactly what the fields need
   bool ordered = true;             // deliver in plan order; false = as batches complete
                                    // (always epoch by epoch)

@@ -21,8 +21,7 @@ const std::uint8_t kPngSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\
 
 ImageFormat sniff(const std::uint8_t* p, std::size_t size, std::string_view name) {
   if (size == 0) fail_file(name, "the file is empty");
-  if (size >= 3 && p[0] == 0xFF && p[1] == 0xD8 && p[2] == 0xFF) return ImageFormat::jpeg;
-  if (size >= 8 && std::memcmp(p, kPngSignature, 8) == 0) return ImageFormat::png;
+  if (const std::optional<ImageFormat> format = image_format(p, size)) return *format;
   char start[40];
   std::snprintf(start, sizeof start, "%02x %02x %02x %02x", p[0], size > 1 ? p[1] : 0, size > 2 ? p[2] : 0,
                 size > 3 ? p[3] : 0);
@@ -52,6 +51,13 @@ struct ImageDecoder::Impl {
 
 ImageDecoder::ImageDecoder() : impl_(std::make_unique<Impl>()) {}
 ImageDecoder::~ImageDecoder() = default;
+
+std::optional<ImageFormat> image_format(const void* bytes, std::size_t size) {
+  const auto* p = static_cast<const std::uint8_t*>(bytes);
+  if (size >= 3 && p[0] == 0xFF && p[1] == 0xD8 && p[2] == 0xFF) return ImageFormat::jpeg;
+  if (size >= 8 && std::memcmp(p, kPngSignature, 8) == 0) return ImageFormat::png;
+  return std::nullopt;
+}
 
 int jpeg_scale_divisor(double scale) {
   for (int divisor : {8, 4, 2}) {

@@ -11,9 +11,11 @@
 // (these also shape the load: see ScriptOptions), batch_size, drop_last,
 // shuffle, ordered, rank, world_size, max_retries, batch_timeout_ms,
 // worker_memory_mb, held_timeout_ms, skip_fill, shard_policy (pad or drop),
-// device (cpu or auto: this build delivers batches in host memory), and
-// global_batch_size (batch_size becomes global_batch_size / world_size once the
-// world size is known; an error when it does not divide).
+// memory_budget_mb (the arena's slots with auto workers), device (cpu or auto:
+// this build delivers batches in host memory), and global_batch_size
+// (batch_size becomes global_batch_size / world_size once the world size is
+// known; an error when it does not divide). workers and prefetch also take
+// "auto" (see ScriptOptions::workers).
 // drop_last, shuffle and ordered take true/false (or 1/0).
 //
 // Thread safety: plain data.
@@ -69,7 +71,7 @@ class SLUICE_API RunSettings {
   ScriptOptions script_;
   std::optional<std::uint32_t> batch_size_, global_batch_size_, rank_, world_size_, max_retries_, batch_timeout_ms_,
       held_timeout_ms_;
-  std::optional<std::uint64_t> worker_memory_mb_;
+  std::optional<std::uint64_t> worker_memory_mb_, memory_budget_mb_;
   std::optional<bool> drop_last_, shuffle_, ordered_;
   std::optional<SkipFill> skip_fill_;
   std::optional<ShardPolicy> shard_policy_;

@@ -44,12 +44,23 @@ namespace sluice {
 namespace detail {
 class FillCounters;
 }
+namespace scripting {
+class DataSource;
+}
+
+// workers = "auto": start with the usable cores and let the loader add
+// workers while that raises throughput (Options::max_workers =
+// kAutoMaxWorkers, or the cores where there are more: a worker that waits
+// costs a process, not a core). Streaming sources partition their shards by
+// worker, so they keep a fixed count (the cores, at most one per shard).
+inline constexpr std::uint32_t kAutoWorkers = 0;
+inline constexpr std::uint32_t kAutoMaxWorkers = 64;
 
 // Which script to load, and overrides of what it says (unset: the script's value).
 struct SLUICE_API ScriptOptions {
   std::string path = {};                   // the pipeline.lua
   std::optional<std::uint32_t> epochs = std::nullopt;     // 0 = until the loader is destroyed
-  std::optional<std::uint32_t> workers = std::nullopt;    // >= 1
+  std::optional<std::uint32_t> workers = std::nullopt;    // >= 1, or kAutoWorkers
   std::optional<std::uint32_t> prefetch = std::nullopt;   // batch slots in flight; 0 = runtime default
   std::optional<std::uint64_t> seed = std::nullopt;       // < 2^53 (seeds are Lua numbers)
   // on_error also decides the trial at load: with skip, a failing sample 0 does
@@ -76,7 +87,18 @@ struct SLUICE_API Script {
   // Reads the workers' counters (shared memory); valid while the Script lives.
   ScriptWorkerTimes worker_times() const;
 
+  // What the pipeline's native source knows of dataset sample `id` (as in
+  // Batch::sample_ids()), for showing samples to a person: the file it lies in
+  // ("train/cat/1.jpg", "shard.tar at byte 1536", "x.npy row 7"), or "" where
+  // the source cannot say (sluice.range, streaming sources); its class index
+  // with sluice.folders, else -1. classes(): sluice.folders' class names by
+  // label (its sorted sub-folders), empty for other sources.
+  std::string sample_file(std::uint64_t id) const;
+  std::int64_t sample_label(std::uint64_t id) const;
+  std::vector<std::string> classes() const;
+
   std::shared_ptr<const detail::FillCounters> counters;
+  std::shared_ptr<const scripting::DataSource> source;  // null for sluice.range
 };
 
 // Loads and checks a pipeline.lua. Throws Error.

@@ -40,6 +40,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string_view>
 
 #include "sluice/ops/image.h"
@@ -104,6 +105,10 @@ class SLUICE_API ImageDecoder {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// JPEG or PNG, as the first bytes say (what decode() accepts); nullopt for
+// anything else. Reads at most 8 bytes.
+SLUICE_API std::optional<ImageFormat> image_format(const void* bytes, std::size_t size);
 
 // The DCT downscale decode() picks for `scale`: 1, 2, 4 or 8 (the divisor).
 SLUICE_API int jpeg_scale_divisor(double scale);
