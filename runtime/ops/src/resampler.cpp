@@ -8,6 +8,7 @@
 #include <string>
 
 #include "fail.h"
+#include "normalize_rows.h"
 #include "sluice/ops/geometry.h"
 
 namespace sluice::ops {
@@ -65,23 +66,26 @@ void horizontal(const Image& src, int first, int rows, const std::vector<int>& b
   }
 }
 
-// Each out row is a weighted sum of whole src rows.
+// Each out row is a weighted sum of whole src rows: written to row(y), then
+// handed to emit(y, that row) while it is in cache.
 template <typename K>
-void vertical(const Image& src, const std::vector<int>& bounds, const auto* weights, int taps,
-              const Image& out, typename K::Acc* sums) {
+void vertical(const Image& src, const std::vector<int>& bounds, const auto* weights, int taps, int out_height,
+              std::size_t n_elements, typename K::Acc* sums, const auto& row, const auto& emit) {
   using P = typename K::Pixel;
-  const std::size_t n_elements = static_cast<std::size_t>(out.width) * out.channels;
-  for (int y = 0; y < out.height; ++y) {
+  using Acc = typename K::Acc;
+  for (int y = 0; y < out_height; ++y) {
     const int ymin = bounds[2 * y], n = bounds[2 * y + 1];
     const auto* k = weights + static_cast<std::size_t>(y) * taps;
     std::fill(sums, sums + n_elements, K::start());
     for (int t = 0; t < n; ++t) {
-      const P* in = src.row<P>(ymin + t);
-      const typename K::Acc w = k[t];
-      for (std::size_t i = 0; i < n_elements; ++i) sums[i] += static_cast<typename K::Acc>(in[i]) * w;
+      const P* __restrict in = src.row<P>(ymin + t);
+      const Acc w = k[t];
+      Acc* __restrict s = sums;
+      for (std::size_t i = 0; i < n_elements; ++i) s[i] += static_cast<Acc>(in[i]) * w;
     }
-    P* o = out.row<P>(y);
+    P* __restrict o = row(y);
     for (std::size_t i = 0; i < n_elements; ++i) o[i] = K::store(sums[i]);
+    emit(y, o);
   }
 }
 
@@ -138,12 +142,8 @@ void Resampler::resize(const Image& src, const Image& dst, Filter filter) {
   resize(src, Box{0, 0, static_cast<double>(src.width), static_cast<double>(src.height)}, dst, filter);
 }
 
-void Resampler::resize(const Image& full, const Box& box, const Image& dst, Filter filter) {
+Image Resampler::region(const Image& full, const Box& box, Box& inside) {
   check_image(full, "resize");
-  check_image(dst, "resize");
-  if (full.channels != dst.channels || full.dtype != dst.dtype) {
-    fail_op("resize", "source and destination differ in channels or dtype");
-  }
   if (!(box.x0 >= 0 && box.y0 >= 0 && box.x1 <= full.width && box.y1 <= full.height && box.x0 < box.x1 &&
         box.y0 < box.y1)) {
     fail_op("resize", "the box (" + std::to_string(box.x0) + ", " + std::to_string(box.y0) + ", " +
@@ -154,47 +154,84 @@ void Resampler::resize(const Image& full, const Box& box, const Image& dst, Filt
   const int ex0 = static_cast<int>(std::floor(box.x0)), ey0 = static_cast<int>(std::floor(box.y0));
   const int ex1 = std::min(static_cast<int>(std::ceil(box.x1)), full.width);
   const int ey1 = std::min(static_cast<int>(std::ceil(box.y1)), full.height);
-  const Image src = crop(full, Rect{ex0, ey0, ex1 - ex0, ey1 - ey0});
-  const double x0 = box.x0 - ex0, x1 = box.x1 - ex0, y0 = box.y0 - ey0, y1 = box.y1 - ey0;
+  inside = {box.x0 - ex0, box.y0 - ey0, box.x1 - ex0, box.y1 - ey0};
+  return crop(full, Rect{ex0, ey0, ex1 - ex0, ey1 - ey0});
+}
 
-  const bool need_horizontal = dst.width != src.width || x0 != 0 || x1 != src.width;
-  const bool need_vertical = dst.height != src.height || y0 != 0 || y1 != src.height;
+void Resampler::horizontal_pass(const Image& src, int first, const Image& out) {
+  if (src.dtype == DType::u8) {
+    run_horizontal<FixedU8>(src, first, out.height, horizontal_.bounds, horizontal_.fixed.data(), horizontal_.taps,
+                            out);
+  } else {
+    run_horizontal<FloatU16>(src, first, out.height, horizontal_.bounds, horizontal_.single.data(),
+                             horizontal_.taps, out);
+  }
+}
+
+Image Resampler::rows_for_vertical(const Image& src, int out_width, bool need_horizontal) {
+  if (!need_horizontal) return src;
+  const int rows = static_cast<int>(vertical_.bounds.size() / 2);
+  const int first = vertical_.bounds[0];
+  const int last = vertical_.bounds[2 * rows - 2] + vertical_.bounds[2 * rows - 1];
+  for (int y = 0; y < rows; ++y) vertical_.bounds[2 * y] -= first;
+  Image between = src;
+  between.width = out_width;
+  between.height = last - first;
+  between.stride = between.row_bytes();
+  between_.resize(between.stride * between.height);
+  between.data = between_.data();
+  horizontal_pass(src, first, between);
+  return between;
+}
+
+void Resampler::vertical_pass(const Image& between, int out_height, const auto& row, const auto& emit) {
+  const std::size_t elements = static_cast<std::size_t>(between.width) * between.channels;
+  row_sums_.resize(elements * 4);
+  if (between.dtype == DType::u8) {
+    vertical<FixedU8>(between, vertical_.bounds, vertical_.fixed.data(), vertical_.taps, out_height, elements,
+                      reinterpret_cast<std::int32_t*>(row_sums_.data()),
+                      [&](int y) { return reinterpret_cast<std::uint8_t*>(row(y)); }, emit);
+  } else {
+    vertical<FloatU16>(between, vertical_.bounds, vertical_.single.data(), vertical_.taps, out_height, elements,
+                       reinterpret_cast<float*>(row_sums_.data()),
+                       [&](int y) { return reinterpret_cast<std::uint16_t*>(row(y)); }, emit);
+  }
+}
+
+void Resampler::resize(const Image& full, const Box& box, const Image& dst, Filter filter) {
+  check_image(dst, "resize");
+  if (full.channels != dst.channels || full.dtype != dst.dtype) {
+    fail_op("resize", "source and destination differ in channels or dtype");
+  }
+  Box in;
+  const Image src = region(full, box, in);
+  const bool need_horizontal = dst.width != src.width || in.x0 != 0 || in.x1 != src.width;
+  const bool need_vertical = dst.height != src.height || in.y0 != 0 || in.y1 != src.height;
   if (!need_horizontal && !need_vertical) return copy(src, dst);
 
-  compute(horizontal_, src.width, x0, x1, dst.width, filter);
-  compute(vertical_, src.height, y0, y1, dst.height, filter);
-  const int first = vertical_.bounds[0];
-  const int last = vertical_.bounds[2 * dst.height - 2] + vertical_.bounds[2 * dst.height - 1];
-  const bool u8 = src.dtype == DType::u8;
+  compute(horizontal_, src.width, in.x0, in.x1, dst.width, filter);
+  compute(vertical_, src.height, in.y0, in.y1, dst.height, filter);
+  if (!need_vertical) return horizontal_pass(src, 0, dst);
+  const Image between = rows_for_vertical(src, dst.width, need_horizontal);
+  vertical_pass(between, dst.height, [&](int y) { return dst.row<std::byte>(y); }, [](int, const void*) {});
+}
 
-  auto horizontal_pass = [&](const Image& out, int from, int rows) {
-    if (u8) {
-      run_horizontal<FixedU8>(src, from, rows, horizontal_.bounds, horizontal_.fixed.data(), horizontal_.taps, out);
-    } else {
-      run_horizontal<FloatU16>(src, from, rows, horizontal_.bounds, horizontal_.single.data(), horizontal_.taps, out);
-    }
-  };
-  if (!need_vertical) return horizontal_pass(dst, 0, dst.height);
-
-  Image between = src;
-  if (need_horizontal) {
-    for (int y = 0; y < dst.height; ++y) vertical_.bounds[2 * y] -= first;
-    between.width = dst.width;
-    between.height = last - first;
-    between.stride = between.row_bytes();
-    between_.resize(between.stride * between.height);
-    between.data = between_.data();
-    horizontal_pass(between, first, between.height);
+void Resampler::resize_normalize(const Image& full, const Box& box, int out_height, int out_width, void* dst,
+                                 const NormalizeOptions& options, Filter filter) {
+  Box in;
+  const Image src = region(full, box, in);
+  if (out_height <= 0 || out_width <= 0) {
+    fail_op("resize", "the output is " + std::to_string(out_width) + "x" + std::to_string(out_height));
   }
-  const std::size_t elements = static_cast<std::size_t>(dst.width) * dst.channels;
-  row_sums_.resize(elements * 4);
-  if (u8) {
-    vertical<FixedU8>(between, vertical_.bounds, vertical_.fixed.data(), vertical_.taps, dst,
-                      reinterpret_cast<std::int32_t*>(row_sums_.data()));
-  } else {
-    vertical<FloatU16>(between, vertical_.bounds, vertical_.single.data(), vertical_.taps, dst,
-                       reinterpret_cast<float*>(row_sums_.data()));
-  }
+  const NormalizeRows rows(packed_image(nullptr, out_height, out_width, src.channels, src.dtype), dst, options);
+  compute(horizontal_, src.width, in.x0, in.x1, out_width, filter);
+  compute(vertical_, src.height, in.y0, in.y1, out_height, filter);
+  // Both passes always run: a pass at the same size with the box on pixel
+  // edges has weights 1 and 0, which reproduce the pixels exactly.
+  const Image between = rows_for_vertical(src, out_width, true);
+  out_row_.resize(between.row_bytes());
+  vertical_pass(between, out_height, [&](int) { return out_row_.data(); },
+                [&](int y, const void* row) { rows.write(row, y); });
 }
 
 }  // namespace sluice::ops
