@@ -45,8 +45,8 @@ run() {
 }
 for r in $(seq "$repeats"); do
   echo "== repeat $r of $repeats, load: $(cut -d' ' -f1-3 /proc/loadavg)"
-  run mix 1 3 16 sluice split draft torch floor
-  run mix 2 3 16 sluice split draft torch
+  run mix 1 4 16 sluice split draft torch floor
+  run mix 2 4 16 sluice split draft torch
   run small 1 2 16 sluice split draft floor
   run medium 1 2 16 sluice split draft floor
   run large 1 3 8 sluice split draft floor
