@@ -54,31 +54,41 @@ for r in $(seq "$repeats"); do
 done
 cp "$work/sets/photos.txt" "$work/photos.txt"
 /usr/bin/python3 - "$results" <<'PY'
+# Medians of images/s, and ratios as the median over repeats of each repeat's
+# ratio (its runs were side by side in time, so a change of load between
+# repeats cancels out).
 import json, statistics, sys
-runs = [json.loads(l) for l in open(sys.argv[1])]
-med = {}
+runs, repeat = [], -1
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r["set"] == "mix" and r["workers"] == 1 and r["side"] == "sluice":
+        repeat += 1
+    r["repeat"] = repeat
+    runs.append(r)
+speed = {}
 for r in runs:
-    med.setdefault((r["set"], r["workers"], r["side"]), []).append(r["images_per_s"])
-med = {k: statistics.median(v) for k, v in med.items()}
-print("medians, images/s (per core):")
+    speed.setdefault((r["set"], r["workers"], r["side"]), {})[r["repeat"]] = r["images_per_s"]
+med = lambda key: statistics.median(speed[key].values())
+def ratio(a, b):
+    both = [speed[a][k] / speed[b][k] for k in speed[a] if k in speed.get(b, {})]
+    return statistics.median(both) if both else float("nan")
+print("medians: images/s per core; ratios: medians of per-repeat ratios")
 for set_name in ("mix", "small", "medium", "large", "huge"):
     for w in (1, 2):
-        if (set_name, w, "sluice") not in med:
+        s = (set_name, w, "sluice")
+        if s not in speed:
             continue
-        get = lambda side: med.get((set_name, w, side))
-        floor = med.get((set_name, 1, "floor"))
-        line = "%-6s workers=%d  sluice %6.1f (%6.1f)" % (set_name, w, get("sluice"), get("sluice") / w)
+        line = "%-6s workers=%d  sluice %6.1f" % (set_name, w, med(s) / w)
         for side in ("split", "draft", "torch"):
-            if get(side):
-                line += "  %s %6.1f" % (side, get(side))
-        line += "  | sluice/draft %.2fx" % (get("sluice") / get("draft"))
-        if get("torch"):
-            line += "  sluice/torch %.2fx" % (get("sluice") / get("torch"))
-        line += "  sluice/split %.2fx" % (get("sluice") / get("split"))
-        if w == 1 and floor:
-            line += "  floor %6.1f  sluice/floor %.2f" % (floor, get("sluice") / floor)
+            if (set_name, w, side) in speed:
+                line += "  %s %6.1f" % (side, med((set_name, w, side)) / w)
+        for side in ("draft", "torch", "split"):
+            if (set_name, w, side) in speed:
+                line += "  sluice/%s %.2fx" % (side, ratio(s, (set_name, w, side)))
+        if w == 1 and (set_name, 1, "floor") in speed:
+            line += "  floor %6.1f  sluice/floor %.2f" % (med((set_name, 1, "floor")), ratio(s, (set_name, 1, "floor")))
         print(line)
 for side in ("sluice", "split", "draft", "torch"):
-    if ("mix", 2, side) in med:
-        print("%s scaling 1 -> 2 workers (mix): %.2fx" % (side, med["mix", 2, side] / med["mix", 1, side]))
+    if ("mix", 2, side) in speed:
+        print("%s scaling 1 -> 2 workers (mix): %.2fx" % (side, ratio(("mix", 2, side), ("mix", 1, side))))
 PY
