@@ -38,6 +38,16 @@
 --                                         float16, uint8); opts: mean, std, scale (1/max), flip,
 --                                         layout ("chw" for a {C,H,W} dst, "hwc")
 --   image.cast(src, dst [, layout])    -> dst, values kept
+--   image.decode_crop(bytes, box, dst, opts) -> dst: decode + resize + normalize in one call, the
+--                                         same values bit for bit: decodes only the pixels of box
+--                                         (full-size, as random_resized_crop gives it) at the
+--                                         smallest DCT scale that keeps it >= dst's size, then
+--                                         resizes, flips and normalizes them into dst in one pass.
+--                                         dst: {C, H, W} float32/float16/uint8 (layout "chw") or
+--                                         {H, W, C} ("hwc"), C = 1, 3 or 4 channels decoded;
+--                                         opts: name, size, exif, strict, max_pixels (as decode),
+--                                         filter (as resize), mean, std, scale, flip, layout (as
+--                                         normalize)
 local ffi = require("ffi")
 require("sluice.native")  -- declares sluice_rng
 local tensor = require("sluice.tensor")
@@ -75,6 +85,9 @@ typedef struct sluice_image_api {
   int (*pad)(const sluice_image_desc*, const sluice_image_desc*, int32_t, int32_t, const int32_t*,
              char*, uint64_t);
   int (*normalize)(const sluice_image_desc*, void*, const sluice_normalize_args*, char*, uint64_t);
+  int (*decode_crop)(sluice_image_workspace*, const uint8_t*, uint64_t, const char*,
+                     const sluice_decode_args*, const sluice_image_box*, int32_t, int32_t, int32_t,
+                     const sluice_normalize_args*, void*, char*, uint64_t);
 } sluice_image_api;
 ]]
 
@@ -150,6 +163,8 @@ local VALID_OPTS = {
   random_resized_crop = { "scale", "ratio", "attempts" },
   resize = { "box", "filter" },
   normalize = { "mean", "std", "scale", "flip", "layout" },
+  decode_crop = { "name", "size", "exif", "strict", "max_pixels", "filter", "mean", "std", "scale", "flip",
+                  "layout" },
 }
 local VALID_SET = {}
 for fname, keys in pairs(VALID_OPTS) do
@@ -169,6 +184,32 @@ local function check_opts(fname, opts)
         .. table.concat(VALID_OPTS[fname], ", "), 3)
     end
   end
+end
+
+-- norm_args from normalize's opts, for writing the tensor dst.
+local function normalize_args(opts, dst, fname)
+  local mean, std = opts.mean or {}, opts.std or {}
+  for k = 0, 3 do
+    norm_args.mean[k] = mean[k + 1] or 0
+    norm_args.std[k] = std[k + 1] or 1
+  end
+  norm_args.dtype = tensor.dtype(dst.dtype).code
+  local layout = opts.layout or "chw"
+  if layout ~= "chw" and layout ~= "hwc" then
+    error(fname .. ": layout must be \"chw\" or \"hwc\", not " .. tostring(layout), 3)
+  end
+  norm_args.layout = layout == "chw" and 0 or 1
+  norm_args.flip = opts.flip and 1 or 0
+  norm_args.scale = opts.scale or 0
+  return layout
+end
+
+local function filter_code(filter, fname)
+  filter = filter or "bilinear"
+  if filter ~= "bilinear" and filter ~= "area" then
+    error(fname .. ": filter must be \"bilinear\" or \"area\", not " .. tostring(filter), 3)
+  end
+  return filter == "area" and 1 or 0
 end
 
 function M.info(bytes, name, opts)
@@ -233,11 +274,8 @@ function M.resize(src, dst, opts)
   else
     box_c.x0, box_c.y0, box_c.x1, box_c.y1 = 0, 0, s.width, s.height
   end
-  local filter = opts.filter or "bilinear"
-  if filter ~= "bilinear" and filter ~= "area" then
-    error("sluice.image.resize: filter must be \"bilinear\" or \"area\", not " .. tostring(filter), 2)
-  end
-  check(C.resize(workspace(), src_desc, box_c, dst_desc, filter == "area" and 1 or 0, err, ERR_SIZE))
+  local filter = filter_code(opts.filter, "sluice.image.resize")
+  check(C.resize(workspace(), src_desc, box_c, dst_desc, filter, err, ERR_SIZE))
   return dst
 end
 
@@ -269,20 +307,34 @@ function M.normalize(src, dst, opts)
     error("sluice.image.normalize: " .. tostring(dst) .. " does not hold a " .. s.height .. "x" .. s.width
       .. "x" .. s.channels .. " image", 2)
   end
-  local mean, std = opts.mean or {}, opts.std or {}
-  for k = 0, 3 do
-    norm_args.mean[k] = mean[k + 1] or 0
-    norm_args.std[k] = std[k + 1] or 1
-  end
-  norm_args.dtype = tensor.dtype(dst.dtype).code
-  local layout = opts.layout or "chw"
-  if layout ~= "chw" and layout ~= "hwc" then
-    error("sluice.image.normalize: layout must be \"chw\" or \"hwc\", not " .. tostring(layout), 2)
-  end
-  norm_args.layout = layout == "chw" and 0 or 1
-  norm_args.flip = opts.flip and 1 or 0
-  norm_args.scale = opts.scale or 0
+  normalize_args(opts, dst, "sluice.image.normalize")
   check(C.normalize(src_desc, dst.data, norm_args, err, ERR_SIZE))
+  return dst
+end
+
+function M.decode_crop(bytes, box, dst, opts)
+  check_opts("decode_crop", opts)
+  opts = opts or {}
+  local p, n = bytes_of(bytes, opts.size)
+  if not tensor.is_tensor(dst) or #dst.shape ~= 3 then
+    error("sluice.image.decode_crop: the destination must be a {C, H, W} or {H, W, C} tensor", 2)
+  end
+  local layout = normalize_args(opts, dst, "sluice.image.decode_crop")
+  local shape = dst.shape
+  local c, h, w = shape[1], shape[2], shape[3]
+  if layout == "hwc" then h, w, c = shape[1], shape[2], shape[3] end
+  if c ~= 1 and c ~= 3 and c ~= 4 then
+    error("sluice.image.decode_crop: " .. tostring(dst) .. " has " .. c .. " channels, not 1, 3 or 4", 2)
+  end
+  decode_args.channels = c
+  decode_args.dtype = 0
+  decode_args.apply_exif_orientation = opts.exif and 1 or 0
+  decode_args.strict = opts.strict and 1 or 0
+  decode_args.scale = 1
+  decode_args.max_pixels = opts.max_pixels or 2^27
+  box_c.x0, box_c.y0, box_c.x1, box_c.y1 = box.x0, box.y0, box.x1, box.y1
+  check(C.decode_crop(workspace(), p, n, opts.name or "(unnamed image)", decode_args, box_c, h, w,
+    filter_code(opts.filter, "sluice.image.decode_crop"), norm_args, dst.data, err, ERR_SIZE))
   return dst
 end
 

@@ -6,6 +6,7 @@
 #include <exception>
 
 #include "sluice/ops/decode.h"
+#include "sluice/ops/decode_crop.h"
 #include "sluice/ops/geometry.h"
 #include "sluice/ops/normalize.h"
 
@@ -109,21 +110,36 @@ int pad(const sluice_image_desc* src, const sluice_image_desc* dst, std::int32_t
   });
 }
 
+ops::NormalizeOptions normalize_options_of(const sluice_normalize_args& a) {
+  ops::NormalizeOptions o;
+  o.dtype = static_cast<DType>(a.dtype);
+  o.layout = a.layout == 0 ? ops::Layout::chw : ops::Layout::hwc;
+  o.flip = a.flip != 0;
+  o.scale = a.scale;
+  for (int k = 0; k < 4; ++k) o.mean[k] = a.mean[k], o.std[k] = a.std[k];
+  return o;
+}
+
 int normalize(const sluice_image_desc* src, void* dst, const sluice_normalize_args* a, char* err,
               std::uint64_t err_size) noexcept {
+  return guarded(err, err_size, [&] { ops::normalize(image_of(*src), dst, normalize_options_of(*a)); });
+}
+
+int decode_crop(sluice_image_workspace* ws, const std::uint8_t* bytes, std::uint64_t size, const char* name,
+                const sluice_decode_args* decode, const sluice_image_box* box, std::int32_t out_height,
+                std::int32_t out_width, std::int32_t filter, const sluice_normalize_args* normalize, void* dst,
+                char* err, std::uint64_t err_size) noexcept {
   return guarded(err, err_size, [&] {
-    ops::NormalizeOptions o;
-    o.dtype = static_cast<DType>(a->dtype);
-    o.layout = a->layout == 0 ? ops::Layout::chw : ops::Layout::hwc;
-    o.flip = a->flip != 0;
-    o.scale = a->scale;
-    for (int k = 0; k < 4; ++k) o.mean[k] = a->mean[k], o.std[k] = a->std[k];
-    ops::normalize(image_of(*src), dst, o);
+    ops::decode_crop(ws->decoder, ws->resampler, bytes, size, name, ops::Box{box->x0, box->y0, box->x1, box->y1},
+                     dst,
+                     {.height = out_height, .width = out_width,
+                      .filter = filter == 0 ? ops::Filter::bilinear : ops::Filter::area,
+                      .decode = options_of(*decode), .normalize = normalize_options_of(*normalize)});
   });
 }
 
 constexpr sluice_image_api kApi = {
-    workspace_new, workspace_free, info, decode, random_resized_crop, resize, flip, pad, normalize,
+    workspace_new, workspace_free, info, decode, random_resized_crop, resize, flip, pad, normalize, decode_crop,
 };
 
 }  // namespace

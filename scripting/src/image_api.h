@@ -72,6 +72,12 @@ struct sluice_image_api {
              const std::int32_t* fill, char* err, std::uint64_t err_size);
   int (*normalize)(const sluice_image_desc* src, void* dst, const sluice_normalize_args* args, char* err,
                    std::uint64_t err_size);
+  // sluice::ops::decode_crop: box in full-size pixels, an out_height x out_width x channels result
+  // (decode->channels) normalized into dst; decode->scale is ignored.
+  int (*decode_crop)(sluice_image_workspace* ws, const std::uint8_t* bytes, std::uint64_t size, const char* name,
+                     const sluice_decode_args* decode, const sluice_image_box* box, std::int32_t out_height,
+                     std::int32_t out_width, std::int32_t filter, const sluice_normalize_args* normalize, void* dst,
+                     char* err, std::uint64_t err_size);
 };
 
 }  // extern "C"

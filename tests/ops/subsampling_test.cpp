@@ -20,14 +20,6 @@ const char* const kSamplings[] = {
     "1x2,2x1,1x1", "2x1,1x2,1x1", "1x1,2x2,2x2", "2x2,1x2,2x1", "1x2,1x1,1x1", "4x1,1x1,1x1", "2x2,1x1,1x1",
 };
 
-void write_ppm(const std::string& path, const Image& rgb) {
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  REQUIRE(f != nullptr);
-  std::fprintf(f, "P6\n%d %d\n255\n", rgb.width, rgb.height);
-  for (int y = 0; y < rgb.height; ++y) std::fwrite(rgb.row<std::uint8_t>(y), 1, rgb.row_bytes(), f);
-  std::fclose(f);
-}
-
 bool matches(const Image& image, const Pnm& reference) {
   if (reference.pixels.empty()) return false;
   const Image ref = packed_image(const_cast<std::uint8_t*>(reference.pixels.data()), reference.height,

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -90,6 +91,15 @@ inline Pnm read_pnm(const std::string& path) {
   p.pixels.resize(static_cast<std::size_t>(p.width) * p.height * p.channels);
   in.read(reinterpret_cast<char*>(p.pixels.data()), static_cast<std::streamsize>(p.pixels.size()));
   return in ? p : Pnm{};
+}
+
+// Writes an RGB uint8 image as a binary PPM (P6), for cjpeg.
+inline void write_ppm(const std::string& path, const Image& rgb) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  REQUIRE(f != nullptr);
+  std::fprintf(f, "P6\n%d %d\n255\n", rgb.width, rgb.height);
+  for (int y = 0; y < rgb.height; ++y) std::fwrite(rgb.row<std::uint8_t>(y), 1, rgb.row_bytes(), f);
+  std::fclose(f);
 }
 
 // The PNG (zlib) CRC-32.

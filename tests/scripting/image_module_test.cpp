@@ -47,3 +47,63 @@ TEST_CASE("image.decode and image.info take strict: a JPEG warning becomes an er
                               "extraneous bytes before marker 0xdb|false|"));
   CHECK(result.find("extraneous") != result.rfind("extraneous"));  // both calls refused it
 }
+
+TEST_CASE("image.decode_crop gives decode + resize + normalize's values, and names the file on error",
+          "[lua][image]") {
+  const std::string dir = SLUICE_SHARED_DATA "/images/pillow-tests";
+  if (!std::filesystem::exists(dir + "/flower.jpg")) {
+    SKIP_TEST(dir << " is absent (the real-data fixtures)");
+  }
+  LuaState lua;
+  lua_State* L = lua.get();
+  // Random resized crops of real photos (baseline, progressive, EXIF-rotated,
+  // PNG), both ways, compared value for value.
+  const std::string chunk = R"(
+    local image, tensor, rng_mod = require('sluice.image'), require('sluice.tensor'), require('sluice.rng')
+    local dir = ...
+    local checked, differ = 0, 0
+    for _, case in ipairs({ { 'flower.jpg', false }, { 'app13-multiple.jpg', false },
+                            { 'hopper_orientation_6.jpg', true }, { 'hopper.png', false } }) do
+      local f = assert(io.open(dir .. '/' .. case[1], 'rb'))
+      local s = f:read('*a')
+      f:close()
+      local bytes = tensor.new('uint8', { #s })
+      require('ffi').copy(bytes.data, s, #s)
+      local info = image.info(bytes, case[1], { exif = case[2] })
+      local rng = rng_mod.new(7, 0, 0, 0)
+      for i = 1, 6 do
+        local box = image.random_resized_crop(info.width, info.height, rng)
+        local opts = { mean = image.IMAGENET_MEAN, std = image.IMAGENET_STD, flip = i % 2 == 0 }
+        local img = image.decode(bytes, { name = case[1], exif = case[2], scale = image.shrink(box, 56, 48) })
+        local crop = image.resize(img, tensor.new('uint8', { 56, 48, 3 }), { box = box })
+        local split = image.normalize(crop, tensor.new('float32', { 3, 56, 48 }), opts)
+        opts.name, opts.exif = case[1], case[2]
+        local fused = image.decode_crop(bytes, box, tensor.new('float32', { 3, 56, 48 }), opts)
+        for k = 0, 3 * 56 * 48 - 1 do
+          if split.data[k] ~= fused.data[k] then differ = differ + 1 end
+        end
+        checked = checked + 1
+      end
+    end
+    local f = assert(io.open(dir .. '/hopper.jpg', 'rb'))
+    local s = f:read('*a')
+    f:close()
+    local p = require('ffi').cast('const uint8_t*', s)
+    local out = tensor.new('float32', { 3, 8, 8 })
+    local _, outside = pcall(image.decode_crop, p, { x0 = 0, y0 = 0, x1 = 200, y1 = 10 }, out,
+                             { name = 'h.jpg', size = #s })
+    local _, typo = pcall(image.decode_crop, p, { x0 = 0, y0 = 0, x1 = 20, y1 = 10 }, out,
+                          { name = 'h.jpg', size = #s, flipp = true })
+    return table.concat({ checked, differ, outside, typo }, '|')
+  )";
+  REQUIRE(luaL_loadstring(L, chunk.c_str()) == 0);
+  lua_pushstring(L, dir.c_str());
+  const auto error = lua.call(1, 1);
+  INFO((error ? *error : std::string()));
+  REQUIRE_FALSE(error);
+  const std::string result = lua_tostring(L, -1);
+  INFO(result);
+  CHECK(result.rfind("24|0|", 0) == 0);
+  CHECK_THAT(result, Contains("h.jpg: the region 200x10 at (0, 0) is not inside the 128x128 image"));
+  CHECK_THAT(result, Contains("sluice.image.decode_crop: unknown option 'flipp'"));
+}

@@ -13,6 +13,7 @@
 #include "orientation.h"
 #include "png.h"
 #include "sluice/ops/decode.h"
+#include "sluice/ops/geometry.h"
 
 namespace sluice::ops {
 namespace {
@@ -41,6 +42,23 @@ void check_options(const DecodeOptions& o) {
     fail_op("decode", "decodes to uint8 or uint16, not " + std::string(dtype_name(o.dtype)));
   }
   if (!(o.scale > 0)) fail_op("decode", "scale must be positive");
+}
+
+// Throws unless `region` lies inside a width x height image.
+void check_region(std::string_view name, const Rect& r, int width, int height) {
+  if (r.x < 0 || r.y < 0 || r.width <= 0 || r.height <= 0 || r.x > width - r.width || r.y > height - r.height) {
+    fail_file(name, "the region " + std::to_string(r.width) + "x" + std::to_string(r.height) + " at (" +
+                        std::to_string(r.x) + ", " + std::to_string(r.y) + ") is not inside the " +
+                        std::to_string(width) + "x" + std::to_string(height) + " image");
+  }
+}
+
+int divide_up(int v, int d) { return (v + d - 1) / d; }
+
+// The pixels of a decode at 1/divisor that cover full-size `r`.
+Rect covering(const Rect& r, int divisor) {
+  const int x0 = r.x / divisor, y0 = r.y / divisor;
+  return {x0, y0, divide_up(r.x + r.width, divisor) - x0, divide_up(r.y + r.height, divisor) - y0};
 }
 
 }  // namespace
@@ -95,13 +113,22 @@ DecodedImage ImageDecoder::decode(const void* bytes, std::size_t size, std::stri
   Image image;
   if (sniff(p, size, name) == ImageFormat::jpeg) {
     result.scale_divisor = jpeg_scale_divisor(options.scale);
-    JpegHeader h;
-    image = jpeg_decode(p, size, name,
-                        {.divisor = result.scale_divisor, .channels = options.channels, .strict = options.strict,
-                         .max_pixels = options.max_pixels},
-                        impl_->decoded, layout, h);
-    result.info.width = h.width, result.info.height = h.height, result.info.channels = h.channels;
+    const int d = result.scale_divisor;
+    JpegDecode jpeg{.divisor = d, .channels = options.channels, .strict = options.strict,
+                    .max_pixels = options.max_pixels};
     if (options.apply_exif_orientation) result.info.orientation = jpeg_exif_orientation(p, size);
+    if (options.region) {
+      // The region as stored, at 1/d: the header first, for the sizes.
+      const JpegHeader h = jpeg_header(p, size, name, options.strict);
+      const int orientation = result.info.orientation;
+      const bool transposes = orientation_transposes(orientation);
+      check_region(name, *options.region, transposes ? h.height : h.width, transposes ? h.width : h.height);
+      result.region = covering(*options.region, d);
+      jpeg.region = stored_rect(result.region, orientation, divide_up(h.width, d), divide_up(h.height, d));
+    }
+    JpegHeader h;
+    image = jpeg_decode(p, size, name, jpeg, impl_->decoded, layout, h);
+    result.info.width = h.width, result.info.height = h.height, result.info.channels = h.channels;
   } else {
     result.info = png_info(p, size, name, false);
     image = png_decode(p, size, name, options, impl_->decoded, layout, result.info.orientation);
@@ -121,6 +148,13 @@ DecodedImage ImageDecoder::decode(const void* bytes, std::size_t size, std::stri
     apply_orientation(image, orientation, oriented);
     image = oriented;
     if (transposes) std::swap(result.info.width, result.info.height);
+  }
+  if (options.region && result.info.format == ImageFormat::png) {
+    check_region(name, *options.region, image.width, image.height);
+    result.region = *options.region;
+    image = crop(image, result.region);
+  } else if (!options.region) {
+    result.region = Rect{0, 0, image.width, image.height};
   }
   result.image = image;
   return result;

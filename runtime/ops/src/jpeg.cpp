@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "fail.h"
+#include "sluice/ops/geometry.h"
 
 namespace sluice::ops {
 namespace {
@@ -133,19 +134,48 @@ class Decompressor {
   int output_height() const { return static_cast<int>(s_.cinfo.output_height); }
   int output_components() const { return s_.cinfo.output_components; }
 
-  // Decodes every scanline into `image` (already sized by configure()).
-  void read_scanlines(const Image& image) {
+  // Starts the output pass (for a progressive JPEG this reads every scan).
+  void start() {
+    run("corrupt JPEG", [this] { jpeg_start_decompress(&s_.cinfo); });
+  }
+
+  // An iMCU in output pixels: the unit jpeg_crop_scanline aligns to, and the
+  // reach of fancy upsampling's context across a block edge.
+  int imcu_width() const { return s_.cinfo.min_DCT_scaled_size * s_.cinfo.max_h_samp_factor; }
+  int imcu_height() const { return s_.cinfo.min_DCT_scaled_size * s_.cinfo.max_v_samp_factor; }
+
+  // Narrows the output to columns [x, x + width), widened left to an iMCU
+  // boundary: returns the first column, and the output width becomes the
+  // widened width. Between start() and the first scanline.
+  int crop_columns(int x, int width) {
+    JDIMENSION first = static_cast<JDIMENSION>(x), count = static_cast<JDIMENSION>(width);
+    run("corrupt JPEG", [this, &first, &count] { jpeg_crop_scanline(&s_.cinfo, &first, &count); });
+    return static_cast<int>(first);
+  }
+
+  // Decodes the next image.height scanlines into `image` (output_width wide).
+  void read_rows(const Image& image) {
     run("corrupt JPEG", [this, &image] {
-      jpeg_start_decompress(&s_.cinfo);
       JSAMPROW rows[16];
-      while (s_.cinfo.output_scanline < s_.cinfo.output_height) {
-        const unsigned first = s_.cinfo.output_scanline;
-        const unsigned count = std::min(16u, s_.cinfo.output_height - first);
-        for (unsigned i = 0; i < count; ++i) rows[i] = image.row<JSAMPLE>(static_cast<int>(first + i));
-        jpeg_read_scanlines(&s_.cinfo, rows, count);
+      int done = 0;
+      while (done < image.height) {
+        const int count = std::min(16, image.height - done);
+        for (int i = 0; i < count; ++i) rows[i] = image.row<JSAMPLE>(done + i);
+        done += static_cast<int>(jpeg_read_scanlines(&s_.cinfo, rows, static_cast<JDIMENSION>(count)));
       }
-      jpeg_finish_decompress(&s_.cinfo);
     });
+  }
+
+  // Passes over the next `count` scanlines (entropy-decoding them in a
+  // single-scan JPEG, so damage there still shows), unless they reach the end.
+  void skip_rows(int count) {
+    if (count <= 0) return;
+    run("corrupt JPEG", [this, count] { jpeg_skip_scanlines(&s_.cinfo, static_cast<JDIMENSION>(count)); });
+  }
+
+  // Reads the rest of the file, to its end-of-image marker.
+  void finish() {
+    run("corrupt JPEG", [this] { jpeg_finish_decompress(&s_.cinfo); });
   }
 
  private:
@@ -198,10 +228,36 @@ Image jpeg_decode(const std::uint8_t* bytes, std::size_t size, std::string_view 
     color = JCS_EXT_RGBA, layout = StoredLayout::rgba;
   }
   d.configure(color, options.divisor);
-  Image image = packed_image(nullptr, d.output_height(), d.output_width(), d.output_components());
-  image.data = out.reserve(image.stride * static_cast<std::size_t>(image.height), name);
-  d.read_scanlines(image);
-  return image;
+  d.start();
+  if (!options.region) {
+    Image image = packed_image(nullptr, d.output_height(), d.output_width(), d.output_components());
+    image.data = out.reserve(image.stride * static_cast<std::size_t>(image.height), name);
+    d.read_rows(image);
+    d.finish();
+    return image;
+  }
+  const Rect& r = *options.region;
+  const int full_width = d.output_width(), full_height = d.output_height();
+  // One iMCU of margin around the region (see jpeg.h).
+  const int left = std::max(0, r.x - d.imcu_width());
+  const int right = std::min(full_width, r.x + r.width + d.imcu_width());
+  const int top = std::max(0, r.y - d.imcu_height());
+  const int bottom = r.y + r.height;
+  const int first_column = right - left < full_width ? d.crop_columns(left, right - left) : 0;
+  // The band of rows decoded, and one spare row for the image's last scanline.
+  Image band = packed_image(nullptr, bottom - top, d.output_width(), d.output_components());
+  band.data = out.reserve(band.stride * static_cast<std::size_t>(band.height + 1), name);
+  d.skip_rows(top);
+  d.read_rows(band);
+  if (bottom < full_height) {
+    d.skip_rows(full_height - bottom - 1);
+    Image last = band;
+    last.data = band.row<std::byte>(band.height);
+    last.height = 1;
+    d.read_rows(last);
+  }
+  d.finish();
+  return crop(band, Rect{r.x - first_column, r.y - top, r.width, r.height});
 }
 
 }  // namespace sluice::ops

@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "buffer.h"
@@ -41,11 +42,21 @@ struct JpegDecode {
   int channels = 3;   // wanted: 1, 3 or 4
   bool strict = false;
   std::uint64_t max_pixels = ~std::uint64_t{0};  // checked on the header, before allocating
+  // Only this rectangle of the output (at 1/divisor, as stored), inside it.
+  std::optional<Rect> region = std::nullopt;
 };
 
 // Decodes at 1/divisor (sizes rounded up) into `out`, as gray, RGB, RGBA or
 // inverted CMYK: the stored layout closest to `channels`. `header` is set
 // from the file. Throws Error naming the file; on error nothing is returned.
+//
+// With a region, the result is exactly that rectangle of the whole decode:
+// libjpeg skips the rows above it (jpeg_skip_scanlines) and transforms only
+// the iMCU columns around it (jpeg_crop_scanline). Both keep one iMCU of
+// margin on every side, cut away before returning, because fancy upsampling
+// treats the edge of what it decodes as the image's edge. The rows below the
+// region are skipped too, all but the last, which is decoded: skipping to the
+// end would stop reading the data, and a truncated file must still fail.
 Image jpeg_decode(const std::uint8_t* bytes, std::size_t size, std::string_view name, const JpegDecode& options,
                   Buffer& out, StoredLayout& layout, JpegHeader& header);
 

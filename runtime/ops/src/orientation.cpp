@@ -29,4 +29,20 @@ void apply_orientation(const Image& src, int orientation, const Image& dst) {
   }
 }
 
+Rect stored_rect(const Rect& d, int orientation, int stored_width, int stored_height) {
+  // Displayed columns [x0, x1) and rows [y0, y1); the stored ones they come from.
+  const int x0 = d.x, x1 = d.x + d.width, y0 = d.y, y1 = d.y + d.height;
+  const int ws = stored_width, hs = stored_height;
+  switch (orientation) {
+    case 2: return {ws - x1, y0, d.width, d.height};
+    case 3: return {ws - x1, hs - y1, d.width, d.height};
+    case 4: return {x0, hs - y1, d.width, d.height};
+    case 5: return {y0, x0, d.height, d.width};
+    case 6: return {y0, hs - x1, d.height, d.width};
+    case 7: return {ws - y1, hs - x1, d.height, d.width};
+    case 8: return {ws - y1, x0, d.height, d.width};
+    default: return d;
+  }
+}
+
 }  // namespace sluice::ops

@@ -12,4 +12,9 @@ inline bool orientation_transposes(int orientation) { return orientation >= 5 &&
 // size is src's, swapped when orientation_transposes. PIL's exif_transpose.
 void apply_orientation(const Image& src, int orientation, const Image& dst);
 
+// The rectangle of a stored stored_width x stored_height image that shows as
+// `displayed` under `orientation`: apply_orientation on that rectangle alone
+// gives exactly `displayed` of the whole image's result.
+Rect stored_rect(const Rect& displayed, int orientation, int stored_width, int stored_height);
+
 }  // namespace sluice::ops

@@ -4,6 +4,8 @@
 //   ImageInfo info = decoder.info(bytes, size, path);   // header only
 //   DecodedImage d = decoder.decode(bytes, size, path, {.channels = 3, .scale = 0.3});
 //   // d.image: 3-channel uint8, 1/2 size (the DCT downscale that keeps >= 0.3)
+//   DecodedImage r = decoder.decode(bytes, size, path, {.scale = 0.3, .region = Rect{10, 20, 300, 200}});
+//   // r.image: the 1/2-size pixels that cover that full-size rectangle, at r.region
 //
 // Any stored layout (grayscale, gray + alpha, RGB, RGBA, palette, CMYK/YCCK
 // JPEG, 16-bit PNG, interlaced/progressive) comes out as `channels` (1 gray,
@@ -73,6 +75,13 @@ struct SLUICE_API DecodeOptions {
   bool apply_exif_orientation = false;    // rotate/flip as the EXIF tag says
   std::uint64_t max_pixels = kDefaultMaxPixels;
   bool strict = false;                    // any JPEG warning is an error (see above)
+  // Decode only the pixels that cover this rectangle of the full-size image
+  // as displayed (after EXIF orientation when applied); it must lie inside.
+  // The result is exactly the matching rectangle of a whole decode
+  // (DecodedImage::region). A JPEG decodes only the rows and the block
+  // columns around it, with libjpeg's jpeg_skip_scanlines and
+  // jpeg_crop_scanline; a PNG decodes whole and is cropped.
+  std::optional<Rect> region = std::nullopt;
 };
 
 struct SLUICE_API DecodedImage {
@@ -81,6 +90,10 @@ struct SLUICE_API DecodedImage {
   // The DCT downscale applied: image is info's size divided by this, rounded up.
   // A region (x0, y0, x1, y1) of the full-size image is (x0 / d, ...) in image.
   int scale_divisor = 1;
+  // Where image lies in the whole decode (at 1/scale_divisor, as displayed):
+  // all of it, or the smallest rectangle covering DecodeOptions::region
+  // divided by scale_divisor (x0 / d rounded down, x1 / d rounded up).
+  Rect region{};
 };
 
 class SLUICE_API ImageDecoder {

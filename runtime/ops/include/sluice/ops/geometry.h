@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "sluice/ops/image.h"
+#include "sluice/ops/normalize.h"
 #include "sluice/ops/random.h"
 
 namespace sluice::ops {
@@ -64,6 +65,14 @@ class SLUICE_API Resampler {
   void resize(const Image& src, const Box& box, const Image& dst, Filter filter = Filter::bilinear);
   void resize(const Image& src, const Image& dst, Filter filter = Filter::bilinear);
 
+  // resize() of `box` to an out_height x out_width image, then normalize()
+  // of that image into dst, in one pass over the output rows: each row is
+  // resampled, then flipped, normalized and written in dst's layout and dtype
+  // while it is in cache, with no intermediate image. Bit for bit the values
+  // of the two calls. Throws as they do.
+  void resize_normalize(const Image& src, const Box& box, int out_height, int out_width, void* dst,
+                        const NormalizeOptions& options, Filter filter = Filter::bilinear);
+
  private:
   struct Coefficients {
     std::vector<int> bounds;  // per output pixel: first input pixel, count
@@ -73,10 +82,19 @@ class SLUICE_API Resampler {
     int taps = 0;
   };
   static void compute(Coefficients& c, int in_size, double in0, double in1, int out_size, Filter filter);
+  // The pixels of `full` that `box` touches; `inside` is the box within them.
+  static Image region(const Image& full, const Box& box, Box& inside);
+  void horizontal_pass(const Image& src, int first, const Image& out);
+  // The horizontally resampled rows the vertical pass reads (src itself when
+  // no horizontal pass is needed); rebases vertical_'s bounds on them.
+  Image rows_for_vertical(const Image& src, int out_width, bool need_horizontal);
+  // Output rows y: computed into row(y), then emit(y, row(y)).
+  void vertical_pass(const Image& between, int out_height, const auto& row, const auto& emit);
 
   Coefficients horizontal_, vertical_;
   std::vector<std::byte> between_;   // the horizontally resampled rows
   std::vector<std::byte> row_sums_;  // one output row being accumulated
+  std::vector<std::byte> out_row_;   // resize_normalize: one output row before normalizing
 };
 
 }  // namespace sluice::ops
