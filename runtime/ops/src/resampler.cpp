@@ -26,8 +26,10 @@ double triangle_filter(double x) {
 // The hot loops of the uint8 path, written for the auto-vectorizer (checked
 // with -fopt-info-vec; CMakeLists.txt gives this file the cost model that
 // lets -O2 vectorize them) and compiled twice: for AVX2 and for the baseline
-// x86-64, picked once at load time (target_clones).
-#if defined(__x86_64__) && !defined(__clang__)
+// x86-64, picked once at load time (target_clones). Not under ThreadSanitizer:
+// the clones' resolver runs during relocation, before TSan's runtime exists,
+// and its instrumented entry crashes the program at load.
+#if defined(__x86_64__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 #define SLUICE_VECTOR_CLONES [[gnu::target_clones("avx2", "default")]]
 #else
 #define SLUICE_VECTOR_CLONES
