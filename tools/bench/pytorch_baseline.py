@@ -55,10 +55,11 @@ def handoff_dataset(torch, count):
 
 
 def touch_pages(tensor):
-    """Reads one element per 4 KiB page, as the Sluice consumer does."""
-    flat = tensor.view(-1)
-    step = PAGE_BYTES // flat.element_size()
-    return int(flat[::step].sum())
+    """Reads one byte per 4 KiB page, as the Sluice consumer does (summed as
+    integers: float bytes may spell inf or NaN)."""
+    import torch  # loaded already: the caller made the tensor
+    flat = tensor.view(-1).view(torch.uint8)
+    return int(flat[::PAGE_BYTES].sum())
 
 
 def measure(torch, mode, workers, warmup, batches):
