@@ -31,11 +31,15 @@ py::dict stats_dict(const sluice::Stats& s) {
   d["slots_full_ns"] = s.slots_full_ns;
   d["worker_fill_ns"] = s.worker_fill_ns;
   d["worker_idle_ns"] = s.worker_idle_ns;
+  d["worker_cpu_ns"] = s.worker_cpu_ns;
+  d["worker_runqueue_ns"] = s.worker_runqueue_ns;
   d["worker_restarts"] = s.worker_restarts;
   d["batches_retried"] = s.batches_retried;
   d["skipped_samples"] = s.skipped_samples;
   d["skip_reasons"] = s.skip_reasons;
   d["empty_batches"] = s.empty_batches;
+  d["workers"] = s.workers;
+  d["autotune"] = s.autotune;
   return d;
 }
 

@@ -140,8 +140,20 @@ def test_stats_and_skip_report():
     reasons = dict(zip(stats["skipped_samples"], stats["skip_reasons"]))
     assert "sample 13 is broken" in reasons[13] and "sample 57 is broken" in reasons[57]
     for key in ("consumer_wait_ns", "consumer_waits", "max_in_flight", "first_batch_ns", "slots_full_ns",
-                "worker_fill_ns", "worker_idle_ns", "worker_restarts", "batches_retried", "empty_batches"):
+                "worker_fill_ns", "worker_idle_ns", "worker_cpu_ns", "worker_runqueue_ns", "worker_restarts",
+                "batches_retried", "empty_batches"):
         assert isinstance(stats[key], int)
+    assert stats["worker_cpu_ns"] > 0
+    assert stats["workers"] == 2 and stats["autotune"] == ""
+
+
+def test_auto_workers_say_what_they_chose():
+    loader = sluice.Loader(pipeline("counting.lua"), workers="auto", epochs=20)
+    ids = [int(i) for _ in range(20) for batch in loader for i in np.from_dlpack(batch["id"])]  # an epoch each
+    assert sorted(ids) == sorted(list(range(100)) * 20)  # each sample once per epoch
+    stats = loader.stats()
+    assert stats["workers"] >= 1
+    assert "workers" in stats["autotune"], stats["autotune"]
 
 
 def test_workers_stop_at_close():

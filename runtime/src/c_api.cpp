@@ -139,6 +139,7 @@ void sluice_options_init(sluice_options* o) {
   o->world_size = d.world_size;
   o->workers = d.workers;
   o->ordered = d.ordered ? 1 : 0;
+  o->memory_budget_mb = d.memory_budget_mb;
 }
 
 sluice_status sluice_loader_create(const sluice_options* o, sluice_loader** out) {
@@ -172,6 +173,10 @@ sluice_status sluice_loader_create(const sluice_options* o, sluice_loader** out)
       opt.fields.push_back({s.name, static_cast<sluice::DType>(s.dtype), {s.shape, s.shape + s.ndim}});
     }
     opt.producer = std::make_shared<sluice::c_api::CProducer>(o->fill, o->user);
+    if (o->size >= offsetof(sluice_options, memory_budget_mb) + sizeof o->memory_budget_mb) {  // version 3
+      opt.max_workers = o->max_workers;
+      opt.memory_budget_mb = o->memory_budget_mb;
+    }
     sluice::c_api::set_resume(opt, sluice::c_api::resume_json_of(*o));
     *out = sluice::c_api::new_loader(std::move(opt));
     return SLUICE_OK;
@@ -283,10 +288,14 @@ sluice_status sluice_loader_stats(sluice_loader* loader, sluice_stats* out) {
     c.skipped_count = s.skipped_samples.size();
     c.skipped_samples = s.skipped_samples.data();  // moved below: the buffer stays where it is
     c.skip_reasons = reasons.data();
-    // Nothing below throws: the arrays move into the loader, which owns them
-    // until the next call.
+    c.worker_cpu_ns = s.worker_cpu_ns;
+    c.worker_runqueue_ns = s.worker_runqueue_ns;
+    c.workers = s.workers;
+    // Nothing below throws: the arrays and the string move into the loader,
+    // which owns them until the next call.
     loader->stats = std::move(s);
     loader->skip_reasons = std::move(reasons);
+    c.autotune = loader->stats.autotune.c_str();  // after the move: a short string's buffer moves with it
     std::memcpy(out, &c, std::min(out->size, sizeof c));
     return SLUICE_OK;
   });

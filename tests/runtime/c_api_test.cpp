@@ -337,3 +337,34 @@ TEST_CASE("C API: versions and NULL handles", "[c_api]") {
   sluice_batch_release(nullptr);
   sluice_free(nullptr);
 }
+
+TEST_CASE("C API: auto workers through options.max_workers, and what they chose in stats", "[c_api][autotune]") {
+  const sluice_field_spec fields[] = {{"id", SLUICE_I64, 0, nullptr}, {"square", SLUICE_F64, 0, nullptr}};
+  int ms = 5;  // a producer that waits: more workers deliver more
+  sluice_options o = square_options(fields, nullptr);
+  o.dataset_size = 8 * 300;
+  o.workers = 1;
+  o.max_workers = 8;
+  o.fill = fill_slowly;
+  o.user = &ms;
+  sluice_loader* loader = nullptr;
+  REQUIRE(sluice_loader_create(&o, &loader) == SLUICE_OK);
+  REQUIRE(drain(loader).size() == 300);
+  sluice_stats stats;
+  stats.size = sizeof stats;
+  REQUIRE(sluice_loader_stats(loader, &stats) == SLUICE_OK);
+  INFO(stats.autotune);
+  CHECK(stats.workers > 1);
+  CHECK(std::string(stats.autotune).starts_with("1 -> 2"));
+  CHECK(stats.worker_cpu_ns > 0);
+  CHECK(stats.worker_cpu_ns < stats.worker_fill_ns);  // asleep most of the fill
+  sluice_loader_destroy(loader);
+
+  o.max_workers = 0;  // fixed: the summary is empty
+  REQUIRE(sluice_loader_create(&o, &loader) == SLUICE_OK);
+  REQUIRE(sluice_loader_stats(loader, &stats) == SLUICE_OK);
+  CHECK(stats.workers == 1);
+  CHECK(std::string(stats.autotune).empty());
+  sluice_loader_destroy(loader);
+  REQUIRE(sluice::test::descendants(getpid()).empty());
+}

@@ -42,8 +42,10 @@
 
 /* 1: loaders from a C fill function.
  * 2: pipeline scripts, DLPack, state and resume, stats and the skip log,
- *    fields by name, non-blocking consumption (try_next, next_for, ready_fd). */
-#define SLUICE_C_API_VERSION 2
+ *    fields by name, non-blocking consumption (try_next, next_for, ready_fd).
+ * 3: auto workers (options.max_workers, memory_budget_mb); workers' CPU time,
+ *    the worker count and the autotune summary in stats. */
+#define SLUICE_C_API_VERSION 3
 
 #ifdef __cplusplus
 extern "C" {
@@ -108,6 +110,10 @@ typedef struct sluice_options {
   void* user;                 /* passed to fill, in each worker's copy of memory */
   /* Version 2. */
   const char* resume_json;    /* NULL, or a state from sluice_loader_state_json: continue that run */
+  /* Version 3. */
+  uint32_t max_workers;       /* > workers: auto workers, starting with `workers` and adding
+                                 workers while throughput rises (0 = fixed `workers`) */
+  uint64_t memory_budget_mb;  /* with max_workers and slots = 0: the arena's slots stay within this */
 } sluice_options;
 
 /* Options for sluice_loader_open_script_with. */
@@ -147,6 +153,11 @@ typedef struct sluice_stats {
   size_t skipped_count;              /* samples dropped by on_error = skip */
   const uint64_t* skipped_samples;   /* [skipped_count], in the order they were dropped */
   const char* const* skip_reasons;   /* [skipped_count]: why, naming the file or record, or the crash */
+  /* Version 3. */
+  uint64_t worker_cpu_ns;            /* of worker_fill_ns: the workers' CPU time (user + system) */
+  uint64_t worker_runqueue_ns;       /* of worker_fill_ns: runnable, waiting for a core */
+  uint32_t workers;                  /* workers given batches now (auto: what it chose so far) */
+  const char* autotune;              /* auto workers: what was tried and kept; "" otherwise */
 } sluice_stats;
 
 /* --- Library ----------------------------------------------------------------- */
