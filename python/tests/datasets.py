@@ -1,6 +1,7 @@
 """Small Python datasets for the tests of sluice.Loader(dataset=/sequence=/fill=).
 
 Module level, so that a forked worker finds them as the host had them."""
+import gc
 import os
 import time
 
@@ -96,3 +97,12 @@ class Batches:
         n = self.last if b == self.count - 1 else self.rows
         x = (b + np.arange(n)[:, None] / 100.0 + np.zeros((n, 3))).astype(np.float32)
         return x, 10 * b + np.arange(n)
+
+
+class Collecting(Counting):
+    """Runs the garbage collector in the worker before every sample: it frees
+    whatever garbage the worker inherited from the host, tensors included."""
+
+    def __getitem__(self, i):
+        gc.collect()
+        return super().__getitem__(i)

@@ -1,4 +1,5 @@
 """Python datasets: worker crashes and hangs, and forking a process that runs threads (torch)."""
+import gc
 import os
 import threading
 import time
@@ -8,7 +9,7 @@ import pytest
 import torch
 
 import sluice
-from datasets import Batches, CrashAlways, CrashOnce, Counting, counting_ok
+from datasets import Batches, Collecting, CrashAlways, CrashOnce, Counting, counting_ok
 
 
 def contents(loader):
@@ -136,3 +137,29 @@ def test_a_loader_started_on_another_thread():
     thread.start()
     thread.join(60)
     assert results == [(True, 100)]
+
+
+def test_a_worker_that_frees_the_hosts_garbage_tensors_leaves_their_loader_alone():
+    # A tensor of another loader's batch, in a reference cycle: garbage that
+    # only the collector frees, and the workers inherit it. Freeing it there
+    # must not release the host's slot (its arena is not mapped in a worker).
+    first = sluice.Loader(dataset=Counting(40), batch_size=4, workers=1)
+    batches = iter(first)
+    gc.disable()
+    try:
+        held = torch.from_dlpack(next(batches)["x"])
+        cycle = [torch.from_dlpack(next(batches)["x"])]
+        cycle.append(cycle)
+        del cycle
+        loader = sluice.Loader(dataset=Collecting(40), batch_size=4, workers=2)
+        ids = []
+        for b in loader:
+            assert counting_ok(np.from_dlpack(b["x"]), np.from_dlpack(b["id"]))
+            ids += np.from_dlpack(b["id"]).tolist()
+    finally:
+        gc.enable()
+    assert loader.stats()["worker_restarts"] == 0
+    assert ids == list(range(40))
+    gc.collect()  # here, the cycle's slot goes back to `first`
+    assert counting_ok(held.numpy(), np.arange(4))
+    assert sum(1 for _ in batches) == 8  # the rest of first's epoch, as if nothing happened

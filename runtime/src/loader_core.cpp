@@ -44,6 +44,7 @@ void ring_eventfd(int fd) {
 
 LoaderCore::LoaderCore(Options options)
     : options_(std::move(options)), plan_(options_), layout_(ArenaLayout::compute(options_)) {
+  made_in_generation_ = fork_generation();
   if (!options_.producer) throw Error("options.producer is not set: nothing would fill the batches");
   if (options_.max_retries == 0) throw Error("options.max_retries is 0: a sample must be tried at least once");
   created_ns_ = monotonic_ns();
@@ -81,6 +82,14 @@ LoaderCore::LoaderCore(Options options)
 }
 
 LoaderCore::~LoaderCore() {
+  if (forked_copy()) {
+    // A forked child's copy: the workers, descriptors and arena are the
+    // parent's (or already dropped here). Forget them without their
+    // destructors; the child's copy of their memory goes with the child.
+    [[maybe_unused]] Supervisor* s = supervisor_.release();
+    [[maybe_unused]] Arena* a = arena_.release();
+    return;
+  }
   shutdown();
   OwnedLock lock;
   for (int fd : {ready_fd_, eventfd_}) {
@@ -100,14 +109,17 @@ void LoaderCore::start() {
       keep);
 }
 
+bool LoaderCore::forked_copy() const { return fork_generation() != made_in_generation_; }
+
 void LoaderCore::shutdown() {
-  if (stopped_.exchange(true)) return;
+  if (forked_copy() || stopped_.exchange(true)) return;  // a forked child stops nothing of its parent's
   arena_header(*arena_).stop.store(1, std::memory_order_relaxed);
   for (std::uint32_t w = 0; w < layout_.workers; ++w) worker_channel(*arena_, layout_, w).tasks.wake();
   supervisor_->stop();  // the zygote kills and reaps the workers, then is reaped
 }
 
 void LoaderCore::release(std::uint32_t slot) {
+  if (forked_copy()) return;  // a forked child's copy of a batch
   released_.enqueue(slot);
   // Wake the consumer if it sleeps in next() (the batch may be released on
   // another thread); same handshake as a worker's completion.

@@ -131,6 +131,8 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   std::uint32_t least_loaded_worker() const;
   // Auto workers: after a delivered batch, lets the tuner grow (or settle) the workers in use.
   void tune();
+  // This is a forked child's copy of the core (made_in_generation_).
+  bool forked_copy() const;
 
   Options options_;
   EpochPlan plan_;
@@ -139,6 +141,9 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   int eventfd_ = -1;
   int ready_fd_ = -1;  // epoll over eventfd_ and the zygote's socket, once asked for
   std::unique_ptr<Supervisor> supervisor_;  // after arena_: stops the processes before it is unmapped
+  // fork_generation() when this core was made: elsewhere it is a forked
+  // child's copy, which releases and destroys nothing (owned_resources.h).
+  std::uint64_t made_in_generation_ = 0;
 
   std::uint64_t total_batches_;      // over all epochs; UINT64_MAX when epochs == 0
   std::uint64_t next_issue_ = 0;     // next sequence number to issue

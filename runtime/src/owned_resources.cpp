@@ -1,6 +1,8 @@
 #include "owned_resources.h"
 
 #include <algorithm>
+#include <atomic>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #include <vector>
@@ -25,6 +27,10 @@ Registry& registry() {
   static Registry* r = new Registry;
   return *r;
 }
+
+std::atomic<std::uint64_t> forks{0};
+
+void count_fork_in_child() { forks.fetch_add(1, std::memory_order_relaxed); }
 
 }  // namespace
 
@@ -55,6 +61,12 @@ void release_others_after_fork(std::span<const int> keep_fds, const void* keep_m
   for (const Mapping& m : r.mappings) {
     if (m.base != keep_mapping) munmap(m.base, m.size);
   }
+}
+
+std::uint64_t fork_generation() {
+  static const bool counting = pthread_atfork(nullptr, nullptr, count_fork_in_child) == 0;
+  (void)counting;  // without the handler (ENOMEM), every object looks local, as before
+  return forks.load(std::memory_order_relaxed);
 }
 
 }  // namespace sluice::detail

@@ -16,9 +16,17 @@
 // (OwnedLock), as does the fork of a zygote. So a fork never sees a resource
 // that exists but is not yet registered, and the child, whose only thread is
 // the one that held the lock, reads the registry without locking.
+//
+// The other side of the same rule: a child forked while a Loader exists (the
+// zygote of another Loader and its workers, or the host's own fork: Python's
+// multiprocessing, a trainer spawning a tool) holds a copy of that Loader and
+// of its batches. Destroying the copy there must not stop the parent's
+// workers, close descriptors whose numbers the child has reused, or touch an
+// arena the child no longer maps. fork_generation() tells such a copy apart.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <mutex>
 #include <span>
 
@@ -48,5 +56,13 @@ void unregister_mapping(void* base);
 // unmaps every registered mapping other than keep_mapping. Async-signal-safe
 // (close and munmap on memory the child already has).
 void release_others_after_fork(std::span<const int> keep_fds, const void* keep_mapping);
+
+// How many forks separate this process from the process that first called
+// this function (a pthread_atfork child handler counts them). An object that
+// records it when it is made belongs to an ancestor wherever it differs.
+// Lock-free and cheap: a relaxed load (the handler runs in the child's only
+// thread before fork() returns there, so no other thread can observe a
+// change).
+std::uint64_t fork_generation();
 
 }  // namespace sluice::detail

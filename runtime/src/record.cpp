@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "json.h"
+#include "owned_resources.h"
 #include "sluice/error.h"
 
 namespace sluice {
@@ -90,7 +91,8 @@ std::string where(const RecordedBatch& b) {
 
 std::uint64_t digest_bytes(const void* data, std::size_t size) { return XXH64(data, size, 0); }
 
-RunRecorder::RunRecorder(const std::string& path, const RecordHeader& h) : path_(path) {
+RunRecorder::RunRecorder(const std::string& path, const RecordHeader& h)
+    : path_(path), made_in_generation_(detail::fork_generation()) {
   file_ = std::fopen(path.c_str(), "w");
   if (!file_) throw Error(path + ": cannot create the run record: " + std::strerror(errno));
   std::string line = "{\"sluice_record\":1,\"version\":";
@@ -105,7 +107,7 @@ RunRecorder::RunRecorder(const std::string& path, const RecordHeader& h) : path_
 }
 
 RunRecorder::~RunRecorder() {
-  if (file_) std::fclose(file_);
+  if (file_ && detail::fork_generation() == made_in_generation_) std::fclose(file_);
 }
 
 void RunRecorder::record(const Batch& b) {
@@ -160,7 +162,7 @@ std::string skip_json(std::uint64_t sample, std::optional<std::uint64_t> epoch, 
 }
 
 void RunRecorder::close() {
-  if (!file_) return;
+  if (!file_ || detail::fork_generation() != made_in_generation_) return;
   std::FILE* f = file_;
   file_ = nullptr;
   if (std::fclose(f) != 0) throw Error(path_ + ": closing the run record failed: " + std::strerror(errno));

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "sluice/error.h"
@@ -162,4 +163,29 @@ TEST_CASE("towers of one process get disjoint samples and equal batch counts", "
   }
   REQUIRE(seen.size() == 150);  // three of the six shards of 300
   REQUIRE_THROWS_AS(tower_options(base, 3, 3), Error);
+}
+
+TEST_CASE("a forked child's copy of a recorder writes nothing to the parent's record", "[record][fork]") {
+  TempDir dir;
+  const fs::path path = dir.path / "run.jsonl";
+  const Options o = record_options(3, 1, true);
+  auto recorder = std::make_unique<RunRecorder>(path.string(), RecordHeader{"", "{}", o.seed, o.rank, o.world_size});
+  Loader loader(o);
+  recorder->record(*loader.next());  // buffered, not yet on disk
+  const pid_t child = fork();
+  if (child == 0) {
+    recorder.reset();  // as a garbage collector in the child would
+    _exit(0);
+  }
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  REQUIRE((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  while (auto b = loader.next()) recorder->record(*b);
+  recorder->close();
+  std::ifstream in(path);
+  std::set<std::string> lines;
+  std::size_t count = 0;
+  for (std::string line; std::getline(in, line); ++count) lines.insert(line);
+  REQUIRE(count == 1 + 2 * 10);  // the header and 2 epochs of 10 batches, each once
+  REQUIRE(lines.size() == count);
 }

@@ -493,3 +493,47 @@ TEST_CASE("next_for returns within its timeout when no batch is ready", "[superv
   REQUIRE(b);
   REQUIRE(b->index() == 0);
 }
+
+TEST_CASE("a forked child that destroys its copy of a loader and of a batch leaves the parent's run alone", "[supervision][fork]") {
+  auto loader = std::make_unique<Loader>(small_options(400, 4, 2));
+  std::optional<Batch> held = loader->next();
+  REQUIRE(held);
+  const std::vector<int> workers = loader->worker_pids();
+  const pid_t child = fork();  // as the host's own fork would: multiprocessing, a tool it spawns
+  if (child == 0) {
+    held.reset();    // the child's copy of the batch: its slot is the parent's
+    loader.reset();  // the child's copy of the loader: its workers are the parent's
+    _exit(0);
+  }
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  held.reset();
+  REQUIRE(consume_all(*loader, 99) == "");  // the other 99 batches, right and in order
+  REQUIRE(loader->stats().worker_restarts == 0);
+  REQUIRE(loader->worker_pids() == workers);
+}
+
+namespace {
+std::optional<Batch>* stale_batch = nullptr;  // another loader's batch, as a worker inherits it
+}
+
+TEST_CASE("another loader's worker that drops its copy of this loader's batch changes nothing", "[supervision][fork]") {
+  Loader first(small_options(40, 4, 1));
+  std::optional<Batch> held = first.next();
+  REQUIRE(held);
+  stale_batch = &held;
+  Options o = small_options(40, 4, 2);
+  o.producer = per_sample([](const SampleRef& s) {
+    stale_batch->reset();  // in the worker: first's arena is not even mapped here (owned_resources.h)
+    write_sample(s);
+  });
+  Loader second(std::move(o));
+  REQUIRE(consume_all(second, 10) == "");
+  REQUIRE(second.stats().worker_restarts == 0);
+  REQUIRE(held->sample_ids()[0] == 0);  // the parent's batch is still held, and whole
+  held.reset();
+  stale_batch = nullptr;
+  REQUIRE(consume_all(first, 9) == "");
+}

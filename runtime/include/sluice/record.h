@@ -58,6 +58,9 @@ class SLUICE_API RunRecorder {
   void write(const std::string& line);
   std::string path_;
   std::FILE* file_ = nullptr;
+  // A forked child's copy of the recorder neither flushes nor closes the
+  // parent's file: its buffered lines would be written twice.
+  std::uint64_t made_in_generation_ = 0;
 };
 
 // One skipped sample as a JSON object (no newline), properly escaped:
