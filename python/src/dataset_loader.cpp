@@ -91,6 +91,10 @@ std::unique_ptr<PyLoader> dataset_loader(const std::string& kind_name, py::objec
   if (kind == DatasetKind::sequence && o.batch_size != 1) {
     throw Error("a sequence's batches are its own: give batch_size to the sequence, not to the Loader");
   }
+  if (kind == DatasetKind::sequence && o.drop_last) {
+    throw Error("drop_last does not apply to a sequence: its batches are its own, a short last one included "
+                "(leave it out of len(sequence) to drop it)");
+  }
   o.dataset_size = size;
   o.fields = spec.fields;
   spec.seed = o.seed;

@@ -167,14 +167,37 @@ class ValueWriter {
     PyObject* got = reinterpret_cast<PyObject*>(a.dtype().ptr());
     if (got != want && PyObject_RichCompareBool(got, want, Py_EQ) != 1) {
       PyErr_Clear();
-      if (python_scalar(v)) {
-        py::object cast = py::module_::import("numpy").attr("asarray")(py::handle(v), py::handle(want));
-        return py::array::ensure(cast);
-      }
+      if (python_scalar(v)) return scalar_as(v, f, what);
       throw Error(what + " is " + py::str(a.dtype()).cast<std::string>() + ", the first was " +
                   std::string(dtype_name(spec_.fields[f].dtype)));
     }
     return a;
+  }
+
+  // A Python number as field f's dtype, or an Error where the dtype cannot
+  // hold it: an integer or bool field takes only values it represents
+  // exactly (300 is not a uint8, 2.5 not an int64); a floating field rounds.
+  py::array scalar_as(PyObject* v, std::size_t f, const std::string& what) const {
+    const DType dtype = spec_.fields[f].dtype;
+    auto cannot_hold = [&] {
+      return Error(what + " is " + py::repr(v).cast<std::string>() + ", which " + std::string(dtype_name(dtype)) +
+                   " cannot hold");
+    };
+    py::object cast;
+    try {
+      cast = py::module_::import("numpy").attr("asarray")(py::handle(v), py::handle(dtypes_[f]));
+    } catch (py::error_already_set&) {  // NumPy 2's OverflowError (1.24 warns and wraps: checked below)
+      throw cannot_hold();
+    }
+    const bool floating = dtype == DType::f16 || dtype == DType::bf16 || dtype == DType::f32 || dtype == DType::f64;
+    if (!floating) {
+      const int same = PyObject_RichCompareBool(cast.attr("item")().ptr(), v, Py_EQ);
+      if (same != 1) {
+        PyErr_Clear();
+        throw cannot_hold();
+      }
+    }
+    return py::array::ensure(cast);
   }
 
   // Copies `a` (already checked) to dst, bytes long.

@@ -137,6 +137,11 @@ void PyLoader::start(const std::optional<std::string>& resume_json) {
   Exclusive one(mutex_);
   close_locked();
   sluice::Options options = source_.options;
+  if (options.slots == 1) {
+    // `for batch in loader` holds the last batch while it asks for the next.
+    throw Error("prefetch = 1 leaves no slot to fill while a loop holds its batch (`for batch in loader` keeps "
+                "it until next() returns): use 2 or more, or 0 for the default");
+  }
   if (resume_json) options.resume = sluice::LoaderState::from_json(*resume_json);
   if (!record_path_.empty()) {
     recorder_ = std::make_unique<sluice::RunRecorder>(record_path_, source_.record_header());

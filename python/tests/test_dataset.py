@@ -227,3 +227,28 @@ def test_strided_and_fortran_arrays_are_copied_as_their_values():
         assert counting_ok(np.from_dlpack(batch["x"]), ids)
         expected = np.arange(6, dtype=np.int16).reshape(1, 2, 3) + ids[:, None, None].astype(np.int16)
         assert np.array_equal(np.from_dlpack(batch["m"]), expected)
+
+
+@pytest.mark.parametrize("field,value,dtype", [("small", 300, "uint8"), ("small", -1, "uint8"),
+                                               ("whole", 2.5, "int64"), ("flag", 2, "bool")])
+def test_a_python_number_its_field_cannot_hold_is_an_error_naming_it(field, value, dtype):
+    class Narrow(Counting):
+        def __getitem__(self, i):
+            sample = {"small": np.uint8(i), "whole": np.int64(i), "flag": np.bool_(i % 2), "real": np.float32(i)}
+            if i == 9:
+                sample[field] = value
+            elif i > 0:  # Python numbers the fields hold exactly (a float field rounds)
+                sample.update(small=255, whole=3.0, flag=True, real=0.1)
+            return sample
+    with pytest.raises(sluice.Error, match=r"dataset\[9\]\['%s'\] is %s, which %s cannot hold" % (field, value, dtype)):
+        for _ in sluice.Loader(dataset=Narrow(20), batch_size=4, workers=1):
+            pass
+    batches = list(np.from_dlpack(b["small"]).tolist() for b in sluice.Loader(dataset=Narrow(8), batch_size=4))
+    assert batches == [[0, 255, 255, 255], [255, 255, 255, 255]]
+
+
+def test_auto_workers_for_a_dataset():
+    loader = sluice.Loader(dataset=Counting(64), batch_size=4, workers="auto")
+    ids = sorted(i for b in loader for i in np.from_dlpack(b["id"]).tolist())
+    assert ids == list(range(64))
+    assert loader.stats()["workers"] >= 1

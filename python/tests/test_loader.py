@@ -147,6 +147,11 @@ def test_stats_and_skip_report():
     assert stats["workers"] == 2 and stats["autotune"] == ""
 
 
+def test_prefetch_1_is_refused_before_a_loop_could_hang_on_it():
+    with pytest.raises(sluice.Error, match="prefetch = 1 leaves no slot to fill while a loop holds its batch"):
+        next(iter(sluice.Loader(pipeline("counting.lua"), prefetch=1)))
+
+
 def test_auto_workers_say_what_they_chose():
     loader = sluice.Loader(pipeline("counting.lua"), workers="auto", epochs=20)
     ids = [int(i) for _ in range(20) for batch in loader for i in np.from_dlpack(batch["id"])]  # an epoch each

@@ -49,6 +49,8 @@ def test_dict_batches_are_dicts_and_batch_size_belongs_to_the_sequence():
     assert sorted(x) == ["image", "label"] and x["image"].shape == (4, 3)
     with pytest.raises(sluice.Error, match="give batch_size to the sequence"):
         sluice.Loader(sequence=Named(), batch_size=8)
+    with pytest.raises(sluice.Error, match="drop_last does not apply to a sequence"):
+        sluice.Loader(sequence=Named(), drop_last=True)
 
 
 def test_a_batch_larger_than_the_first_is_an_error_naming_it():

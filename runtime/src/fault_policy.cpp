@@ -39,9 +39,20 @@ std::string LoaderCore::describe_batch(std::uint64_t seq, std::uint32_t slot) co
   std::string text = "epoch " + std::to_string(seq / per_epoch) + ", batch " + std::to_string(seq % per_epoch);
   const SlotHeader* h = trusted_header(slot, seq);
   if (h && h->size > 0) {
+    // A run of consecutive ids as "samples 8 to 15"; a shuffled batch by its
+    // ids, the first 8 of them: "samples 10, 5, 3, 9".
     const std::uint64_t* ids = slot_ids(slot);
+    const std::uint32_t n = h->size;
+    bool run = true;
+    for (std::uint32_t i = 1; run && i < n; ++i) run = ids[i] == ids[0] + i;
     text += " (samples " + std::to_string(ids[0]);
-    if (h->size > 1) text += " to " + std::to_string(ids[h->size - 1]);
+    if (run && n > 1) {
+      text += " to " + std::to_string(ids[n - 1]);
+    } else {
+      constexpr std::uint32_t kShown = 8;
+      for (std::uint32_t i = 1; i < std::min(n, kShown); ++i) text += ", " + std::to_string(ids[i]);
+      if (n > kShown) text += ", ... " + std::to_string(n) + " in all";
+    }
     text += ")";
   }
   return text;

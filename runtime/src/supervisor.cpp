@@ -164,8 +164,9 @@ void Supervisor::check_memory(std::uint64_t now) {
     if (!kill_reason_[w].empty()) continue;
     const std::uint64_t used = private_bytes(pids_[w]);
     if (used <= limit) continue;
-    kill(w, "used " + std::to_string(used >> 20) + " MiB of private memory, over options.worker_memory_limit_mb = " +
-                std::to_string(options_.worker_memory_limit_mb) + ", and was killed");
+    kill(w, "used " + std::to_string(used >> 20) + " MiB of private memory, over the limit of " +
+                std::to_string(options_.worker_memory_limit_mb) +
+                " MiB (worker_memory_mb, --worker-memory-mb, Options::worker_memory_limit_mb), and was killed");
   }
 }
 

@@ -166,6 +166,12 @@ std::string Script::sample_file(std::uint64_t id) const { return source ? source
 std::int64_t Script::sample_label(std::uint64_t id) const { return source ? source->label(id) : -1; }
 std::vector<std::string> Script::classes() const { return source ? source->classes() : std::vector<std::string>{}; }
 
+void resolve_auto_workers(Options& o) {
+  if (o.workers != kAutoWorkers) return;
+  o.workers = usable_cores();
+  o.max_workers = std::max<std::uint32_t>(o.workers, kAutoMaxWorkers);
+}
+
 Script load_script(const ScriptOptions& options) {
   if (options.path.empty()) throw Error("sluice: ScriptOptions.path names no pipeline script");
   if (options.seed && *options.seed >= kMaxSeed) {
@@ -249,10 +255,7 @@ Script load_script(const ScriptOptions& options) {
   lua_pop(L, 1);
 
   const bool auto_workers = o.workers == kAutoWorkers;
-  if (auto_workers) {
-    o.workers = usable_cores();
-    o.max_workers = std::max<std::uint32_t>(o.workers, kAutoMaxWorkers);
-  }
+  resolve_auto_workers(o);
   if (spec.source) {
     for (const std::string& note : spec.source->notes()) script.notes.push_back(note);
     if (spec.source->mode() == scripting::DataSource::Mode::stream && auto_workers) {

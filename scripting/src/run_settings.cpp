@@ -5,6 +5,7 @@
 
 #include "sluice/error.h"
 #include "sluice/launcher.h"
+#include "sluice/script.h"
 
 namespace sluice {
 
@@ -166,6 +167,7 @@ void RunSettings::apply_all(Options& o) const {
   if (script_.on_error) o.on_error = *script_.on_error;
   apply_launch(o, detect_launch());
   apply(o);
+  resolve_auto_workers(o);  // no script to do it
 }
 
 Script RunSettings::load(std::string* launcher) const {

@@ -56,6 +56,10 @@ class DataSource;
 inline constexpr std::uint32_t kAutoWorkers = 0;
 inline constexpr std::uint32_t kAutoMaxWorkers = 64;
 
+// Options::workers == kAutoWorkers: sets workers to the usable cores and
+// max_workers as above. Other counts are left as they are.
+SLUICE_API void resolve_auto_workers(Options& options);
+
 // Which script to load, and overrides of what it says (unset: the script's value).
 struct SLUICE_API ScriptOptions {
   std::string path = {};                   // the pipeline.lua
