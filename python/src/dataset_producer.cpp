@@ -145,6 +145,14 @@ void DatasetProducer::start_worker(std::uint32_t worker_id) {
   } catch (const py::error_already_set&) {
     throw Error(python_error("numpy in the worker"));
   }
+  // torch, if the host imported it, runs one thread per worker, as in
+  // PyTorch's DataLoader workers: its intra-op pool was not forked, and a
+  // worker that called into it as the host had set it up would wait forever.
+  if (PyObject* torch = PyDict_GetItemString(PyImport_GetModuleDict(), "torch")) {  // borrowed
+    PyObject* result = PyObject_CallMethod(torch, "set_num_threads", "i", 1);
+    if (!result) throw Error(python_error("torch.set_num_threads(1) in the worker"));
+    Py_DECREF(result);
+  }
   if (spec_.worker_init) {
     PyObject* result = PyObject_CallFunction(spec_.worker_init, "I", static_cast<unsigned>(worker_id));
     if (!result) throw Error(python_error("worker_init(" + std::to_string(worker_id) + ")"));

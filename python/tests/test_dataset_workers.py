@@ -91,17 +91,22 @@ def test_fork_after_torch_ran_its_thread_pool_and_while_a_python_thread_runs():
     assert ticks and torch.allclose(a @ a, product)  # torch still works here
 
 
-def test_torch_in_a_worker_with_one_thread():
+def test_torch_in_a_worker_runs_one_thread_without_being_told():
     class Tensors(Counting):
         def __getitem__(self, i):
+            m = torch.randn(128, 128)  # a matmul: torch's intra-op pool, which a fork does not copy
+            assert (m @ m).shape == (128, 128)
+            assert torch.get_num_threads() == (4 if os.getpid() == host else 1)  # sample 0 is tried here too
             return {"x": (torch.arange(4, dtype=torch.float32) + 10.0 * i).numpy(), "id": i}
 
-    torch.set_num_threads(2)
-    (torch.randn(128, 128) @ torch.randn(128, 128)).sum()
+    host = os.getpid()
+    torch.set_num_threads(4)
+    (torch.randn(256, 256) @ torch.randn(256, 256)).sum()  # the host's pool has run
     loader = sluice.Loader(dataset=Tensors(), batch_size=10, epochs=1, workers=2, batch_timeout_ms=10000,
-                           worker_init=lambda worker: torch.set_num_threads(1))
+                           max_retries=1)
     for batch in loader:
         assert counting_ok(np.from_dlpack(batch["x"]), np.from_dlpack(batch["id"]))
+    assert torch.get_num_threads() == 4  # the host's setting is its own
 
 
 def test_worker_init_that_raises_fails_the_run_with_its_traceback():

@@ -143,7 +143,8 @@ void LoaderCore::on_worker_exit(const WorkerExit& e) {
     const std::string culprit = named ? "sample " + std::to_string(ids[position]) + " (" +
                                             describe_batch(busy, slot) + ")"
                                       : describe_batch(busy, slot);
-    const std::string what = "failed " + std::to_string(tries) + " times in a row; the last time worker " +
+    const std::string what = (tries == 1 ? std::string("failed once (max_retries = 1): worker ")
+                                         : "failed " + std::to_string(tries) + " times in a row; the last time worker ") +
                              std::to_string(w) + " (pid " + std::to_string(e.pid) + ") " + e.why;
     if (options_.on_error == OnError::fail) fail(culprit + " " + what);
     if (named) {
