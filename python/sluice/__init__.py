@@ -242,7 +242,7 @@ class Loader:
                 raise Error("fill= needs size= (the number of samples) and fields= ({name: (dtype, shape)})")
             layout, described = _declared(fields, "fields")
             return _dataset_loader("fill", fill, layout, described, int(size), settings, record, worker_init,
-                                   getattr(fill, "__qualname__", type(fill).__name__))
+                                   getattr(fill, "__qualname__", type(fill).__name__), True)
         kind = "dataset" if dataset is not None else "sequence"
         source = dataset if dataset is not None else sequence
         if size is not None:
@@ -259,7 +259,7 @@ class Loader:
             index, first = _first(source, kind, on_error, seed)
             layout, described = _describe(first, "%s[%d]" % (kind, index), kind == "sequence")
         return _dataset_loader(kind, source, layout, described, count, settings, record, worker_init,
-                               type(source).__qualname__)
+                               type(source).__qualname__, fields is not None)
 
     # --- Iteration ----------------------------------------------------------
     def __len__(self):

@@ -62,6 +62,10 @@ std::size_t data_fields(const DatasetSpec& spec) {
   return spec.kind == DatasetKind::sequence ? spec.fields.size() - 1 : spec.fields.size();
 }
 
+// Where the fields came from, for errors: "the first had (4,)", "fields= says (4,)".
+std::string had(const DatasetSpec& spec) { return spec.declared ? "fields= says" : "the first had"; }
+std::string was(const DatasetSpec& spec) { return spec.declared ? "fields= says" : "the first was"; }
+
 // The value of field f of a sample (borrowed), or an Error saying what is missing.
 PyObject* field_value(const DatasetSpec& spec, PyObject* sample, std::size_t f, const std::string& what) {
   const std::size_t n = data_fields(spec);
@@ -69,14 +73,14 @@ PyObject* field_value(const DatasetSpec& spec, PyObject* sample, std::size_t f, 
     case Layout::dict: {
       if (!PyDict_Check(sample)) {
         throw Error(what + " is " + Py_TYPE(sample)->tp_name + ", not " + layout_name(spec.layout) +
-                    " as the first was");
+                    " as " + (spec.declared ? std::string("fields= says") : "the first was"));
       }
       PyObject* v = PyDict_GetItemString(sample, spec.fields[f].name.c_str());
-      if (!v) throw Error(what + " has no '" + spec.fields[f].name + "', which the first had");
+      if (!v) throw Error(what + " has no '" + spec.fields[f].name + "', which " + (spec.declared ? "fields= names" : "the first had"));
       if (f == 0 && static_cast<std::size_t>(PyDict_Size(sample)) != n) {
         std::string names;
         for (std::size_t g = 0; g < n; ++g) names += (g ? ", " : "") + spec.fields[g].name;
-        throw Error(what + " has " + std::to_string(PyDict_Size(sample)) + " keys, the first had " +
+        throw Error(what + " has " + std::to_string(PyDict_Size(sample)) + " keys, " + had(spec) + " " +
                     std::to_string(n) + " (" + names + ")");
       }
       return v;
@@ -84,11 +88,11 @@ PyObject* field_value(const DatasetSpec& spec, PyObject* sample, std::size_t f, 
     case Layout::tuple: {
       if (!PyTuple_Check(sample) && !PyList_Check(sample)) {
         throw Error(what + " is " + Py_TYPE(sample)->tp_name + ", not " + layout_name(spec.layout) +
-                    " as the first was");
+                    " as " + (spec.declared ? std::string("fields= says") : "the first was"));
       }
       const Py_ssize_t size = PySequence_Fast_GET_SIZE(sample);
       if (static_cast<std::size_t>(size) != n) {
-        throw Error(what + " has " + std::to_string(size) + " items, the first had " + std::to_string(n));
+        throw Error(what + " has " + std::to_string(size) + " items, " + had(spec) + " " + std::to_string(n));
       }
       return PySequence_Fast_GET_ITEM(sample, static_cast<Py_ssize_t>(f));
     }
@@ -176,7 +180,7 @@ class ValueWriter {
     if (got != want && PyObject_RichCompareBool(got, want, Py_EQ) != 1) {
       PyErr_Clear();
       if (python_scalar(v)) return scalar_as(v, f, what);
-      throw Error(what + " is " + py::str(a.dtype()).cast<std::string>() + ", the first was " +
+      throw Error(what + " is " + py::str(a.dtype()).cast<std::string>() + ", " + was(spec_) + " " +
                   std::string(dtype_name(spec_.fields[f].dtype)));
     }
     return a;
@@ -228,7 +232,7 @@ class ValueWriter {
     for (std::size_t d = 0; same && d < shape.size(); ++d) same = a.shape(d) == shape[d];
     if (!same) {
       std::vector<std::int64_t> got(a.shape(), a.shape() + a.ndim());
-      throw Error(what + " has shape " + shape_text(got) + ", the first had " + shape_text(shape));
+      throw Error(what + " has shape " + shape_text(got) + ", " + had(spec_) + " " + shape_text(shape));
     }
     copy(a, dst, bytes);
   }

@@ -58,6 +58,7 @@ struct DatasetSpec {
   PyObject* worker_init = nullptr;  // borrowed, or nullptr: called as worker_init(worker_id)
   std::vector<FieldSpec> fields;    // as Options::fields (with kRowsField last for a sequence)
   std::uint64_t seed = 0;
+  bool declared = false;  // fields came from fields=, not from the first sample
 };
 
 class DatasetProducer final : public Producer {

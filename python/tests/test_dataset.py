@@ -199,6 +199,10 @@ def test_declared_fields_skip_the_trial_in_this_process():
     loader = sluice.Loader(dataset=Watched(), fields={"x": ("float32", (4,)), "id": ("int64", ())}, batch_size=50,
                            epochs=1)
     assert sum(len(b) for b in loader) == 100 and made == []
+    declared_wrong = sluice.Loader(dataset=Counting(), fields={"x": ("float32", (3,)), "id": ("int64", ())},
+                                   batch_size=50)
+    with pytest.raises(sluice.Error, match=r"dataset\[(0|50)\]\['x'\] has shape \(4,\), fields= says \(3,\)"):
+        next(iter(declared_wrong))
 
 
 def test_run_records_match_across_worker_counts(tmp_path):

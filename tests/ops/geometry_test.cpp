@@ -98,7 +98,7 @@ TEST_CASE("resize refuses boxes outside the image and mismatched images") {
   CHECK_THROWS_AS(r.resize(src, packed_image(b.data(), 4, 4, 1)), sluice::Error);
 }
 
-TEST_CASE("crop is a view; flip mirrors; pad surrounds") {
+TEST_CASE("crop is a view, flip mirrors, pad surrounds") {
   auto bytes = pattern();
   const Image src = packed_image(bytes.data(), 5, 7, 3);
   const Image c = crop(src, Rect{2, 1, 3, 4});

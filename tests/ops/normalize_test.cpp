@@ -32,7 +32,7 @@ TEST_CASE("normalize writes CHW float32 with mean and std, mirrored on request")
   CHECK(out[3 * 4 + 2] == Approx(1.0));
 }
 
-TEST_CASE("normalize writes float16 and uint8; cast keeps values") {
+TEST_CASE("normalize writes float16 and uint8, cast keeps values") {
   std::vector<std::uint8_t> bytes = {0, 51, 255, 128};
   const Image src = packed_image(bytes.data(), 2, 2, 1);
   std::vector<std::uint16_t> half(4);

@@ -347,7 +347,7 @@ TEST_CASE("elastic resume: 3 ranks stopped mid-epoch continue on 2, the global b
   CHECK(pieces.size() == whole.size());
 }
 
-TEST_CASE("elastic resume: one rank's state refuses another world size; a global batch change is named",
+TEST_CASE("elastic resume: one rank's state refuses another world size, and a global batch change is named",
           "[state][elastic]") {
   Options o = resumable_options();
   o.batch_size = 4;

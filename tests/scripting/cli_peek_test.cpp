@@ -113,7 +113,7 @@ TEST_CASE("sluice peek shows fields, class names and files, and writes contact s
   CHECK(sluice::test::wait_for_no_descendants(2000).empty());
 }
 
-TEST_CASE("sluice peek on a source without files lists sample ids; bad usage and failures are named", "[cli][peek]") {
+TEST_CASE("sluice peek on a source without files lists sample ids, and names bad usage and failures", "[cli][peek]") {
   TempDir dir;
   const std::string script = dir.write("range.lua", R"(local sluice = require("sluice")
 return sluice.pipeline {
@@ -131,7 +131,7 @@ return sluice.pipeline {
   const CliResult r = sluice::test::run_cli({"peek", script, "--png", dir.path() + "/png"});
   INFO(r.out << r.err);
   REQUIRE(r.status == 0);
-  CHECK_THAT(r.out, Contains("  x              float64  [4, 2]                  -3            3            0      1.87083\n"));
+  CHECK_THAT(r.out, Contains("  x              float64  [4, 2]                       -3            3            0      1.87083\n"));
   CHECK_THAT(r.out, Contains("  samples  0, 1, 2, 3\n"));
   CHECK_THAT(r.out, Contains("contact sheets: no field is an image"));
   CHECK_THAT(r.out, !Contains("batch 1 of"));
@@ -139,6 +139,13 @@ return sluice.pipeline {
   const CliResult failed = sluice::test::run_cli({"peek", script, "--batches", "3"});
   CHECK(failed.status == 1);
   CHECK_THAT(failed.err, Contains("sluice peek: error: ") && Contains("range.lua:7: sample nine is bad"));
+
+  const CliResult skipped = sluice::test::run_cli({"peek", script, "--batches", "3", "--on-error", "skip"});
+  INFO(skipped.out << skipped.err);
+  CHECK(skipped.status == 0);
+  CHECK_THAT(skipped.out, Contains("batch 2 of epoch 0: 1 samples"));
+  CHECK_THAT(skipped.out, Contains("skipped     1 sample (on_error = \"skip\"): ids 9\n") &&
+                              Contains("sample 9: ") && Contains("range.lua:7: sample nine is bad"));
 
   const CliResult typo = sluice::test::run_cli({"peek", script, "--pgn", "x"});
   CHECK(typo.status == 2);

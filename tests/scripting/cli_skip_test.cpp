@@ -138,7 +138,7 @@ return sluice.pipeline {
 }
 
 #ifdef SLUICE_CLI
-TEST_CASE("skip reasons reach the summary, the run record and the skip log; skip_fill = repeat", "[skip][cli]") {
+TEST_CASE("skip reasons reach the summary, the run record and the skip log, also with skip_fill = repeat", "[skip][cli]") {
   TempDir dir;
   // 9 files, batches of 3: two corrupt (sample 0 and sample 5).
   std::vector<std::string> files = {kTruncated};

@@ -100,7 +100,7 @@ return sluice.pipeline {
   }
 }
 
-TEST_CASE("returned tensors are copied; ctx.out is written in place", "[producer]") {
+TEST_CASE("returned tensors are copied, ctx.out is written in place", "[producer]") {
   TempDir dir;
   const std::string path = dir.write("copy.lua", R"(
 local sluice = require("sluice")

@@ -102,7 +102,7 @@ TEST_CASE("tfrecord with an index: tf.train.Example decoded by name, shuffled, e
   CHECK(loader.stats().skipped_samples.empty());
 }
 
-TEST_CASE("tfrecord: SequenceExamples through sluice.sequence_example; sluice.example refuses them", "[sources]") {
+TEST_CASE("tfrecord: SequenceExamples through sluice.sequence_example, which sluice.example refuses", "[sources]") {
   const std::string data = shared_data();
   if (data.empty()) return;
   TempDir dir;

@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "contact_sheet.h"
 #include "field_values.h"
+#include "skipped_text.h"
 #include "run_args.h"
 #include "sluice/error.h"
 #include "sluice/loader.h"
@@ -165,6 +166,9 @@ int peek(const PeekArgs& args) {
     }
   }
   if (shown < args.batches) std::printf("\nthe pipeline ended after %llu batches\n", static_cast<unsigned long long>(shown));
+  if (const Stats stats = loader.stats(); !stats.skipped_samples.empty()) {
+    std::printf("\nskipped     %s\n", describe_skipped(stats, false).c_str());
+  }
 
   if (!args.png_dir.empty()) {
     std::error_code ec;
