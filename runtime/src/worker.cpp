@@ -293,6 +293,10 @@ void worker_main(const WorkerEnv& env, std::uint32_t id) {
     // stores only. One fence per batch; fencing per copy costs a third of the
     // copy bandwidth with two workers.
     store_fence();
+    // What the producer printed (a map's print()) reaches a file or pipe as
+    // the batch completes, not never: a worker ends in _exit. Cheap when
+    // nothing is buffered.
+    std::fflush(stdout);
     idle_since = monotonic_ns();
     ch.fill_ns.fetch_add(idle_since - fill_start, std::memory_order_relaxed);
     const std::uint64_t cpu_end = CpuClock::cpu_ns(), runqueue_end = cpu_clock.runqueue_ns();

@@ -2,10 +2,12 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <malloc.h>
 #include <poll.h>
+#include <stdio_ext.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -95,6 +97,7 @@ pid_t fork_worker(std::uint32_t id, int sock, int sfd, int host, pid_t self,
   keep_freed_memory();
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != self) _exit(1);
   worker_main(id);
+  std::fflush(stdout);  // what the producer printed last (_exit flushes nothing)
   _exit(0);
 }
 
@@ -104,6 +107,10 @@ pid_t fork_worker(std::uint32_t id, int sock, int sfd, int host, pid_t self,
 [[noreturn]] void zygote_main(int sock, pid_t loader, const std::function<void(std::uint32_t)>& worker_main,
                               std::vector<pid_t>& live) {
   reset_signals();
+  // What the host had printed but not yet flushed is the host's to write:
+  // dropped here, so that a worker's flush (worker.cpp) writes its own only.
+  __fpurge(stdout);
+  __fpurge(stderr);
   // The host process, not the thread that forked us: a pidfd is readable once
   // the whole process has exited. Checked against getppid() for the race
   // where it died before pidfd_open.

@@ -35,7 +35,8 @@
 --   image.flip(src [, dst])            -> dst (default: src, in place), mirrored left to right
 --   image.pad(src, dst, top, left [, fill]) -> dst
 --   image.normalize(src, dst, opts)    -> dst: (x * scale - mean) / std as dst's dtype (float32,
---                                         float16, uint8); opts: mean, std, scale (1/max), flip,
+--                                         float16, uint8); opts: mean, std, scale (1/max; into
+--                                         uint8 with no mean or std, values kept), flip,
 --                                         layout ("chw" for a {C,H,W} dst, "hwc")
 --   image.cast(src, dst [, layout])    -> dst, values kept
 --   image.decode_crop(bytes, box, dst, opts) -> dst: decode + resize + normalize in one call, the
@@ -256,7 +257,20 @@ function M.random_resized_crop(width, height, rng, opts)
   return { x0 = box_c.x0, y0 = box_c.y0, x1 = box_c.x1, y1 = box_c.y1 }
 end
 
+-- box as random_resized_crop returns it, or an error naming the caller's line.
+local function checked_box(box, fname)
+  if type(box) ~= "table" or type(box.x0) ~= "number" or type(box.y0) ~= "number" or type(box.x1) ~= "number"
+      or type(box.y1) ~= "number" then
+    local got = type(box) ~= "table" and type(box)
+      or (box[1] ~= nil and "an array") or (box.width ~= nil and "{x, y, width, height}") or "a table without them"
+    error(fname .. ": box must be {x0 =, y0 =, x1 =, y1 =} (as image.random_resized_crop returns it), not "
+      .. got, 3)
+  end
+  return box
+end
+
 function M.shrink(box, height, width)
+  checked_box(box, "sluice.image.shrink")
   return math.max(height / (box.y1 - box.y0), width / (box.x1 - box.x0))
 end
 
@@ -267,6 +281,7 @@ function M.resize(src, dst, opts)
   describe(dst, dst_desc, "resize's destination")
   local box, d = opts.box, src.scale_divisor or 1
   if box then
+    checked_box(box, "sluice.image.resize")
     box_c.x0, box_c.y0, box_c.x1, box_c.y1 = box.x0 / d, box.y0 / d, box.x1 / d, box.y1 / d
     -- A DCT-downscaled decode rounds its size up: keep the box inside.
     if box_c.x1 > s.width then box_c.x1 = s.width end
@@ -280,7 +295,7 @@ function M.resize(src, dst, opts)
 end
 
 function M.crop(src, box, dst)
-  return M.resize(src, dst, { box = box })
+  return M.resize(src, dst, { box = checked_box(box, "sluice.image.crop") })
 end
 
 function M.flip(src, dst)
@@ -332,6 +347,7 @@ function M.decode_crop(bytes, box, dst, opts)
   decode_args.strict = opts.strict and 1 or 0
   decode_args.scale = 1
   decode_args.max_pixels = opts.max_pixels or 2^27
+  checked_box(box, "sluice.image.decode_crop")
   box_c.x0, box_c.y0, box_c.x1, box_c.y1 = box.x0, box.y0, box.x1, box.y1
   check(C.decode_crop(workspace(), p, n, opts.name or "(unnamed image)", decode_args, box_c, h, w,
     filter_code(opts.filter, "sluice.image.decode_crop"), norm_args, dst.data, err, ERR_SIZE))

@@ -206,3 +206,15 @@ TEST_CASE("tar: a truncated member is reported", "[tar]") {
   Sample s;
   CHECK_THROWS_WITH(stream_all(st), Contains("truncated tar member 000001.ten"));
 }
+
+TEST_CASE("tar: an archive cut at a member boundary is reported, not taken for a whole one", "[tar]") {
+  SLUICE_REQUIRE_SHARED_DATA(data);
+  test::TempDir tmp;
+  auto bytes = test::read_file((data / "webdataset/webdataset-testdata/tendata.tar").string());
+  bytes.resize(512 + 12800);  // the first member whole, then nothing: no end-of-archive blocks
+  auto path = tmp.file("cut.tar");
+  test::write_file(path, bytes);
+  CHECK_THROWS_WITH(TarSource({path}), Contains(path) && Contains("without its end-of-archive blocks"));
+  TarStream st({path});
+  CHECK_THROWS_WITH(stream_all(st), Contains(path) && Contains("without its end-of-archive blocks"));
+}

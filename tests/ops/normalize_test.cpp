@@ -47,6 +47,10 @@ TEST_CASE("normalize writes float16 and uint8, cast keeps values") {
   normalize(src, u.data(), {.dtype = sluice::DType::u8, .mean = {0.5f}, .std = {1.0f / 255}});
   CHECK(u[1] == 0);      // (51/255 - 0.5) * 255 < 0: clamped
   CHECK(u[2] == 128);    // 127.5 rounds to even: 128
+  normalize(src, u.data(), {.dtype = sluice::DType::u8});  // no mean, no std: the values kept, not [0, 1]
+  CHECK(u == std::vector<std::uint8_t>{0, 51, 255, 128});
+  normalize(src, u.data(), {.dtype = sluice::DType::u8, .scale = 1.0f / 255});  // [0, 1] when asked
+  CHECK(u == std::vector<std::uint8_t>{0, 0, 1, 1});
 
   std::vector<std::uint16_t> wide = {0, 65535};
   std::vector<float> wf(2);

@@ -285,6 +285,38 @@ return sluice.pipeline {
 
 }  // namespace
 
+TEST_CASE("Ctrl-C while the trial of sample 0 loops forever: exit 130 within the 2 s grace", "[cli][signals]") {
+  TempDir dir;
+  const std::string script = dir.write("spin.lua", R"(local sluice = require("sluice")
+local dir = sluice.script_dir
+return sluice.pipeline {
+  source = sluice.range(100),
+  fields = { { "x", "float32", { 4 } } },
+  map = function(i, ctx)
+    if i == 0 then
+      io.open(dir .. "/spinning.flag", "w"):close()
+      while true do end  -- compiled by LuaJIT: no hook runs in it
+    end
+    return { x = ctx.out.x }
+  end,
+}
+)");
+  for (int sig : {SIGINT, SIGTERM}) {
+    std::filesystem::remove(dir.path() + "/spinning.flag");
+    const pid_t pid = spawn_cli({"run", script, "--quiet", "--state", dir.path() + "/state.json"}, dir.path());
+    REQUIRE(wait_for_file(dir.path() + "/spinning.flag"));  // in the host's trial of sample 0
+    const auto sent = std::chrono::steady_clock::now();
+    REQUIRE(kill(pid, sig) == 0);
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 128 + sig);
+    CHECK(std::chrono::steady_clock::now() - sent < 5s);
+    CHECK(!std::filesystem::exists(dir.path() + "/state.json"));  // nothing was started, nothing saved
+  }
+  CHECK(sluice::test::wait_for_no_descendants(2000).empty());
+}
+
 TEST_CASE("SIGTERM to the whole process group, during start-up and mid-run: 143, state saved, resumable",
           "[cli][signals]") {
   TempDir dir;

@@ -179,3 +179,30 @@ TEST_CASE("RunSettings::apply_all: the same names for options that come from no 
   CHECK(untouched.workers == sluice::Options{}.workers);
   CHECK(untouched.seed == 0);
 }
+
+TEST_CASE("what a map prints reaches a pipe, once, and the host's unflushed output is not repeated", "[cli]") {
+  TempDir dir;
+  const std::string script = dir.write("print.lua", R"(local sluice = require("sluice")
+io.write("LOADED\n")  -- in the host, still buffered when the zygote forks (stdout is a pipe)
+return sluice.pipeline {
+  source = sluice.range(6),
+  fields = { { "x", "float32", { 1 } } },
+  batch_size = 2, workers = 2,
+  map = function(i, ctx)
+    print("PRINT " .. i)
+    return { x = ctx.out.x }
+  end,
+}
+)");
+  const CliResult r = sluice::test::run_cli({"run", script, "--quiet"});
+  INFO(r.out << r.err);
+  REQUIRE(r.status == 0);
+  auto count = [&](const std::string& what) {
+    std::size_t n = 0;
+    for (std::size_t at = r.out.find(what); at != std::string::npos; at = r.out.find(what, at + 1)) ++n;
+    return n;
+  };
+  CHECK(count("LOADED\n") == 3);  // the host and each worker load the script once
+  CHECK(count("PRINT 0\n") == 2);  // the host's trial of sample 0, then its worker
+  for (int i = 1; i < 6; ++i) CHECK(count("PRINT " + std::to_string(i) + "\n") == 1);
+}

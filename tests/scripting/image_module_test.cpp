@@ -94,7 +94,9 @@ TEST_CASE("image.decode_crop gives decode + resize + normalize's values, and nam
                              { name = 'h.jpg', size = #s })
     local _, typo = pcall(image.decode_crop, p, { x0 = 0, y0 = 0, x1 = 20, y1 = 10 }, out,
                           { name = 'h.jpg', size = #s, flipp = true })
-    return table.concat({ checked, differ, outside, typo }, '|')
+    local _, array = pcall(image.decode_crop, p, { 0, 0, 20, 10 }, out, { name = 'h.jpg', size = #s })
+    local _, sized = pcall(image.crop, out, { x = 0, y = 0, width = 4, height = 4 }, out)
+    return table.concat({ checked, differ, outside, typo, array, sized }, '|')
   )";
   REQUIRE(luaL_loadstring(L, chunk.c_str()) == 0);
   lua_pushstring(L, dir.c_str());
@@ -106,4 +108,7 @@ TEST_CASE("image.decode_crop gives decode + resize + normalize's values, and nam
   CHECK(result.rfind("24|0|", 0) == 0);
   CHECK_THAT(result, Contains("h.jpg: the region 200x10 at (0, 0) is not inside the 128x128 image"));
   CHECK_THAT(result, Contains("sluice.image.decode_crop: unknown option 'flipp'"));
+  CHECK_THAT(result, Contains("sluice.image.decode_crop: box must be {x0 =, y0 =, x1 =, y1 =} (as "
+                              "image.random_resized_crop returns it), not an array"));
+  CHECK_THAT(result, Contains("sluice.image.crop: box must be") && Contains("not {x, y, width, height}"));
 }

@@ -199,12 +199,38 @@ class Progress {
 // signal, and the Loader is interrupted as soon as it is built; with a Loader,
 // it interrupts it (async-signal-safe) so that the run loop ends at once. run()
 // then saves the state and exits 128 + signal.
+//
+// A start-up that does not end cannot be interrupted that way: the script's
+// top level or its trial of the first sample may loop (LuaJIT runs compiled
+// loops without hooks). So a signal before the Loader exists arms a 2 s alarm,
+// and a second signal or the alarm, still without a Loader, exits at once with
+// 128 + the first signal, saving nothing.
 volatile std::sig_atomic_t g_signal = 0;
 Loader* volatile g_loader = nullptr;
+constexpr unsigned kStartupGraceS = 2;
+
+[[noreturn]] void abandon_startup() {
+  static const char message[] =
+      "sluice run: interrupted while starting: the script's load or its trial of the first sample did not "
+      "return within 2 s of the signal; exiting without a state\n";
+  [[maybe_unused]] ssize_t n = write(STDERR_FILENO, message, sizeof message - 1);
+  _exit(128 + g_signal);
+}
 
 void on_signal(int sig) {
-  if (g_signal == 0) g_signal = sig;
-  if (Loader* loader = g_loader) loader->interrupt();
+  const bool again = g_signal != 0;
+  if (!again) g_signal = sig;
+  if (Loader* loader = g_loader) {
+    loader->interrupt();
+  } else if (again) {
+    abandon_startup();
+  } else {
+    alarm(kStartupGraceS);
+  }
+}
+
+void on_alarm(int) {
+  if (g_loader == nullptr) abandon_startup();
 }
 
 // Points the handler at a Loader for its lifetime; interrupts it at once if a
@@ -213,7 +239,10 @@ class SignalScope {
  public:
   explicit SignalScope(Loader& loader) {
     g_loader = &loader;  // before reading g_signal: a signal in between is seen by one or the other
-    if (g_signal != 0) loader.interrupt();
+    if (g_signal != 0) {
+      alarm(0);  // started in time: the run saves its state (on_alarm also checks g_loader)
+      loader.interrupt();
+    }
   }
   ~SignalScope() { g_loader = nullptr; }
   SignalScope(const SignalScope&) = delete;
@@ -426,11 +455,14 @@ void install_signal_handlers() {
   sa.sa_flags = 0;  // no SA_RESTART: a blocking call returns at once
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  sa.sa_handler = on_alarm;
+  sigaction(SIGALRM, &sa, nullptr);
 }
 
 void release_signal_handlers() {
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
+  std::signal(SIGALRM, SIG_DFL);
   if (g_signal != 0) std::raise(g_signal);  // one that came before: its default action now
 }
 

@@ -35,6 +35,7 @@ void TarSource::index_shard(std::uint32_t shard) {
     throw Error(path + ": gzip-compressed tar cannot be read at random offsets; read it with "
                        "TarStream (streaming), or decompress it to a plain .tar");
 
+  bool ended = false;  // by the end-of-archive blocks, as every tar writer ends one
   while (offset < size) {
     if (detail::pread_full(fd.get(), block, offset, path) < block.size()) {
       stop("truncated tar header (" + std::to_string(size - offset) + " bytes left)");
@@ -46,7 +47,10 @@ void TarSource::index_shard(std::uint32_t shard) {
       stop(why);
       break;
     }
-    if (h.entry == detail::TarEntry::end) break;
+    if (h.entry == detail::TarEntry::end) {
+      ended = true;
+      break;
+    }
     const std::uint64_t data = offset + detail::kTarBlock;
     if (h.size > size || data + h.size > size) {
       stop("truncated tar member " + h.path + ": " + std::to_string(h.size) + " bytes declared, " +
@@ -77,6 +81,13 @@ void TarSource::index_shard(std::uint32_t shard) {
       next_path.clear();
     }
     offset = data + detail::tar_padded(h.size);
+  }
+  // Cut at a member boundary, the archive would look whole but for its end
+  // blocks (GNU tar: "Unexpected EOF in archive"), and its last sample could
+  // lack members.
+  if (!ended && offset >= size) {
+    stop("the archive ends without its end-of-archive blocks after " + std::to_string(samples_.size()) +
+         " samples: it was cut short");
   }
 }
 

@@ -124,10 +124,12 @@ bool TarStream::read_member(std::string& key, Member& member, std::uint64_t& off
   for (;;) {
     const std::uint64_t header_at = position_;
     int r = gzread(gz, block.data(), detail::kTarBlock);
-    if (r == 0) {  // end of the stream without end blocks: accept, unless zlib failed
+    if (r == 0) {  // end of the stream without the end-of-archive blocks: cut short (or zlib failed)
       int errnum = Z_OK;
       gzerror(gz, &errnum);
-      if (errnum == Z_OK || errnum == Z_STREAM_END) return false;
+      if (errnum == Z_OK || errnum == Z_STREAM_END) {
+        return bad("the archive ends without its end-of-archive blocks: it was cut short");
+      }
       return bad("end of data");
     }
     if (r < static_cast<int>(detail::kTarBlock)) return bad("truncated tar header");

@@ -1,5 +1,6 @@
 // ImageDecoder: format sniffing, then libjpeg or libspng, then channel
 // conversion and orientation, each into the decoder's reused buffers.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -23,10 +24,13 @@ const std::uint8_t kPngSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\
 ImageFormat sniff(const std::uint8_t* p, std::size_t size, std::string_view name) {
   if (size == 0) fail_file(name, "the file is empty");
   if (const std::optional<ImageFormat> format = image_format(p, size)) return *format;
-  char start[40];
-  std::snprintf(start, sizeof start, "%02x %02x %02x %02x", p[0], size > 1 ? p[1] : 0, size > 2 ? p[2] : 0,
-                size > 3 ? p[3] : 0);
-  fail_file(name, std::string("not a JPEG or PNG file (it starts with bytes ") + start + ")");
+  std::string start;  // the first bytes it has, at most 4
+  for (std::size_t i = 0; i < std::min<std::size_t>(size, 4); ++i) {
+    char byte[4];
+    std::snprintf(byte, sizeof byte, i ? " %02x" : "%02x", p[i]);
+    start += byte;
+  }
+  fail_file(name, "not a JPEG or PNG file (" + std::to_string(size) + " bytes, starting with " + start + ")");
 }
 
 bool matches(StoredLayout layout, int channels) {

@@ -90,7 +90,13 @@ NormalizeRows::NormalizeRows(const Image& shape, void* dst, const NormalizeOptio
       dst_(dst) {
   if (dst == nullptr) fail_op("normalize", "no destination");
   const bool u8 = shape.dtype == DType::u8;
-  const float scale = o.scale != 0 ? o.scale : (u8 ? 1.0f / 255 : 1.0f / 65535);
+  // The default maps to [0, 1]; but into a uint8 output with no mean or std
+  // either, [0, 1] would leave only 0 and 1: the values are kept instead.
+  const bool plain = o.mean == NormalizeOptions{}.mean && o.std == NormalizeOptions{}.std;
+  const float scale = o.scale != 0                       ? o.scale
+                      : o.dtype == DType::u8 && plain ? (u8 ? 1.0f : 1.0f / 257)
+                      : u8                            ? 1.0f / 255
+                                                      : 1.0f / 65535;
   for (int k = 0; k < 4; ++k) a_[k] = 0, b_[k] = 0;
   for (int k = 0; k < shape.channels; ++k) {
     if (o.std[k] == 0 || !std::isfinite(o.std[k]) || !std::isfinite(o.mean[k])) {

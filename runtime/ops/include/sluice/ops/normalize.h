@@ -5,7 +5,7 @@
 // read from a uint8 or uint16 HWC image and written as float32, float16 or
 // uint8 (rounded and clamped), in CHW or HWC order, optionally mirrored left to
 // right on the way. With the defaults (scale = 1 / max value, mean 0, std 1) it
-// maps to [0, 1]; torchvision's ToTensor + Normalize(mean, std) is
+// maps to [0, 1] (a uint8 output with no mean or std keeps the values); torchvision's ToTensor + Normalize(mean, std) is
 // {.mean = {0.485, 0.456, 0.406}, .std = {0.229, 0.224, 0.225}}. cast() is
 // the same with scale 1: values kept, dtype and layout changed.
 //
@@ -30,7 +30,8 @@ struct SLUICE_API NormalizeOptions {
   Layout layout = Layout::chw;
   std::array<float, 4> mean = {0, 0, 0, 0};
   std::array<float, 4> std = {1, 1, 1, 1};
-  float scale = 0;                       // 0: 1 / 255 for uint8, 1 / 65535 for uint16
+  float scale = 0;                       // 0: 1 / 255 for uint8, 1 / 65535 for uint16 (into [0, 1]);
+                                         // into uint8 with no mean or std, values kept (1, 1 / 257)
   bool flip = false;                     // mirror left to right
 };
 
