@@ -38,6 +38,7 @@ struct Record {
   detail::JsonValue header;
   std::vector<RecordedBatch> batches;
   std::vector<std::uint64_t> skipped;  // from skip lines, in file order
+  std::string note;                    // a last line that was cut off, left out
 };
 
 Record read_record(const std::string& path) {
@@ -76,6 +77,13 @@ Record read_record(const std::string& path) {
       }
       r.batches.push_back(std::move(b));
     } catch (const Error& e) {
+      // A last line without its newline is one a killed run was writing:
+      // what came before it is a record still.
+      if (in.eof() && number > 1) {
+        r.note = path + ":" + std::to_string(number) + ": the last line is cut off (" + e.what() +
+                 "): the run was stopped while writing it; left out";
+        break;
+      }
       throw Error(path + ":" + std::to_string(number) + ": " + e.what());
     }
   }
@@ -171,6 +179,9 @@ void RunRecorder::close() {
 VerifyResult verify_records(const std::string& path_a, const std::string& path_b) {
   Record a = read_record(path_a), b = read_record(path_b);
   VerifyResult result;
+  for (const Record* r : {&a, &b}) {
+    if (!r->note.empty()) result.notes.push_back(r->note);
+  }
   // The determinism contract holds after ordering: compare by (epoch, batch).
   auto key = [](const RecordedBatch& x) { return std::pair(x.epoch, x.batch); };
   auto by_key = [&](const RecordedBatch& x, const RecordedBatch& y) { return key(x) < key(y); };
@@ -259,6 +270,7 @@ struct GlobalRun {
   bool all_digests = true;  // every batch has per-sample digests
   std::uint64_t redelivered = 0;  // per-rank batches seen again after a resume, not counted twice
   std::string name;               // for messages: the files, shortened
+  std::vector<std::string> notes;  // records' cut-off last lines
 };
 
 // What one rank of one world size recorded for a step.
@@ -318,6 +330,7 @@ GlobalRun read_global(std::span<const std::string> paths) {
   std::map<std::pair<std::uint64_t, std::uint64_t>, StepParts> steps;
   for (const std::string& path : paths) {
     Record r = read_record(path);
+    if (!r.note.empty()) run.notes.push_back(r.note);
     std::uint32_t world = 1, rank = 0;
     if (const detail::JsonValue* w = r.header.find("world_size")) {
       world = static_cast<std::uint32_t>(w->as_u64("world_size"));
@@ -381,6 +394,8 @@ std::string first_sample_difference(const GlobalRun& a, const std::multiset<std:
 VerifyResult verify_records_global(std::span<const std::string> paths_a, std::span<const std::string> paths_b) {
   const GlobalRun a = read_global(paths_a), b = read_global(paths_b);
   VerifyResult result;
+  result.notes = a.notes;
+  result.notes.insert(result.notes.end(), b.notes.begin(), b.notes.end());
   auto at_step = [](const std::pair<std::uint64_t, std::uint64_t>& key) {
     return "epoch " + std::to_string(key.first) + ", step " + std::to_string(key.second);
   };

@@ -189,3 +189,23 @@ TEST_CASE("a forked child's copy of a recorder writes nothing to the parent's re
   REQUIRE(count == 1 + 2 * 10);  // the header and 2 epochs of 10 batches, each once
   REQUIRE(lines.size() == count);
 }
+
+TEST_CASE("a record whose last line a killed run cut off is compared without it, and says so", "[record]") {
+  TempDir dir;
+  const auto a = (dir.path / "a.jsonl").string(), b = (dir.path / "b.jsonl").string();
+  record_run(record_options(5, 1, true), a);
+  record_run(record_options(5, 2, true), b);
+  fs::resize_file(b, fs::file_size(b) - 40);  // inside the last batch's line: no newline after it
+  VerifyResult r = verify_records(a, b);
+  INFO(r.message);
+  REQUIRE(r.notes.size() == 1);
+  CHECK_THAT(r.notes[0], Catch::Matchers::Contains(b + ":21: the last line is cut off"));
+  CHECK(r.batches_compared == 19);
+
+  // A line cut in the middle of the file is damage, not a stopped run.
+  std::ifstream in(b);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  text.insert(text.find('\n', text.find('\n') + 1), "\n{\"epoch\":");
+  std::ofstream(b) << text;
+  CHECK_THROWS_WITH(verify_records(a, b), Catch::Matchers::Contains(b + ":3: "));
+}

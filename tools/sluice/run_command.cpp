@@ -268,8 +268,9 @@ std::string with_rank(std::string path, const std::string& rank) {
 std::string for_rank(const std::string& path, std::uint32_t rank) { return with_rank(path, std::to_string(rank)); }
 
 LoaderState read_state(const std::string& path) {
+  const std::string text = read_text_file(path);  // its errors name the file already
   try {
-    return LoaderState::from_json(read_text_file(path));
+    return LoaderState::from_json(text);
   } catch (const Error& e) {
     throw Error(path + ": " + e.what());
   }

@@ -45,6 +45,7 @@ int verify_command(int argc, char** argv) {
   try {
     VerifyResult r = global ? verify_records_global(expand_paths(argv[2], ".jsonl"), expand_paths(argv[3], ".jsonl"))
                             : verify_records(argv[1], argv[2]);
+    for (const std::string& note : r.notes) std::printf("note: %s\n", note.c_str());
     std::printf("%s\n", r.message.c_str());
     return r.identical ? 0 : 1;
   } catch (const Error& e) {

@@ -24,6 +24,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 #include <string_view>
 
 #include "sluice/batch.h"
@@ -77,6 +78,7 @@ struct SLUICE_API VerifyResult {
   bool identical = false;
   std::uint64_t batches_compared = 0;
   std::string message;  // what differs first, and how; or a summary when identical
+  std::vector<std::string> notes;  // e.g. a record whose last line a killed run cut off: left out
 };
 
 // Compares two records. Throws Error if a file cannot be read or is not a record.
