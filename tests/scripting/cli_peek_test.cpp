@@ -110,7 +110,7 @@ TEST_CASE("sluice peek shows fields, class names and files, and writes contact s
   const auto lines = sluice::test::read_lines(result);
   REQUIRE(lines.size() == 1);
   CHECK(lines[0] == "ok");
-  CHECK(sluice::test::wait_for_no_descendants(2000).empty());
+  CHECK(sluice::test::wait_for_no_descendants(5000).empty());
 }
 
 TEST_CASE("sluice peek on a source without files lists sample ids, and names bad usage and failures", "[cli][peek]") {
@@ -152,7 +152,7 @@ return sluice.pipeline {
   CHECK_THAT(typo.err, Contains("unknown option --pgn; did you mean --png? (see sluice peek --help)"));
   CHECK(sluice::test::run_cli({"peek", script, "--batches", "0"}).status == 2);
   CHECK(sluice::test::run_cli({"peek"}).status == 2);
-  CHECK(sluice::test::wait_for_no_descendants(2000).empty());
+  CHECK(sluice::test::wait_for_no_descendants(5000).empty());
 }
 
 #endif
