@@ -94,7 +94,7 @@ bool wait_for_task(WorkerChannel& ch, const ArenaHeader& header, pid_t parent, T
 // system; the producer's reader threads too) and how long the worker's main
 // thread, which runs the fill, sat runnable on a run queue waiting for a core
 // (/proc/self/schedstat, the thread group leader's: "on-cpu wait slices" in
-// ns). Read before and after each fill, a few microseconds per batch.
+// ns). Read before and after a fill, a few microseconds: sampled (worker_main).
 class CpuClock {
  public:
   CpuClock() : schedstat_(open("/proc/self/schedstat", O_RDONLY | O_CLOEXEC)) {}
@@ -257,10 +257,20 @@ void worker_main(const WorkerEnv& env, std::uint32_t id) {
   TaskQueue queue(ch, header, parent, env, *env.options.producer);
   std::uint64_t idle_since = monotonic_ns();
   CpuClock cpu_clock;
+  // Reading the CPU clocks costs a few microseconds (a system call and a
+  // procfs read): as much as a whole small batch, which would halve a fast
+  // pipeline. So a fill is measured when the last measured one began at least
+  // kCpuSampleNs before, and its CPU and run-queue times stand for every fill
+  // since, scaled by their wall time. Fills of a millisecond or more are all
+  // measured, exactly.
+  constexpr std::uint64_t kCpuSampleNs = 1'000'000;
+  std::uint64_t last_measured_ns = 0, unmeasured_fill_ns = 0;
   while (queue.next(task)) {
-    const std::uint64_t cpu_start = CpuClock::cpu_ns();
-    const std::uint64_t runqueue_start = cpu_clock.runqueue_ns();
     const std::uint64_t fill_start = monotonic_ns();
+    const bool measure = last_measured_ns == 0 || fill_start - last_measured_ns >= kCpuSampleNs;
+    const std::uint64_t cpu_start = measure ? CpuClock::cpu_ns() : 0;
+    const std::uint64_t runqueue_start = measure ? cpu_clock.runqueue_ns() : 0;
+    if (measure) last_measured_ns = fill_start;
     ch.idle_ns.fetch_add(fill_start - idle_since, std::memory_order_relaxed);
     std::byte* base = slot_base(env.arena, env.layout, task.slot);
     SlotHeader& h = *reinterpret_cast<SlotHeader*>(base);
@@ -298,11 +308,19 @@ void worker_main(const WorkerEnv& env, std::uint32_t id) {
     // nothing is buffered.
     std::fflush(stdout);
     idle_since = monotonic_ns();
-    ch.fill_ns.fetch_add(idle_since - fill_start, std::memory_order_relaxed);
-    const std::uint64_t cpu_end = CpuClock::cpu_ns(), runqueue_end = cpu_clock.runqueue_ns();
-    ch.cpu_ns.fetch_add(cpu_end > cpu_start ? cpu_end - cpu_start : 0, std::memory_order_relaxed);
-    ch.runqueue_ns.fetch_add(runqueue_end > runqueue_start ? runqueue_end - runqueue_start : 0,
-                             std::memory_order_relaxed);
+    const std::uint64_t fill_ns = idle_since - fill_start;
+    ch.fill_ns.fetch_add(fill_ns, std::memory_order_relaxed);
+    unmeasured_fill_ns += fill_ns;
+    if (measure) {
+      const std::uint64_t cpu_end = CpuClock::cpu_ns(), runqueue_end = cpu_clock.runqueue_ns();
+      const double scale = fill_ns != 0 ? static_cast<double>(unmeasured_fill_ns) / static_cast<double>(fill_ns) : 1;
+      auto scaled = [scale](std::uint64_t from, std::uint64_t to) {
+        return to > from ? static_cast<std::uint64_t>(static_cast<double>(to - from) * scale) : 0;
+      };
+      ch.cpu_ns.fetch_add(scaled(cpu_start, cpu_end), std::memory_order_relaxed);
+      ch.runqueue_ns.fetch_add(scaled(runqueue_start, runqueue_end), std::memory_order_relaxed);
+      unmeasured_fill_ns = 0;
+    }
     if (env.layout.trace_offset != 0) {
       record_fill(trace_ring(env.arena, env.layout, id), fill_start, idle_since, task.seq, size,
                   status != Status::ok);
