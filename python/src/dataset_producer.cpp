@@ -73,7 +73,7 @@ PyObject* field_value(const DatasetSpec& spec, PyObject* sample, std::size_t f, 
     case Layout::dict: {
       if (!PyDict_Check(sample)) {
         throw Error(what + " is " + Py_TYPE(sample)->tp_name + ", not " + layout_name(spec.layout) +
-                    " as " + (spec.declared ? std::string("fields= says") : "the first was"));
+                    " as " + was(spec));
       }
       PyObject* v = PyDict_GetItemString(sample, spec.fields[f].name.c_str());
       if (!v) throw Error(what + " has no '" + spec.fields[f].name + "', which " + (spec.declared ? "fields= names" : "the first had"));
@@ -88,7 +88,7 @@ PyObject* field_value(const DatasetSpec& spec, PyObject* sample, std::size_t f, 
     case Layout::tuple: {
       if (!PyTuple_Check(sample) && !PyList_Check(sample)) {
         throw Error(what + " is " + Py_TYPE(sample)->tp_name + ", not " + layout_name(spec.layout) +
-                    " as " + (spec.declared ? std::string("fields= says") : "the first was"));
+                    " as " + was(spec));
       }
       const Py_ssize_t size = PySequence_Fast_GET_SIZE(sample);
       if (static_cast<std::size_t>(size) != n) {

@@ -193,7 +193,6 @@ class Progress {
   bool live_ = false;
 };
 
-
 // SIGINT and SIGTERM are handled from main()'s first instruction (see
 // install_signal_handlers): before a Loader exists the handler only notes the
 // signal, and the Loader is interrupted as soon as it is built; with a Loader,

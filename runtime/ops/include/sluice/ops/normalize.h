@@ -5,7 +5,8 @@
 // read from a uint8 or uint16 HWC image and written as float32, float16 or
 // uint8 (rounded and clamped), in CHW or HWC order, optionally mirrored left to
 // right on the way. With the defaults (scale = 1 / max value, mean 0, std 1) it
-// maps to [0, 1] (a uint8 output with no mean or std keeps the values); torchvision's ToTensor + Normalize(mean, std) is
+// maps to [0, 1] (a uint8 output with no mean or std keeps the values);
+// torchvision's ToTensor + Normalize(mean, std) is
 // {.mean = {0.485, 0.456, 0.406}, .std = {0.229, 0.224, 0.225}}. cast() is
 // the same with scale 1: values kept, dtype and layout changed.
 //
