@@ -102,6 +102,39 @@ inline void write_ppm(const std::string& path, const Image& rgb) {
   std::fclose(f);
 }
 
+// JPEGs encoded by libjpeg-turbo's cjpeg from one photo (Pillow's flower.jpg,
+// 480x360), in a temporary folder. ready() is false, after a WARN, when the
+// photo or cjpeg is absent.
+class Cjpeg {
+ public:
+  bool ready() {
+    if (!have_pillow_images() || !have_program("/usr/bin/cjpeg", "libjpeg-turbo-progs")) return false;
+    ImageDecoder decoder;
+    const auto flower = pillow_file("flower.jpg");
+    write_ppm(dir_.file("src.ppm"), decoder.decode(flower.data(), flower.size(), "flower.jpg").image);
+    return true;
+  }
+  // The photo through `cjpeg ARGS` (a -scans script written from `scans`).
+  std::vector<std::uint8_t> encode(const std::string& args, const std::string& scans = "") {
+    std::string command = "/usr/bin/cjpeg " + args;
+    if (!scans.empty()) {
+      std::ofstream(dir_.file("scans.txt")) << scans;
+      command += " -scans " + dir_.file("scans.txt");
+    }
+    REQUIRE(shell(command + " " + dir_.file("src.ppm") + " > " + dir_.file("out.jpg")));
+    return read_bytes(dir_.file("out.jpg"));
+  }
+  std::string file(const std::string& name) const { return dir_.file(name); }
+
+ private:
+  TempDir dir_;
+};
+
+// A cjpeg -scans script whose progression never refines the last bit of the
+// AC coefficients: a progressive JPEG left unfinished.
+inline constexpr const char* kUnfinishedProgression =
+    "0,1,2: 0-0, 0, 1 ;\n0: 1-63, 0, 1 ;\n1: 1-63, 0, 1 ;\n2: 1-63, 0, 1 ;\n0,1,2: 0-0, 1, 0 ;\n";
+
 // The PNG (zlib) CRC-32.
 inline std::uint32_t crc32(const std::uint8_t* p, std::size_t n) {
   std::uint32_t c = 0xffffffffu;

@@ -12,8 +12,10 @@
 #include <csetjmp>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "fail.h"
+#include "jpeg_markers.h"
 #include "sluice/ops/geometry.h"
 
 namespace sluice::ops {
@@ -25,6 +27,48 @@ constexpr int kMaxScans = 500;
 
 enum class Failure { none, fatal, truncated, strict_warning, too_many_scans };
 
+// A libjpeg data source over some byte ranges of the file, in order: the
+// file with scans left out (see Decompressor::skip_unneeded_scans). At their
+// end it does what jpeg_mem_src does: warns of a premature end and supplies
+// an end-of-image marker.
+struct SpanSource {
+  jpeg_source_mgr pub;
+  const std::uint8_t* data;
+  const ByteRange* spans;
+  std::size_t count;
+  std::size_t next;
+};
+
+void span_init(j_decompress_ptr) noexcept {}
+void span_term(j_decompress_ptr) noexcept {}
+
+boolean span_fill(j_decompress_ptr cinfo) noexcept {
+  static const JOCTET fake_eoi[2] = {0xFF, JPEG_EOI};
+  SpanSource& src = *reinterpret_cast<SpanSource*>(cinfo->src);
+  while (src.next < src.count && src.spans[src.next].begin == src.spans[src.next].end) ++src.next;
+  if (src.next == src.count) {
+    WARNMS(cinfo, JWRN_JPEG_EOF);
+    src.pub.next_input_byte = fake_eoi;
+    src.pub.bytes_in_buffer = 2;
+    return TRUE;
+  }
+  const ByteRange& span = src.spans[src.next++];
+  src.pub.next_input_byte = src.data + span.begin;
+  src.pub.bytes_in_buffer = span.end - span.begin;
+  return TRUE;
+}
+
+void span_skip(j_decompress_ptr cinfo, long count) noexcept {
+  if (count <= 0) return;
+  jpeg_source_mgr& src = *cinfo->src;
+  while (static_cast<std::size_t>(count) > src.bytes_in_buffer) {
+    count -= static_cast<long>(src.bytes_in_buffer);
+    span_fill(cinfo);
+  }
+  src.next_input_byte += count;
+  src.bytes_in_buffer -= static_cast<std::size_t>(count);
+}
+
 // All libjpeg state of one decode, plain C data only: libjpeg's error_exit
 // longjmps back to guarded() below, and nothing between there and libjpeg
 // may own a C++ object with a destructor.
@@ -32,6 +76,7 @@ struct Session {
   jpeg_decompress_struct cinfo;
   jpeg_error_mgr err;
   jpeg_progress_mgr progress;
+  SpanSource spans;
   std::jmp_buf jump;
   bool strict;
   Failure failure;
@@ -110,6 +155,7 @@ class Decompressor {
   Decompressor& operator=(const Decompressor&) = delete;
 
   JpegHeader read_header(const std::uint8_t* bytes, std::size_t size) {
+    file_ = {bytes, size};
     run("not a readable JPEG", [this, bytes, size] {
       jpeg_mem_src(&s_.cinfo, bytes, static_cast<unsigned long>(size));
       jpeg_read_header(&s_.cinfo, TRUE);
@@ -133,6 +179,46 @@ class Decompressor {
   int output_width() const { return static_cast<int>(s_.cinfo.output_width); }
   int output_height() const { return static_cast<int>(s_.cinfo.output_height); }
   int output_components() const { return s_.cinfo.output_components; }
+
+  // For a progressive JPEG, before start(): leaves out the AC scans of the
+  // components whose DCT scale keeps only the DC coefficient (an 8x8 block
+  // becomes one pixel, jpeg_idct_1x1), when jpeg_skippable_scans finds the
+  // file complete and well-formed. The pixels are those of a decode that
+  // reads every scan: libjpeg's block smoothing, which would guess the
+  // missing coefficients, is off, and a complete file would not use it.
+  void skip_unneeded_scans() {
+    if (!s_.cinfo.progressive_mode || s_.cinfo.num_components > 4) return;
+    std::uint32_t dc_only = 0;
+    for (int c = 0; c < s_.cinfo.num_components; ++c) {
+      if (s_.cinfo.comp_info[c].DCT_scaled_size == 1) dc_only |= 1u << c;
+    }
+    if (dc_only == 0 || !jpeg_skippable_scans(file_, dc_only, kMaxScans, spans_) || spans_.empty()) return;
+    // The source has read the headers up to the first scan's data, which is
+    // a DC scan: what is left out lies ahead. Keep what lies between.
+    const std::size_t at = position();
+    if (spans_.front().begin < at) return;
+    std::size_t kept_from = at;
+    for (ByteRange& r : spans_) {
+      const std::size_t skipped_to = r.end;
+      r = {kept_from, r.begin};
+      kept_from = skipped_to;
+    }
+    spans_.push_back({kept_from, file_.size()});
+    SpanSource& src = s_.spans;
+    src.pub.init_source = span_init;
+    src.pub.fill_input_buffer = span_fill;
+    src.pub.skip_input_data = span_skip;
+    src.pub.resync_to_restart = jpeg_resync_to_restart;
+    src.pub.term_source = span_term;
+    src.data = file_.data();
+    src.spans = spans_.data();
+    src.count = spans_.size();
+    src.next = 1;
+    src.pub.next_input_byte = file_.data() + spans_[0].begin;
+    src.pub.bytes_in_buffer = spans_[0].end - spans_[0].begin;
+    s_.cinfo.src = &src.pub;
+    s_.cinfo.do_block_smoothing = FALSE;
+  }
 
   // Starts the output pass (for a progressive JPEG this reads every scan).
   void start() {
@@ -173,12 +259,27 @@ class Decompressor {
     run("corrupt JPEG", [this, count] { jpeg_skip_scanlines(&s_.cinfo, static_cast<JDIMENSION>(count)); });
   }
 
+  // Whether the rest of a single-scan JPEG, after the rows read so far, is
+  // only entropy-coded data and segments libjpeg passes over, up to its
+  // end-of-image marker (jpeg_rest_is_plain): then decoding the remaining
+  // rows could only bring warnings, and a decode that wants no more rows may
+  // stop.
+  bool rest_is_plain() {
+    return !jpeg_has_multiple_scans(&s_.cinfo) &&
+           jpeg_rest_is_plain(file_, position(), s_.cinfo.unread_marker);
+  }
+
   // Reads the rest of the file, to its end-of-image marker.
   void finish() {
     run("corrupt JPEG", [this] { jpeg_finish_decompress(&s_.cinfo); });
   }
 
  private:
+  // Where jpeg_mem_src's reading stands in the file.
+  std::size_t position() const {
+    return static_cast<std::size_t>(s_.cinfo.src->next_input_byte - file_.data());
+  }
+
   template <typename Step>
   void run(const char* what, const Step& step) {
     if (!guarded(s_, step)) fail(what);
@@ -204,6 +305,8 @@ class Decompressor {
 
   Session s_;
   std::string_view name_;
+  std::span<const std::uint8_t> file_;
+  std::vector<ByteRange> spans_;  // scans to leave out, then the ranges kept
 };
 
 }  // namespace
@@ -228,6 +331,7 @@ Image jpeg_decode(const std::uint8_t* bytes, std::size_t size, std::string_view 
     color = JCS_EXT_RGBA, layout = StoredLayout::rgba;
   }
   d.configure(color, options.divisor);
+  if (!options.strict) d.skip_unneeded_scans();
   d.start();
   if (!options.region) {
     Image image = packed_image(nullptr, d.output_height(), d.output_width(), d.output_components());
@@ -249,14 +353,18 @@ Image jpeg_decode(const std::uint8_t* bytes, std::size_t size, std::string_view 
   band.data = out.reserve(band.stride * static_cast<std::size_t>(band.height + 1), name);
   d.skip_rows(top);
   d.read_rows(band);
-  if (bottom < full_height) {
-    d.skip_rows(full_height - bottom - 1);
-    Image last = band;
-    last.data = band.row<std::byte>(band.height);
-    last.height = 1;
-    d.read_rows(last);
+  // The rows below the region matter only for the damage they could reveal.
+  const bool stop = bottom < full_height && !options.strict && d.rest_is_plain();
+  if (!stop) {
+    if (bottom < full_height) {
+      d.skip_rows(full_height - bottom - 1);
+      Image last = band;
+      last.data = band.row<std::byte>(band.height);
+      last.height = 1;
+      d.read_rows(last);
+    }
+    d.finish();
   }
-  d.finish();
   return crop(band, Rect{r.x - first_column, r.y - top, r.width, r.height});
 }
 

@@ -54,9 +54,15 @@ struct JpegDecode {
 // libjpeg skips the rows above it (jpeg_skip_scanlines) and transforms only
 // the iMCU columns around it (jpeg_crop_scanline). Both keep one iMCU of
 // margin on every side, cut away before returning, because fancy upsampling
-// treats the edge of what it decodes as the image's edge. The rows below the
-// region are skipped too, all but the last, which is decoded: skipping to the
-// end would stop reading the data, and a truncated file must still fail.
+// treats the edge of what it decodes as the image's edge.
+//
+// What is left unread (never under `strict`; see jpeg_markers.h): in a
+// single-scan JPEG, the rows below a region once the rest of the file is seen
+// to be plain entropy-coded data up to its end marker (otherwise they are
+// skipped with jpeg_skip_scanlines and the last one decoded, so that damage
+// there fails as in a whole decode); in a progressive JPEG, the AC scans of
+// the components that a DCT scale of 1/8 reduces to their DC coefficient.
+// Either way the pixels, and the errors, are those of reading every byte.
 Image jpeg_decode(const std::uint8_t* bytes, std::size_t size, std::string_view name, const JpegDecode& options,
                   Buffer& out, StoredLayout& layout, JpegHeader& header);
 
