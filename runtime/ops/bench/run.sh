@@ -45,8 +45,12 @@ run() {
 }
 for r in $(seq "$repeats"); do
   echo "== repeat $r of $repeats, load: $(cut -d' ' -f1-3 /proc/loadavg)"
-  run mix 1 4 16 sluice split draft torch floor
-  run mix 2 4 16 sluice split draft torch
+  # The mix for 8 epochs (seconds per side, not a moment of the shared
+  # machine's load); PIL + torchvision, ten times slower, for 4.
+  run mix 1 8 16 sluice split draft floor
+  run mix 1 4 16 torch
+  run mix 2 8 16 sluice split draft
+  run mix 2 4 16 torch
   run small 1 2 16 sluice split draft floor
   run medium 1 2 16 sluice split draft floor
   run large 1 3 8 sluice split draft floor

@@ -265,8 +265,9 @@ class Decompressor {
   // rows could only bring warnings, and a decode that wants no more rows may
   // stop.
   bool rest_is_plain() {
-    return !jpeg_has_multiple_scans(&s_.cinfo) &&
-           jpeg_rest_is_plain(file_, position(), s_.cinfo.unread_marker);
+    bool multiple_scans = true;
+    run("corrupt JPEG", [this, &multiple_scans] { multiple_scans = jpeg_has_multiple_scans(&s_.cinfo); });
+    return !multiple_scans && jpeg_rest_is_plain(file_, position(), s_.cinfo.unread_marker);
   }
 
   // Reads the rest of the file, to its end-of-image marker.
@@ -275,9 +276,13 @@ class Decompressor {
   }
 
  private:
-  // Where jpeg_mem_src's reading stands in the file.
+  // Where jpeg_mem_src's reading stands in the file; past its end when the
+  // source supplies a made-up end marker.
   std::size_t position() const {
-    return static_cast<std::size_t>(s_.cinfo.src->next_input_byte - file_.data());
+    const auto at = reinterpret_cast<std::uintptr_t>(s_.cinfo.src->next_input_byte);
+    const auto begin = reinterpret_cast<std::uintptr_t>(file_.data());
+    if (at < begin || at - begin > file_.size()) return file_.size() + 1;
+    return static_cast<std::size_t>(at - begin);
   }
 
   template <typename Step>
