@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "jpeg_markers.h"
@@ -15,24 +16,6 @@ using namespace sluice::ops;
 using namespace sluice::ops::test;
 
 namespace {
-
-struct Sos {
-  std::size_t at;  // the FF DA marker
-  int components, first_id, ss, se, ah, al;
-};
-
-// The scan headers of a cjpeg file (its only other segments are headers and
-// tables, so FF DA appears nowhere else).
-std::vector<Sos> scans_of(const std::vector<std::uint8_t>& f) {
-  std::vector<Sos> out;
-  for (std::size_t i = 0; i + 1 < f.size(); ++i) {
-    if (f[i] != 0xFF || f[i + 1] != 0xDA) continue;
-    const int n = f[i + 4];
-    const std::size_t tail = i + 5 + 2 * static_cast<std::size_t>(n);
-    out.push_back({i, n, f[i + 5], f[tail], f[tail + 1], f[tail + 2] >> 4, f[tail + 2] & 15});
-  }
-  return out;
-}
 
 std::vector<ByteRange> skippable(const std::vector<std::uint8_t>& f, std::uint32_t dc_only, bool expect) {
   std::vector<ByteRange> out{{1, 2}};
@@ -106,6 +89,23 @@ TEST_CASE("nothing is left out of a JPEG cut short, unfinished or with a scan li
   skippable(broken(approximation, 14), 1, false);                                           // Al > 13
   skippable(broken(luma_ac->at + 5, 9), 1, false);                                          // no component 9
   skippable(broken(luma_ac->at + 8, 64), 1, false);                                         // Se past 63
+  skippable(broken(sos.front().at + 7, f[sos.front().at + 5]), 1, false);  // one component twice in a scan
+  // The Huffman table the luma AC scan uses (cjpeg writes one before each
+  // scan): an impossible index, or code lengths that run out of codes.
+  std::size_t dht = luma_ac->at;
+  while (!(f[dht] == 0xFF && f[dht + 1] == 0xC4)) --dht;
+  skippable(broken(dht + 4, 0x25), 1, false);
+  std::vector<std::uint8_t> overfull = f;
+  int symbols = 0;
+  for (int i = 0; i < 16; ++i) symbols += std::exchange(overfull[dht + 5 + i], 0);
+  REQUIRE(symbols > 2);
+  overfull[dht + 5] = 2;  // two codes of one bit: the all-ones code taken
+  overfull[dht + 20] = static_cast<std::uint8_t>(symbols - 2);
+  skippable(overfull, 1, false);
+  // A second frame header before the end.
+  std::vector<std::uint8_t> two_frames(f.begin(), f.end() - 2);
+  two_frames.insert(two_frames.end(), {0xFF, 0xC0, 0x00, 0x0B, 8, 0, 16, 0, 16, 1, 1, 0x11, 0, 0xFF, 0xD9});
+  skippable(two_frames, 1, false);
   // More scans than allowed.
   std::vector<ByteRange> out;
   CHECK(!jpeg_skippable_scans(f, 1, static_cast<int>(sos.size()) - 1, out));
@@ -128,8 +128,8 @@ TEST_CASE("the rest of a single-scan JPEG is plain up to a clean end only") {
     }
     const std::size_t eoi = f.size() - 2;
     CHECK(jpeg_rest_is_plain(f, eoi, 0));
-    CHECK(jpeg_rest_is_plain(f, eoi, 0xD9));      // libjpeg found the end marker and put it back
-    CHECK(jpeg_rest_is_plain(f, f.size(), 0xD9));  // ... or passed over it
+    CHECK(jpeg_rest_is_plain(f, f.size(), 0xD9));  // libjpeg has read the end marker
+    CHECK(!jpeg_rest_is_plain(f, eoi, 0xD9));      // a marker read is one just before pos
     CHECK(!jpeg_rest_is_plain(f, f.size(), 0));
     CHECK(!jpeg_rest_is_plain(f, f.size() + 1, 0));
 

@@ -102,6 +102,65 @@ TEST_CASE("a JPEG cut short fails at 1/8 and in a region exactly as when read wh
   }
 }
 
+namespace {
+
+struct Span {
+  std::size_t begin, end;
+};
+
+// The first luma AC scan of a cjpeg progressive file: its SOS marker, and
+// where the next marker starts.
+Span first_luma_ac_scan(const std::vector<std::uint8_t>& f) {
+  const std::vector<Sos> sos = scans_of(f);
+  for (std::size_t i = 0; i + 1 < sos.size(); ++i) {
+    if (sos[i].ss > 0 && sos[i].first_id == 1) {
+      std::size_t end = sos[i].at + 10;
+      while (!(f[end] == 0xFF && f[end + 1] != 0x00 && (f[end + 1] < 0xD0 || f[end + 1] > 0xD7))) ++end;
+      return {sos[i].at, end};
+    }
+  }
+  FAIL("no luma AC scan");
+  return {};
+}
+
+// `count` bytes of entropy-coded data from `at` replaced by others, none 0xFF.
+std::vector<std::uint8_t> damaged(std::vector<std::uint8_t> f, std::size_t at, std::size_t count) {
+  for (std::size_t i = at; i < at + count; ++i) f[i] = static_cast<std::uint8_t>(i * 37 % 255);
+  return f;
+}
+
+}  // namespace
+
+TEST_CASE("damage in a skipped scan changes nothing a 1/8 decode returns, and errors read as in a whole read") {
+  Cjpeg cjpeg;
+  if (!cjpeg.ready() || !have_program("/usr/bin/djpeg", "libjpeg-turbo-progs")) return;
+  const auto f = cjpeg.encode("-quality 85 -progressive -sample 1x1,1x1,1x1");
+  const Span scan = first_luma_ac_scan(f);
+  REQUIRE(scan.end - scan.begin > 200);
+  const auto bad = damaged(f, scan.begin + 100, 64);
+  // djpeg (the same libjpeg, reading everything, warnings ignored) is the reference.
+  write_bytes(cjpeg.file("bad.jpg"), bad);
+  shell("/usr/bin/djpeg -scale 1/8 -ppm " + cjpeg.file("bad.jpg") + " > " + cjpeg.file("bad.ppm") + " 2>/dev/null");
+  const Pnm reference = read_pnm(cjpeg.file("bad.ppm"));
+  REQUIRE(reference.width == 60);
+  ImageDecoder decoder;
+  const DecodedImage d = decoder.decode(bad.data(), bad.size(), "bad.jpg", {.scale = 0.125});
+  CHECK(same_pixels(d.image, packed_image(const_cast<std::uint8_t*>(reference.pixels.data()), reference.height,
+                                          reference.width, 3)));
+  CHECK(decode_error(decoder, bad, "bad.jpg", {.scale = 0.125, .strict = true}).rfind("bad.jpg: JPEG warning", 0) == 0);
+  // A fatal error after the damaged scan names the warning the damage gave,
+  // as reading everything does.
+  std::vector<std::uint8_t> fatal = bad;
+  std::vector<std::uint8_t> bogus_dqt = {0xFF, 0xDB, 0x00, 0x43, 0x07};
+  bogus_dqt.resize(bogus_dqt.size() + 64, 1);
+  fatal.insert(fatal.begin() + static_cast<std::ptrdiff_t>(scan.end), bogus_dqt.begin(), bogus_dqt.end());
+  const std::string whole = decode_error(decoder, fatal, "fatal.jpg");
+  INFO(whole);
+  CHECK(whole.find("(after the warning: ") != std::string::npos);
+  CHECK(decode_error(decoder, fatal, "fatal.jpg", {.scale = 0.125}) == whole);
+  CHECK(decode_error(decoder, fatal, "fatal.jpg", {.scale = 0.125, .region = Rect{0, 0, 8, 8}}) == whole);
+}
+
 TEST_CASE("a region of a baseline JPEG is read past its last row when what follows is not plain") {
   Cjpeg cjpeg;
   if (!cjpeg.ready()) return;
@@ -130,17 +189,26 @@ TEST_CASE("a region of a baseline JPEG is read past its last row when what follo
   for (const auto& b : {with_before_end(table), with_before_end({0xFF, 0xFE, 0x00, 0x04, 'h', 'i'})}) {
     check_same_as_reading_all(b, "b.jpg", top);
   }
+  // A marker inside the region's data, whose length field looks like the
+  // marker again: libjpeg has read the marker, and its length runs past the end.
+  const std::size_t data = sos + 14;
+  for (const std::uint8_t marker : {std::uint8_t{0xE1}, std::uint8_t{0xFE}}) {
+    std::vector<std::uint8_t> b = f;
+    const std::vector<std::uint8_t> inserted = {0xFF, marker, 0xFF, marker, 0x00, 0x04, 0x00, 0x00};
+    b.insert(b.begin() + static_cast<std::ptrdiff_t>(data + 40), inserted.begin(), inserted.end());
+    const std::string e = decode_error(decoder, b, "m.jpg");
+    INFO(e);
+    CHECK(e.rfind("m.jpg: ", 0) == 0);
+    CHECK(decode_error(decoder, b, "m.jpg", top) == e);
+  }
   // Damage in the data below the region: libjpeg warns, so a decode that
   // stops above it has what reading everything has there; strict fails both.
-  std::vector<std::uint8_t> damaged = f;
-  for (std::size_t i = f.size() * 3 / 4; i < f.size() * 3 / 4 + 64; ++i) {
-    damaged[i] = static_cast<std::uint8_t>(i * 37 % 255);  // never 0xFF: no marker
-  }
+  const auto below = damaged(f, f.size() * 3 / 4, 64);
   ImageDecoder whole_decoder;
-  const DecodedImage whole = whole_decoder.decode(damaged.data(), damaged.size(), "d.jpg");
-  const DecodedImage part = decoder.decode(damaged.data(), damaged.size(), "d.jpg", top);
+  const DecodedImage whole = whole_decoder.decode(below.data(), below.size(), "d.jpg");
+  const DecodedImage part = decoder.decode(below.data(), below.size(), "d.jpg", top);
   CHECK(same_pixels(part.image, crop(whole.image, part.region)));
-  const std::string strict = decode_error(decoder, damaged, "d.jpg", {.strict = true});
+  const std::string strict = decode_error(decoder, below, "d.jpg", {.strict = true});
   CHECK(strict.rfind("d.jpg: JPEG warning", 0) == 0);
-  CHECK(decode_error(decoder, damaged, "d.jpg", {.strict = true, .region = top.region}) == strict);
+  CHECK(decode_error(decoder, below, "d.jpg", {.strict = true, .region = top.region}) == strict);
 }

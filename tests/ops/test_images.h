@@ -135,6 +135,24 @@ class Cjpeg {
 inline constexpr const char* kUnfinishedProgression =
     "0,1,2: 0-0, 0, 1 ;\n0: 1-63, 0, 1 ;\n1: 1-63, 0, 1 ;\n2: 1-63, 0, 1 ;\n0,1,2: 0-0, 1, 0 ;\n";
 
+struct Sos {
+  std::size_t at;  // the FF DA marker
+  int components, first_id, ss, se, ah, al;
+};
+
+// The scan headers of a cjpeg file (its only other segments are headers and
+// tables, so FF DA appears nowhere else).
+inline std::vector<Sos> scans_of(const std::vector<std::uint8_t>& f) {
+  std::vector<Sos> out;
+  for (std::size_t i = 0; i + 1 < f.size(); ++i) {
+    if (f[i] != 0xFF || f[i + 1] != 0xDA) continue;
+    const int n = f[i + 4];
+    const std::size_t tail = i + 5 + 2 * static_cast<std::size_t>(n);
+    out.push_back({i, n, f[i + 5], f[tail], f[tail + 1], f[tail + 2] >> 4, f[tail + 2] & 15});
+  }
+  return out;
+}
+
 // The PNG (zlib) CRC-32.
 inline std::uint32_t crc32(const std::uint8_t* p, std::size_t n) {
   std::uint32_t c = 0xffffffffu;

@@ -186,17 +186,18 @@ class Decompressor {
   // file complete and well-formed. The pixels are those of a decode that
   // reads every scan: libjpeg's block smoothing, which would guess the
   // missing coefficients, is off, and a complete file would not use it.
-  void skip_unneeded_scans() {
-    if (!s_.cinfo.progressive_mode || s_.cinfo.num_components > 4) return;
+  // Returns whether it left anything out.
+  bool skip_unneeded_scans() {
+    if (!s_.cinfo.progressive_mode || s_.cinfo.num_components > 4) return false;
     std::uint32_t dc_only = 0;
     for (int c = 0; c < s_.cinfo.num_components; ++c) {
       if (s_.cinfo.comp_info[c].DCT_scaled_size == 1) dc_only |= 1u << c;
     }
-    if (dc_only == 0 || !jpeg_skippable_scans(file_, dc_only, kMaxScans, spans_) || spans_.empty()) return;
+    if (dc_only == 0 || !jpeg_skippable_scans(file_, dc_only, kMaxScans, spans_) || spans_.empty()) return false;
     // The source has read the headers up to the first scan's data, which is
     // a DC scan: what is left out lies ahead. Keep what lies between.
     const std::size_t at = position();
-    if (spans_.front().begin < at) return;
+    if (spans_.front().begin < at) return false;
     std::size_t kept_from = at;
     for (ByteRange& r : spans_) {
       const std::size_t skipped_to = r.end;
@@ -218,6 +219,7 @@ class Decompressor {
     src.pub.bytes_in_buffer = spans_[0].end - spans_[0].begin;
     s_.cinfo.src = &src.pub;
     s_.cinfo.do_block_smoothing = FALSE;
+    return true;
   }
 
   // Starts the output pass (for a progressive JPEG this reads every scan).
@@ -321,8 +323,12 @@ JpegHeader jpeg_header(const std::uint8_t* bytes, std::size_t size, std::string_
   return d.read_header(bytes, size);
 }
 
-Image jpeg_decode(const std::uint8_t* bytes, std::size_t size, std::string_view name, const JpegDecode& options,
-                  Buffer& out, StoredLayout& layout, JpegHeader& header) {
+namespace {
+
+// jpeg_decode, leaving out what the pixels do not need when `partial`;
+// `skipped_scans` says whether it did leave out scans.
+Image decode(const std::uint8_t* bytes, std::size_t size, std::string_view name, const JpegDecode& options,
+             bool partial, Buffer& out, StoredLayout& layout, JpegHeader& header, bool& skipped_scans) {
   Decompressor d(name, options.strict);
   header = d.read_header(bytes, size);
   check_pixel_limit(name, header.width, header.height, options.max_pixels);
@@ -336,7 +342,7 @@ Image jpeg_decode(const std::uint8_t* bytes, std::size_t size, std::string_view 
     color = JCS_EXT_RGBA, layout = StoredLayout::rgba;
   }
   d.configure(color, options.divisor);
-  if (!options.strict) d.skip_unneeded_scans();
+  skipped_scans = partial && d.skip_unneeded_scans();
   d.start();
   if (!options.region) {
     Image image = packed_image(nullptr, d.output_height(), d.output_width(), d.output_components());
@@ -359,7 +365,7 @@ Image jpeg_decode(const std::uint8_t* bytes, std::size_t size, std::string_view 
   d.skip_rows(top);
   d.read_rows(band);
   // The rows below the region matter only for the damage they could reveal.
-  const bool stop = bottom < full_height && !options.strict && d.rest_is_plain();
+  const bool stop = bottom < full_height && partial && d.rest_is_plain();
   if (!stop) {
     if (bottom < full_height) {
       d.skip_rows(full_height - bottom - 1);
@@ -371,6 +377,22 @@ Image jpeg_decode(const std::uint8_t* bytes, std::size_t size, std::string_view 
     d.finish();
   }
   return crop(band, Rect{r.x - first_column, r.y - top, r.width, r.height});
+}
+
+}  // namespace
+
+Image jpeg_decode(const std::uint8_t* bytes, std::size_t size, std::string_view name, const JpegDecode& options,
+                  Buffer& out, StoredLayout& layout, JpegHeader& header) {
+  bool skipped_scans = false;
+  try {
+    return decode(bytes, size, name, options, !options.strict, out, layout, header, skipped_scans);
+  } catch (const Error&) {
+    if (!skipped_scans) throw;
+  }
+  // A file that fails without some of its scans fails as reading them all
+  // fails: a warning in a skipped scan is part of that error's message, and
+  // the walk (jpeg_markers) does not check every segment libjpeg refuses.
+  return decode(bytes, size, name, options, false, out, layout, header, skipped_scans);
 }
 
 }  // namespace sluice::ops

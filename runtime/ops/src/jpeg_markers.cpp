@@ -113,9 +113,9 @@ using Progression = std::array<int, 64>;
 bool jpeg_rest_is_plain(std::span<const std::uint8_t> file, std::size_t pos, int pending_marker) {
   if (pos > file.size()) return false;
   Walker walk(file, pos);
-  // libjpeg may have found a marker and either put its two bytes back or
-  // passed over them.
-  if (pending_marker != 0 && !(pos + 1 < file.size() && file[pos] == 0xFF && file[pos + 1] == pending_marker)) {
+  // A marker libjpeg has found is one it has read: its two bytes end at pos.
+  if (pending_marker != 0) {
+    if (pos < 2 || pos > file.size() || file[pos - 2] != 0xFF || file[pos - 1] != pending_marker) return false;
     const bool restart = pending_marker >= 0xD0 && pending_marker <= 0xD7;
     if (pending_marker == kEOI) return true;
     std::span<const std::uint8_t> body;

@@ -31,7 +31,8 @@ struct ByteRange {
 // The rest of a single-scan JPEG, from `pos` inside its entropy-coded data:
 // true when it is entropy-coded data with restart markers, then only APPn and
 // COM segments, then the end-of-image marker. `pending_marker`: a marker
-// libjpeg has already found there (its unread_marker), 0 for none.
+// libjpeg has already read (its unread_marker), whose two bytes end at
+// `pos`; 0 for none.
 bool jpeg_rest_is_plain(std::span<const std::uint8_t> file, std::size_t pos, int pending_marker);
 
 // The scans of a progressive JPEG that a decode need not read: the AC scans
