@@ -5,6 +5,8 @@
 // A region decode (DecodeOptions::region, libjpeg's skip and crop) of a region
 // picked from the input fails exactly when the whole decode fails, and gives
 // exactly the whole decode's pixels there; decode_crop of it never crashes.
+// Whatever a decode leaves unread, it returns what reading every byte
+// (strict, when that meets no warning) returns.
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -103,6 +105,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const Outcome alone = decode(fresh, data, size, options);
   check(first == second && first == alone);
   check(first.error.empty() || first.error.rfind(std::string(kName) + ": ", 0) == 0);
+  // A decode that may leave data unread (jpeg_markers.h) has the pixels of
+  // one that reads every byte, whenever that one meets no warning at all.
+  if (!options.strict) {
+    DecodeOptions strict = options;
+    strict.strict = true;
+    const Outcome all = decode(fresh, data, size, strict);
+    check(!all.error.empty() || all == first);
+  }
   const Outcome header = info(shared, data, size, options);
   check(header == info(fresh, data, size, options));
   check(header.error.empty() || header.error.rfind(std::string(kName) + ": ", 0) == 0);
@@ -117,6 +127,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const sluice::ops::Rect& r = part.region;
     check(r.x >= 0 && r.y >= 0 && r.x + r.width <= first.width && r.y + r.height <= first.height);
     check(part.width == r.width && part.height == r.height && part.pixels == crop_of(first, r));
+    if (!options.strict) {
+      DecodeOptions strict = with_region;
+      strict.strict = true;
+      const Outcome all = decode(fresh, data, size, strict);
+      check(!all.error.empty() || all == part);
+    }
   }
   static sluice::ops::Resampler resampler;
   static std::vector<float> out(4 * 24 * 24);
