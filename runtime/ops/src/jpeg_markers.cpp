@@ -51,7 +51,6 @@ class Walker {
   }
 
   std::size_t marker_at() const { return marker_at_; }
-  std::size_t pos() const { return pos_; }
 
  private:
   const std::uint8_t* data_;
@@ -112,20 +111,14 @@ using Progression = std::array<int, 64>;
 
 bool jpeg_rest_is_plain(std::span<const std::uint8_t> file, std::size_t pos, int pending_marker) {
   if (pos > file.size()) return false;
-  Walker walk(file, pos);
   // A marker libjpeg has found is one it has read: its two bytes end at pos.
-  if (pending_marker != 0) {
-    if (pos < 2 || pos > file.size() || file[pos - 2] != 0xFF || file[pos - 1] != pending_marker) return false;
-    const bool restart = pending_marker >= 0xD0 && pending_marker <= 0xD7;
-    if (pending_marker == kEOI) return true;
-    std::span<const std::uint8_t> body;
-    if (!restart && (!(is_app(pending_marker) || pending_marker == kCOM) || !walk.segment(body))) return false;
-  }
-  for (;;) {
-    const int marker = walk.next_marker();
+  if (pending_marker != 0 && (pos < 2 || file[pos - 2] != 0xFF || file[pos - 1] != pending_marker)) return false;
+  Walker walk(file, pos);
+  for (int marker = pending_marker;; marker = walk.next_marker()) {
     if (marker == kEOI) return true;
+    const bool in_data = marker == 0 || (marker >= 0xD0 && marker <= 0xD7);  // none pending, or a restart
     std::span<const std::uint8_t> body;
-    if (!(is_app(marker) || marker == kCOM) || !walk.segment(body)) return false;
+    if (!in_data && (!(is_app(marker) || marker == kCOM) || !walk.segment(body))) return false;
   }
 }
 
