@@ -35,6 +35,7 @@ import weakref
 
 from ._sluice import Array, Batch, Error, _Loader, check_state as _check_state, merge_states as _merge_states
 from ._sluice import _current_sample, _dataset_loader, _trial
+from . import _generators
 
 __all__ = ["Array", "Batch", "Error", "Loader", "rng", "DEFAULT_HELD_TIMEOUT_MS"]
 __version__ = "0.1.0"
@@ -134,14 +135,18 @@ def _declared(fields, what):
     return layout, out
 
 
-def _first(source, kind, on_error, seed):
-    """The first sample (or batch) the workers will not skip, made here."""
+def _first(source, kind, on_error, seed, seed_globals):
+    """The first sample (or batch) the workers will not skip, made here, with
+    the global generators seeded as a worker seeds them and restored after."""
     tries = min(len(source), _TRIAL_SAMPLES if on_error == "skip" else 1)
     errors = []
     for index in range(tries):
         _trial(True, seed, index)
         try:
-            return index, source[index]
+            with _generators.kept():
+                if seed_globals:
+                    _generators.seed_sample(seed, 0, index)
+                return index, source[index]
         except Exception as error:
             errors.append("%s[%d] raised %s" % (kind, index, _format_exception(error)))
         finally:
@@ -200,11 +205,15 @@ class Loader:
     each worker. A Python exception in a worker raises sluice.Error here with
     the worker's traceback and the sample's index, subject to on_error; a
     worker that crashes or hangs (batch_timeout_ms) is replaced and its
-    batches made again. Per-sample randomness: sluice.rng().
+    batches made again. Per-sample randomness: before each sample the
+    worker seeds random, numpy.random and torch (if imported) from (seed,
+    epoch, index), so augmentations differ per sample and not with the worker
+    count (seed_globals=False skips it); sluice.rng() is the sample's own
+    NumPy Generator.
     """
 
     def __init__(self, path=None, record=None, *, dataset=None, sequence=None, fill=None, size=None,
-                 fields=None, worker_init=None, **overrides):
+                 fields=None, worker_init=None, seed_globals=True, **overrides):
         settings = [(name, _setting_text(value)) for name, value in overrides.items()]
         if not any(name.replace("-", "_") == "held_timeout_ms" for name in overrides):
             settings.append(("held_timeout_ms", str(DEFAULT_HELD_TIMEOUT_MS)))
@@ -218,7 +227,7 @@ class Loader:
             self._core = _Loader(os.fspath(path), settings, record)
         else:
             self._core = self._dataset_core(dataset, sequence, fill, size, fields, worker_init, overrides,
-                                            settings, record)
+                                            settings, record, bool(seed_globals))
         self._python_workers = path is None
         self._info = self._core.info()
         self._closed = False
@@ -226,7 +235,8 @@ class Loader:
         _open_loaders.add(self)
 
     @staticmethod
-    def _dataset_core(dataset, sequence, fill, size, fields, worker_init, overrides, settings, record):
+    def _dataset_core(dataset, sequence, fill, size, fields, worker_init, overrides, settings, record,
+                      seed_globals):
         normal = {name.replace("-", "_"): value for name, value in overrides.items()}
         try:
             seed = int(normal.get("seed", 0))
@@ -242,7 +252,7 @@ class Loader:
                 raise Error("fill= needs size= (the number of samples) and fields= ({name: (dtype, shape)})")
             layout, described = _declared(fields, "fields")
             return _dataset_loader("fill", fill, layout, described, int(size), settings, record, worker_init,
-                                   getattr(fill, "__qualname__", type(fill).__name__), True)
+                                   getattr(fill, "__qualname__", type(fill).__name__), True, seed_globals)
         kind = "dataset" if dataset is not None else "sequence"
         source = dataset if dataset is not None else sequence
         if size is not None:
@@ -256,10 +266,10 @@ class Loader:
         if fields is not None:
             layout, described = _declared(fields, "fields")
         else:
-            index, first = _first(source, kind, on_error, seed)
+            index, first = _first(source, kind, on_error, seed, seed_globals)
             layout, described = _describe(first, "%s[%d]" % (kind, index), kind == "sequence")
         return _dataset_loader(kind, source, layout, described, count, settings, record, worker_init,
-                               type(source).__qualname__, fields is not None)
+                               type(source).__qualname__, fields is not None, seed_globals)
 
     # --- Iteration ----------------------------------------------------------
     def __len__(self):

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "dataset_producer.h"
+#include "global_seeds.h"
 #include "py_loader.h"
 #include "sluice/error.h"
 #include "sluice/record.h"
@@ -70,13 +71,14 @@ std::string options_json(const Options& o, const std::string& description) {
 std::unique_ptr<PyLoader> dataset_loader(const std::string& kind_name, py::object source, const std::string& layout_name,
                                          const std::vector<FieldTuple>& fields, std::uint64_t size,
                                          const Settings& settings, std::string record, py::object worker_init,
-                                         const std::string& description, bool declared) {
+                                         const std::string& description, bool declared, bool seed_globals) {
   const DatasetKind kind = parse_kind(kind_name);
   DatasetSpec spec;
   spec.kind = kind;
   spec.layout = parse_layout(layout_name);
   spec.fields = field_specs(fields);
   spec.declared = declared;
+  spec.seed_globals = seed_globals;
   if (kind == DatasetKind::sequence) {
     for (const FieldSpec& f : spec.fields) {
       if (f.shape.empty()) throw Error("sequence field '" + f.name + "' is a scalar: a batch needs rows");
@@ -136,7 +138,12 @@ std::unique_ptr<PyLoader> dataset_loader(const std::string& kind_name, py::objec
 void bind_dataset(py::module_& m) {
   m.def("_dataset_loader", &dataset_loader, py::arg("kind"), py::arg("source"), py::arg("layout"), py::arg("fields"),
         py::arg("size"), py::arg("settings"), py::arg("record"), py::arg("worker_init"), py::arg("description"),
-        py::arg("declared") = false);
+        py::arg("declared") = false, py::arg("seed_globals") = true);
+  m.def("_seed_globals", [](std::uint64_t seed, std::uint64_t epoch, std::uint64_t index) {
+    static GlobalSeeds* seeds = new GlobalSeeds;  // the host's: kept for the process
+    seeds->seed(seed, epoch, index);
+  }, py::arg("seed"), py::arg("epoch"), py::arg("index"),
+        "Seeds random, numpy.random and torch (if imported) as a worker does before the sample (seed, epoch, index)");
   m.def("_current_sample", []() -> py::object {
     std::uint64_t seed = 0, epoch = 0, index = 0;
     if (!current_sample(seed, epoch, index)) return py::none();

@@ -330,6 +330,12 @@ void DatasetProducer::fill_views(BatchContext& batch, std::size_t j) {
   Py_DECREF(result);
 }
 
+void DatasetProducer::begin(BatchContext& batch, std::size_t j) {
+  batch.begin_sample(j);
+  set_current_sample(true, spec_.seed, batch.epoch(), batch.samples()[j]);
+  if (spec_.seed_globals) seeds_.seed(spec_.seed, batch.epoch(), batch.samples()[j]);
+}
+
 void DatasetProducer::fill(BatchContext& batch) {
   struct Done {
     ~Done() {
@@ -340,14 +346,12 @@ void DatasetProducer::fill(BatchContext& batch) {
   try {
     if (spec_.kind == DatasetKind::sequence) {
       if (batch.size() == 0) return;  // its one sample, the sequence's batch, was skipped
-      batch.begin_sample(0);
-      set_current_sample(true, spec_.seed, batch.epoch(), batch.samples()[0]);
+      begin(batch, 0);
       fill_sequence(batch);
       return;
     }
     for (std::size_t j = 0; j < batch.size(); ++j) {
-      batch.begin_sample(j);
-      set_current_sample(true, spec_.seed, batch.epoch(), batch.samples()[j]);
+      begin(batch, j);
       if (spec_.kind == DatasetKind::fill) {
         fill_views(batch, j);
       } else {

@@ -40,6 +40,7 @@
 #include <string>
 #include <vector>
 
+#include "global_seeds.h"
 #include "sluice/options.h"
 #include "sluice/producer.h"
 
@@ -59,6 +60,7 @@ struct DatasetSpec {
   std::vector<FieldSpec> fields;    // as Options::fields (with kRowsField last for a sequence)
   std::uint64_t seed = 0;
   bool declared = false;  // fields came from fields=, not from the first sample
+  bool seed_globals = true;  // seed random, numpy.random and torch per sample (global_seeds.h)
 };
 
 class DatasetProducer final : public Producer {
@@ -72,8 +74,11 @@ class DatasetProducer final : public Producer {
   void fill_sample(BatchContext& batch, std::size_t j);
   void fill_sequence(BatchContext& batch);
   void fill_views(BatchContext& batch, std::size_t j);
+  // Marks the sample being made (sluice.rng()) and seeds the global generators.
+  void begin(BatchContext& batch, std::size_t j);
 
   DatasetSpec spec_;
+  GlobalSeeds seeds_;
   std::vector<PyObject*> dtypes_;  // each field's numpy dtype, made in the worker
 };
 
