@@ -31,6 +31,7 @@ import atexit
 import json
 import os
 import sys
+import warnings
 import weakref
 
 from ._sluice import Array, Batch, Error, _Loader, check_state as _check_state, merge_states as _merge_states
@@ -174,6 +175,10 @@ class Loader:
     Iterating yields the batches of the current epoch: a loop over the loader
     is one epoch, and the next loop continues with the next one (a loop left
     early continues the same epoch). len(loader) is the batches per epoch.
+    A Python dataset's loader has no bound unless epochs= gives one (it is
+    epochs=0, until closed): `for epoch in range(n): for batch in loader:`
+    makes n epochs. A pipeline.lua's epochs bound its loader; a loop after
+    the last epoch yields nothing, with a RuntimeWarning saying so.
 
     Python datasets, with the same settings (batch_size, shuffle, seed,
     epochs, workers, drop_last, on_error, ...), record= and everything below:
@@ -223,6 +228,8 @@ class Loader:
         if len(given) != 1:
             raise Error("sluice.Loader takes one of a pipeline path, dataset=, sequence= or fill= (got %s)"
                         % (", ".join(given) or "none"))
+        if path is None and not any(name.replace("-", "_") == "epochs" for name in overrides):
+            settings.append(("epochs", "0"))  # a loop per epoch, for as many loops as the program makes
         if path is not None:
             self._core = _Loader(os.fspath(path), settings, record)
         else:
@@ -278,7 +285,12 @@ class Loader:
     def __iter__(self):
         """The batches of the current epoch (an iterator that survives
         KeyboardInterrupt and sluice.Error: iterate it again to go on)."""
-        return self._started().epoch_iter()
+        core = self._started()
+        if core.finished():
+            warnings.warn("this loop over the loader yields nothing: the run's epochs=%d are over "
+                          "(epochs=0 loops for as long as the program does)" % self._info["epochs"],
+                          RuntimeWarning, stacklevel=2)
+        return core.epoch_iter()
 
     def _started(self):
         if self._closed:

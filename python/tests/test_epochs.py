@@ -1,0 +1,70 @@
+"""Each `for` over a loader is one epoch, for as many epochs as the program loops."""
+import numpy as np
+import pytest
+
+import sluice
+from conftest import pipeline
+from datasets import Counting
+
+
+def epoch_ids(loader):
+    """One loop: [(epoch, sample ids)] per batch."""
+    return [(b.epoch, tuple(int(i) for i in b.sample_ids)) for b in loader]
+
+
+def test_ten_loops_are_ten_epochs_of_a_python_dataset():
+    loader = sluice.Loader(dataset=Counting(100), batch_size=8, shuffle=True, seed=2, workers=2)
+    assert len(loader) == 13  # batches of one epoch, the last one short
+    orders = []
+    for epoch in range(10):
+        batches = epoch_ids(loader)
+        assert len(batches) == len(loader)
+        assert {e for e, _ in batches} == {epoch}
+        ids = [i for _, batch in batches for i in batch]
+        assert sorted(ids) == list(range(100))  # each sample once per epoch
+        orders.append(ids)
+    assert len({tuple(o) for o in orders}) == 10  # shuffled anew each epoch
+    assert not loader.finished
+
+
+def test_a_loop_left_mid_epoch_resumes_from_state_dict_exactly():
+    options = dict(batch_size=8, shuffle=True, seed=4)
+    whole = sluice.Loader(dataset=Counting(100), workers=2, **options)
+    expected = [epoch_ids(whole) for _ in range(4)]
+
+    first = sluice.Loader(dataset=Counting(100), workers=2, **options)
+    got = [epoch_ids(first)]
+    head = []
+    for batch in first:  # epoch 1, left after 5 batches
+        head.append((batch.epoch, tuple(int(i) for i in batch.sample_ids)))
+        if len(head) == 5:
+            break
+    state = first.state_dict()
+    first.close()
+
+    resumed = sluice.Loader(dataset=Counting(100), workers=3, **options)
+    resumed.load_state_dict(state)
+    got.append(head + epoch_ids(resumed))  # the rest of epoch 1
+    got += [epoch_ids(resumed), epoch_ids(resumed)]
+    assert got == expected
+
+
+def test_an_epochs_bound_still_ends_the_run_and_a_loop_past_it_warns():
+    loader = sluice.Loader(dataset=Counting(40), batch_size=8, epochs=2)
+    assert [len(epoch_ids(loader)) for _ in range(2)] == [5, 5]
+    assert loader.finished
+    with pytest.warns(RuntimeWarning, match="epochs=2 are over"):
+        assert list(loader) == []
+
+
+def test_a_pipeline_keeps_its_own_epochs_and_says_when_they_are_over():
+    loader = sluice.Loader(pipeline("counting.lua"), epochs=1)
+    assert len(epoch_ids(loader)) == len(loader)
+    with pytest.warns(RuntimeWarning, match="epochs=0 loops"):
+        assert list(loader) == []
+
+
+def test_the_issues_loop_yields_every_epoch():
+    loader = sluice.Loader(dataset=Counting(32), batch_size=4, workers=2)
+    counts = [sum(len(np.from_dlpack(b["x"])) for b in loader) for _ in range(10)]
+    assert counts == [32] * 10
