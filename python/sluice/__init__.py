@@ -36,7 +36,7 @@ import weakref
 
 from ._sluice import Array, Batch, Error, _Loader, check_state as _check_state, merge_states as _merge_states
 from ._sluice import _current_sample, _dataset_loader, _trial
-from . import _generators
+from . import _generators, _structure
 
 __all__ = ["Array", "Batch", "Error", "Loader", "rng", "DEFAULT_HELD_TIMEOUT_MS"]
 __version__ = "0.1.0"
@@ -78,9 +78,6 @@ def rng():
     return np.random.default_rng(list(current))
 
 
-# NumPy dtype names sluice carries (sluice/dtype.h, less bfloat16).
-_DTYPES = ("bool", "uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64",
-           "float16", "float32", "float64")
 # How many samples the host's trial tries with on_error="skip" (as for a pipeline.lua).
 _TRIAL_SAMPLES = 16
 
@@ -93,39 +90,11 @@ def _format_exception(error):
     return summary + "\n" + trace
 
 
-def _describe(value, what, sequence):
-    """(layout, fields) of a sample or a sequence's batch, as NumPy sees it."""
-    import numpy as np
-    if isinstance(value, dict):
-        for key in value:
-            if not isinstance(key, str):
-                raise Error("%s has the key %r: a sample's keys must be str" % (what, key))
-        layout, items = "dict", [(key, value[key], "[%r]" % key) for key in value]
-    elif isinstance(value, (tuple, list)):
-        layout, items = "tuple", [(str(i), v, "[%d]" % i) for i, v in enumerate(value)]
-    else:
-        layout, items = "single", [("0", value, "")]
-    fields = []
-    for name, v, label in items:
-        try:
-            a = np.asarray(v)
-        except Exception as error:
-            raise Error("%s%s is %s, which is not an array: %s" % (what, label, type(v).__name__, error)) from None
-        if a.dtype.name not in _DTYPES:
-            raise Error("%s%s is %s, which sluice does not carry (%s)" % (what, label, a.dtype, ", ".join(_DTYPES)))
-        if sequence and a.ndim == 0:
-            raise Error("%s%s is a scalar: a sequence's batch has rows" % (what, label))
-        fields.append((name, a.dtype.name, tuple(int(d) for d in a.shape)))
-    return layout, fields
-
-
 def _declared(fields, what):
-    """fields={"name": (dtype, shape)} or [(name, dtype, shape)] -> (layout, fields)."""
-    if isinstance(fields, dict):
+    """fields={"name": (dtype, shape)} or [(name, dtype, shape)] -> (tree, fields)."""
+    by_name = isinstance(fields, dict)
+    if by_name:
         fields = [(name,) + tuple(spec) for name, spec in fields.items()]
-        layout = "dict"
-    else:
-        layout = "tuple"  # values by position, named as declared
     out = []
     for field in fields:
         try:
@@ -133,7 +102,9 @@ def _declared(fields, what):
         except (TypeError, ValueError):
             raise Error("%s: a field is (name, dtype, shape), not %r" % (what, field)) from None
         out.append((str(name), str(dtype), tuple(int(d) for d in shape)))
-    return layout, out
+    if by_name:
+        return {name: i for i, (name, _, _) in enumerate(out)}, out
+    return list(range(len(out))), out  # values by position, named as declared
 
 
 def _first(source, kind, on_error, seed, seed_globals):
@@ -218,7 +189,7 @@ class Loader:
     """
 
     def __init__(self, path=None, record=None, *, dataset=None, sequence=None, fill=None, size=None,
-                 fields=None, worker_init=None, seed_globals=True, **overrides):
+                 fields=None, worker_init=None, seed_globals=True, format="dlpack", **overrides):
         settings = [(name, _setting_text(value)) for name, value in overrides.items()]
         if not any(name.replace("-", "_") == "held_timeout_ms" for name in overrides):
             settings.append(("held_timeout_ms", str(DEFAULT_HELD_TIMEOUT_MS)))
@@ -230,20 +201,26 @@ class Loader:
                         % (", ".join(given) or "none"))
         if path is None and not any(name.replace("-", "_") == "epochs" for name in overrides):
             settings.append(("epochs", "0"))  # a loop per epoch, for as many loops as the program makes
+        if format not in _structure.FORMATS:
+            raise Error("format= is one of %s, not %r" % (", ".join(map(repr, _structure.FORMATS)), format))
+        self._format = format
         if path is not None:
             self._core = _Loader(os.fspath(path), settings, record)
+            shape = None
         else:
-            self._core = self._dataset_core(dataset, sequence, fill, size, fields, worker_init, overrides,
-                                            settings, record, bool(seed_globals))
+            self._core, shape = self._dataset_core(dataset, sequence, fill, size, fields, worker_init, overrides,
+                                                   settings, record, bool(seed_globals), format)
         self._python_workers = path is None
         self._info = self._core.info()
+        self._shape = self._shaper(path is not None, shape)
         self._closed = False
         self.resume_note = None  # set by load_state_dict() from several ranks' states
         _open_loaders.add(self)
 
     @staticmethod
     def _dataset_core(dataset, sequence, fill, size, fields, worker_init, overrides, settings, record,
-                      seed_globals):
+                      seed_globals, fmt):
+        """(the _Loader, its sample tree or None) for dataset=, sequence= or fill=."""
         normal = {name.replace("-", "_"): value for name, value in overrides.items()}
         try:
             seed = int(normal.get("seed", 0))
@@ -257,9 +234,13 @@ class Loader:
                 raise Error("fill= must be callable as fill(index, out)")
             if size is None or fields is None:
                 raise Error("fill= needs size= (the number of samples) and fields= ({name: (dtype, shape)})")
-            layout, described = _declared(fields, "fields")
-            return _dataset_loader("fill", fill, layout, described, int(size), settings, record, worker_init,
-                                   getattr(fill, "__qualname__", type(fill).__name__), True, seed_globals)
+            tree, described = _declared(fields, "fields")
+            if not isinstance(tree, dict):
+                raise Error("fill= takes fields={name: (dtype, shape)}: out is a dict of NumPy views")
+            delivery = "batch" if fmt == "dlpack" else "tuple"
+            core = _dataset_loader("fill", fill, None, described, int(size), settings, record, worker_init,
+                                   getattr(fill, "__qualname__", type(fill).__name__), True, seed_globals, delivery)
+            return core, (tree if fmt != "dlpack" else None)
         kind = "dataset" if dataset is not None else "sequence"
         source = dataset if dataset is not None else sequence
         if size is not None:
@@ -271,12 +252,21 @@ class Loader:
         if count == 0:
             raise Error("the %s is empty (len() == 0)" % kind)
         if fields is not None:
-            layout, described = _declared(fields, "fields")
+            tree, described = _declared(fields, "fields")
         else:
             index, first = _first(source, kind, on_error, seed, seed_globals)
-            layout, described = _describe(first, "%s[%d]" % (kind, index), kind == "sequence")
-        return _dataset_loader(kind, source, layout, described, count, settings, record, worker_init,
-                               type(source).__qualname__, fields is not None, seed_globals)
+            tree, described = _structure.describe(first, "%s[%d]" % (kind, index), kind == "sequence")
+        # Today's deliveries where they keep the sample's shape: a flat dict as a Batch (a dict for a
+        # sequence), a flat tuple as a tuple of Arrays, an array as an Array; else built here.
+        if fmt != "dlpack" or not _structure.flat(tree):
+            delivery, shape = "tuple", tree
+        elif isinstance(tree, dict):
+            delivery, shape = ("batch" if kind == "dataset" else "dict"), None
+        else:
+            delivery, shape = ("tuple" if isinstance(tree, list) else "single"), None
+        core = _dataset_loader(kind, source, tree, described, count, settings, record, worker_init,
+                               type(source).__qualname__, fields is not None, seed_globals, delivery)
+        return core, shape
 
     # --- Iteration ----------------------------------------------------------
     def __len__(self):
@@ -290,7 +280,24 @@ class Loader:
             warnings.warn("this loop over the loader yields nothing: the run's epochs=%d are over "
                           "(epochs=0 loops for as long as the program does)" % self._info["epochs"],
                           RuntimeWarning, stacklevel=2)
-        return core.epoch_iter()
+        if self._shape is None:
+            return core.epoch_iter()
+        return map(self._shape, core.epoch_iter())  # goes on after an exception, as the epoch iterator does
+
+    def _shaper(self, pipeline, tree):
+        """What turns a delivered batch into what the loop yields, or None where it is that already."""
+        if pipeline:
+            if self._format == "dlpack":
+                return None
+            tree = {name: i for i, (name, _, _) in enumerate(self._info["fields"])}
+            build = _structure.builder(tree, [_structure.converter(self._format, dtype)
+                                              for _, dtype, _ in self._info["fields"]])
+            return lambda batch: build(tuple(batch.values()))
+        if tree is None:
+            return None
+        build = _structure.builder(tree, [_structure.converter(self._format, dtype)
+                                          for _, dtype, _ in self._info["fields"]])
+        return build
 
     def _started(self):
         if self._closed:

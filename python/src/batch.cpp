@@ -108,6 +108,33 @@ std::uintptr_t Array::data_ptr() const {
   return reinterpret_cast<std::uintptr_t>(owner_->tensor->dl_tensor.data) + byte_offset_;
 }
 
+py::dict Array::array_interface() const {
+  const DLDataType& type = owner_->tensor->dl_tensor.dtype;
+  const std::size_t bytes = (type.bits * type.lanes + 7) / 8;
+  std::string typestr = bytes == 1 ? "|" : "<";  // x86-64 and arm64: little-endian
+  if (dtype_ == "bool") {
+    typestr += "b";
+  } else if (type.code == kDLInt) {
+    typestr += "i";
+  } else if (type.code == kDLUInt) {
+    typestr += "u";
+  } else if (type.code == kDLFloat) {
+    typestr += "f";
+  } else {
+    throw Error("NumPy has no " + dtype_ + " (field " + name_ + "): use torch.from_dlpack");
+  }
+  typestr += std::to_string(bytes);
+  py::list strides;
+  for (std::int64_t s : *strides_) strides.append(s * static_cast<std::int64_t>(bytes));
+  py::dict d;
+  d["version"] = 3;
+  d["shape"] = shape();
+  d["typestr"] = typestr;
+  d["data"] = py::make_tuple(data_ptr(), false);
+  d["strides"] = py::tuple(strides);
+  return d;
+}
+
 const sluice::Batch& PyBatch::get() const {
   if (!batch_) throw Error("this batch has been released (arrays and tensors made from it stay valid)");
   return batch_;
@@ -165,6 +192,14 @@ void bind_batch(py::module_& m) {
       .def_property_readonly("ndim", &Array::ndim)
       .def_property_readonly("nbytes", &Array::nbytes)
       .def_property_readonly("data_ptr", &Array::data_ptr)
+      .def_property_readonly("__array_interface__", &Array::array_interface)
+      .def("__array__", [](py::object self, py::object dtype, py::object copy) {
+        // numpy.asarray takes __array_interface__ before __array__: a view, whose base keeps the slot.
+        py::object a = py::module_::import("numpy").attr("asarray")(self);
+        if (!dtype.is_none()) a = a.attr("astype")(dtype, py::arg("copy") = false);
+        if (!copy.is_none() && copy.cast<bool>()) a = a.attr("copy")();
+        return a;
+      }, py::arg("dtype") = py::none(), py::arg("copy") = py::none())
       .def("__len__", &Array::length)
       .def("__repr__", [](const Array& a) {
         return "<sluice.Array " + a.name() + " " + a.dtype() + py::str(a.shape()).cast<std::string>() + ">";

@@ -5,7 +5,8 @@
 //        (__dlpack__ / __dlpack_device__) with no copy: torch.from_dlpack and
 //        numpy.from_dlpack adopt the slot's memory. An Array, and every tensor
 //        made from it, keeps the slot alive; the slot returns to the loader
-//        when the last of them (and the Batch) is gone.
+//        when the last of them (and the Batch) is gone. It also implements
+//        NumPy's __array_interface__ and __array__ (numpy.asarray is a view).
 //
 // Thread safety: used with the GIL held; the slot's lease is released by
 // whichever thread frees the last holder.
@@ -60,6 +61,9 @@ class Array {
   const std::string& name() const { return name_; }
   const std::string& dtype() const { return dtype_; }
   std::uintptr_t data_ptr() const;
+  // NumPy's array interface (version 3) over the same memory, so that
+  // numpy.asarray(array) is a view that keeps this Array, and the slot, alive.
+  py::dict array_interface() const;
 
  private:
   std::shared_ptr<TensorOwner> owner_;

@@ -32,11 +32,12 @@ DatasetKind parse_kind(const std::string& kind) {
   throw Error("sluice: unknown dataset kind '" + kind + "'");
 }
 
-Layout parse_layout(const std::string& layout) {
-  if (layout == "dict") return Layout::dict;
-  if (layout == "tuple") return Layout::tuple;
-  if (layout == "single") return Layout::single;
-  throw Error("sluice: unknown sample layout '" + layout + "'");
+Delivery parse_delivery(const std::string& delivery) {
+  if (delivery == "batch") return Delivery::batch;
+  if (delivery == "dict") return Delivery::dict;
+  if (delivery == "tuple") return Delivery::tuple;
+  if (delivery == "single") return Delivery::single;
+  throw Error("sluice: unknown delivery '" + delivery + "'");
 }
 
 std::vector<FieldSpec> field_specs(const std::vector<FieldTuple>& fields) {
@@ -68,15 +69,16 @@ std::string options_json(const Options& o, const std::string& description) {
          "\",\"fields\":" + json_string(describe_fields(o)) + "}";
 }
 
-std::unique_ptr<PyLoader> dataset_loader(const std::string& kind_name, py::object source, const std::string& layout_name,
+std::unique_ptr<PyLoader> dataset_loader(const std::string& kind_name, py::object source, py::object tree,
                                          const std::vector<FieldTuple>& fields, std::uint64_t size,
                                          const Settings& settings, std::string record, py::object worker_init,
-                                         const std::string& description, bool declared, bool seed_globals) {
+                                         const std::string& description, bool declared, bool seed_globals,
+                                         const std::string& delivery) {
   const DatasetKind kind = parse_kind(kind_name);
   DatasetSpec spec;
   spec.kind = kind;
-  spec.layout = parse_layout(layout_name);
   spec.fields = field_specs(fields);
+  if (kind != DatasetKind::fill) spec.tree = sample_tree(tree.ptr(), spec.fields.size());
   spec.declared = declared;
   spec.seed_globals = seed_globals;
   if (kind == DatasetKind::sequence) {
@@ -105,14 +107,9 @@ std::unique_ptr<PyLoader> dataset_loader(const std::string& kind_name, py::objec
   spec.worker_init = worker_init.is_none() ? nullptr : worker_init.ptr();
   o.producer = std::make_shared<DatasetProducer>(std::move(spec));
   out.python_workers = true;
-  out.keep = py::make_tuple(source, worker_init);
-  const Layout layout = parse_layout(layout_name);
-  if (kind == DatasetKind::sequence) {
-    out.rows = true;
-    out.delivery = layout == Layout::dict ? Delivery::dict : layout == Layout::tuple ? Delivery::tuple : Delivery::single;
-  } else if (kind == DatasetKind::sample) {
-    out.delivery = layout == Layout::dict ? Delivery::batch : layout == Layout::tuple ? Delivery::tuple : Delivery::single;
-  }
+  out.keep = py::make_tuple(source, worker_init, tree);  // the tree's keys are borrowed by the producer
+  out.rows = kind == DatasetKind::sequence;
+  out.delivery = parse_delivery(delivery);
   const Options copy = o;
   out.record_header = [copy, description] {
     return RecordHeader{"", options_json(copy, description), copy.seed, copy.rank, copy.world_size};
@@ -136,9 +133,9 @@ std::unique_ptr<PyLoader> dataset_loader(const std::string& kind_name, py::objec
 }  // namespace
 
 void bind_dataset(py::module_& m) {
-  m.def("_dataset_loader", &dataset_loader, py::arg("kind"), py::arg("source"), py::arg("layout"), py::arg("fields"),
+  m.def("_dataset_loader", &dataset_loader, py::arg("kind"), py::arg("source"), py::arg("tree"), py::arg("fields"),
         py::arg("size"), py::arg("settings"), py::arg("record"), py::arg("worker_init"), py::arg("description"),
-        py::arg("declared") = false, py::arg("seed_globals") = true);
+        py::arg("declared"), py::arg("seed_globals"), py::arg("delivery"));
   m.def("_seed_globals", [](std::uint64_t seed, std::uint64_t epoch, std::uint64_t index) {
     static GlobalSeeds* seeds = new GlobalSeeds;  // the host's: kept for the process
     seeds->seed(seed, epoch, index);

@@ -1,8 +1,8 @@
 // dataset_loader.h: a _Loader for a Python dataset, sequence or fill function.
 //
 // sluice/__init__.py makes the first sample (or batch) in the host, infers the
-// fields from it with NumPy (or takes them declared), and calls
-// _dataset_loader(kind, source, layout, fields, size, settings, ...), which
+// fields and their places (the tree) from it with NumPy (or takes them declared), and calls
+// _dataset_loader(kind, source, tree, fields, size, settings, ...), which
 // builds the Options (RunSettings' names, as for a pipeline.lua) with a
 // DatasetProducer. Also here: the current sample, for sluice.rng().
 #pragma once

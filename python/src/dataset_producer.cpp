@@ -40,24 +40,6 @@ std::string shape_text(const std::int64_t* shape, std::size_t ndim) {
 
 std::string shape_text(const std::vector<std::int64_t>& shape) { return shape_text(shape.data(), shape.size()); }
 
-std::string field_label(const DatasetSpec& spec, std::size_t f) {
-  switch (spec.layout) {
-    case Layout::dict: return "['" + spec.fields[f].name + "']";
-    case Layout::tuple: return "[" + spec.fields[f].name + "]";
-    case Layout::single: return "";
-  }
-  return "";
-}
-
-const char* layout_name(Layout layout) {
-  switch (layout) {
-    case Layout::dict: return "a dict";
-    case Layout::tuple: return "a tuple";
-    case Layout::single: return "an array";
-  }
-  return "?";
-}
-
 std::size_t data_fields(const DatasetSpec& spec) {
   return spec.kind == DatasetKind::sequence ? spec.fields.size() - 1 : spec.fields.size();
 }
@@ -66,44 +48,57 @@ std::size_t data_fields(const DatasetSpec& spec) {
 std::string had(const DatasetSpec& spec) { return spec.declared ? "fields= says" : "the first had"; }
 std::string was(const DatasetSpec& spec) { return spec.declared ? "fields= says" : "the first was"; }
 
-// The value of field f of a sample (borrowed), or an Error saying what is missing.
-PyObject* field_value(const DatasetSpec& spec, PyObject* sample, std::size_t f, const std::string& what) {
-  const std::size_t n = data_fields(spec);
-  switch (spec.layout) {
-    case Layout::dict: {
-      if (!PyDict_Check(sample)) {
-        throw Error(what + " is " + Py_TYPE(sample)->tp_name + ", not " + layout_name(spec.layout) +
-                    " as " + was(spec));
-      }
-      PyObject* v = PyDict_GetItemString(sample, spec.fields[f].name.c_str());
-      if (!v) throw Error(what + " has no '" + spec.fields[f].name + "', which " + (spec.declared ? "fields= names" : "the first had"));
-      if (f == 0 && static_cast<std::size_t>(PyDict_Size(sample)) != n) {
-        std::string names;
-        for (std::size_t g = 0; g < n; ++g) names += (g ? ", " : "") + spec.fields[g].name;
-        throw Error(what + " has " + std::to_string(PyDict_Size(sample)) + " keys, " + had(spec) + " " +
-                    std::to_string(n) + " (" + names + ")");
-      }
-      return v;
-    }
-    case Layout::tuple: {
-      if (!PyTuple_Check(sample) && !PyList_Check(sample)) {
-        throw Error(what + " is " + Py_TYPE(sample)->tp_name + ", not " + layout_name(spec.layout) +
-                    " as " + was(spec));
-      }
-      const Py_ssize_t size = PySequence_Fast_GET_SIZE(sample);
-      if (static_cast<std::size_t>(size) != n) {
-        throw Error(what + " has " + std::to_string(size) + " items, " + had(spec) + " " + std::to_string(n));
-      }
-      return PySequence_Fast_GET_ITEM(sample, static_cast<Py_ssize_t>(f));
-    }
-    case Layout::single: return sample;
-  }
-  return sample;
-}
-
 bool python_scalar(PyObject* v) { return PyLong_CheckExact(v) || PyFloat_CheckExact(v) || PyBool_Check(v); }
 
 }  // namespace
+
+namespace {
+
+void build(PyObject* d, SampleNode& node, std::vector<int>& seen) {
+  if (PyLong_Check(d)) {
+    const long f = PyLong_AsLong(d);
+    if (f < 0 || static_cast<std::size_t>(f) >= seen.size() || seen[f]++) {
+      PyErr_Clear();
+      throw Error("sluice: a sample description names field " + std::to_string(f) + " twice or out of range");
+    }
+    node.field = static_cast<std::size_t>(f);
+    return;
+  }
+  if (PyDict_Check(d)) {
+    node.kind = SampleNode::Kind::dict;
+    PyObject *key = nullptr, *child = nullptr;
+    for (Py_ssize_t pos = 0; PyDict_Next(d, &pos, &key, &child);) {
+      if (!PyUnicode_Check(key)) throw Error("sluice: a sample's keys must be str");
+      node.keys.push_back(key);
+      SampleNode& c = node.children.emplace_back();
+      c.label = node.label + "['" + py::str(key).cast<std::string>() + "']";
+      build(child, c, seen);
+    }
+    return;
+  }
+  if (PyList_Check(d)) {
+    node.kind = SampleNode::Kind::tuple;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(d); ++i) {
+      SampleNode& c = node.children.emplace_back();
+      c.label = node.label + "[" + std::to_string(i) + "]";
+      build(PyList_GET_ITEM(d, i), c, seen);
+    }
+    return;
+  }
+  throw Error("sluice: a sample description holds " + std::string(Py_TYPE(d)->tp_name));
+}
+
+}  // namespace
+
+SampleNode sample_tree(PyObject* description, std::size_t fields) {
+  SampleNode root;
+  std::vector<int> seen(fields, 0);
+  build(description, root, seen);
+  for (std::size_t f = 0; f < fields; ++f) {
+    if (!seen[f]) throw Error("sluice: a sample description leaves out field " + std::to_string(f));
+  }
+  return root;
+}
 
 bool current_sample(std::uint64_t& seed, std::uint64_t& epoch, std::uint64_t& index) {
   seed = g_current.seed;
@@ -140,8 +135,19 @@ std::string python_error(const std::string& what) {
   return fit(what + " raised " + summary + "\n" + text);
 }
 
+void DatasetProducer::label_fields(const SampleNode& node) {
+  if (node.kind == SampleNode::Kind::field) {
+    if (node.field < labels_.size()) labels_[node.field] = node.label;
+    return;
+  }
+  for (const SampleNode& child : node.children) label_fields(child);
+}
+
 void DatasetProducer::start_worker(std::uint32_t worker_id) {
   PyOS_AfterFork_Child();
+  values_.assign(spec_.fields.size(), nullptr);
+  labels_.assign(spec_.fields.size(), "");
+  label_fields(spec_.tree);
   try {
     for (const FieldSpec& field : spec_.fields) {
       dtypes_.push_back(py::dtype(std::string(dtype_name(field.dtype))).release().ptr());
@@ -264,18 +270,57 @@ void flush_stdio() {
 
 }  // namespace
 
+void DatasetProducer::collect(PyObject* value, const SampleNode& node, const std::string& what) {
+  switch (node.kind) {
+    case SampleNode::Kind::field:
+      values_[node.field] = value;
+      return;
+    case SampleNode::Kind::dict: {
+      if (!PyDict_Check(value)) {
+        throw Error(what + node.label + " is " + Py_TYPE(value)->tp_name + ", not a dict as " + was(spec_));
+      }
+      if (static_cast<std::size_t>(PyDict_Size(value)) != node.keys.size()) {
+        std::string names;
+        for (PyObject* key : node.keys) names += (names.empty() ? "" : ", ") + py::str(key).cast<std::string>();
+        throw Error(what + node.label + " has " + std::to_string(PyDict_Size(value)) + " keys, " + had(spec_) + " " +
+                    std::to_string(node.keys.size()) + " (" + names + ")");
+      }
+      for (std::size_t i = 0; i < node.keys.size(); ++i) {
+        PyObject* v = PyDict_GetItemWithError(value, node.keys[i]);  // borrowed
+        if (!v) {
+          PyErr_Clear();
+          throw Error(what + node.label + " has no '" + py::str(node.keys[i]).cast<std::string>() + "', which " +
+                      (spec_.declared ? "fields= names" : "the first had"));
+        }
+        collect(v, node.children[i], what);
+      }
+      return;
+    }
+    case SampleNode::Kind::tuple: {
+      if (!PyTuple_Check(value) && !PyList_Check(value)) {
+        throw Error(what + node.label + " is " + Py_TYPE(value)->tp_name + ", not a tuple as " + was(spec_));
+      }
+      const Py_ssize_t size = PySequence_Fast_GET_SIZE(value);
+      if (static_cast<std::size_t>(size) != node.children.size()) {
+        throw Error(what + node.label + " has " + std::to_string(size) + " items, " + had(spec_) + " " +
+                    std::to_string(node.children.size()));
+      }
+      for (std::size_t i = 0; i < node.children.size(); ++i) {
+        collect(PySequence_Fast_GET_ITEM(value, static_cast<Py_ssize_t>(i)), node.children[i], what);
+      }
+      return;
+    }
+  }
+}
+
 void DatasetProducer::fill_sample(BatchContext& batch, std::size_t j) {
   const std::uint64_t index = batch.samples()[j];
   const std::string what = "dataset[" + std::to_string(index) + "]";
   py::object value = get_item(spec_.source, index, what);
-  py::object fast = value;
-  if (spec_.layout == Layout::tuple && (PyTuple_Check(value.ptr()) || PyList_Check(value.ptr()))) {
-    fast = py::reinterpret_steal<py::object>(PySequence_Fast(value.ptr(), "a tuple"));
-  }
+  collect(value.ptr(), spec_.tree, what);
   ValueWriter writer(spec_, dtypes_);
   for (std::size_t f = 0; f < spec_.fields.size(); ++f) {
-    const std::string label = what + field_label(spec_, f);
-    writer.write_sample(field_value(spec_, fast.ptr(), f, what), f, batch.data(f, j), batch.sample_bytes(f), label);
+    writer.write_sample(values_[f], f, batch.data(f, j), batch.sample_bytes(f), what + labels_[f]);
   }
 }
 
@@ -283,12 +328,13 @@ void DatasetProducer::fill_sequence(BatchContext& batch) {
   const std::uint64_t index = batch.samples()[0];
   const std::string what = "sequence[" + std::to_string(index) + "]";
   py::object value = get_item(spec_.source, index, what);
+  collect(value.ptr(), spec_.tree, what);
   ValueWriter writer(spec_, dtypes_);
   const std::size_t n = data_fields(spec_);
   std::int64_t rows = -1;
   for (std::size_t f = 0; f < n; ++f) {
-    const std::string label = what + field_label(spec_, f);
-    py::array a = writer.array_of(field_value(spec_, value.ptr(), f, what), f, label);
+    const std::string label = what + labels_[f];
+    py::array a = writer.array_of(values_[f], f, label);
     const std::vector<std::int64_t>& shape = spec_.fields[f].shape;  // [max rows, ...]
     bool same = static_cast<std::size_t>(a.ndim()) == shape.size() && a.ndim() >= 1;
     for (std::size_t d = 1; same && d < shape.size(); ++d) same = a.shape(d) == shape[d];

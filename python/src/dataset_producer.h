@@ -49,12 +49,27 @@ namespace sluice::python {
 inline constexpr const char* kRowsField = "__rows__";
 
 enum class DatasetKind { sample, sequence, fill };
-// How a sample (or a sequence's batch) holds its fields.
-enum class Layout { dict, tuple, single };
+
+// Where each field lies in a sample (or a sequence's batch): dicts and tuples
+// nest (a list counts as a tuple where the first sample had one), anything
+// else is one field. Built from the host's description of the first sample
+// (sluice/__init__.py: a field index, a dict {key: node} or a list [node]).
+struct SampleNode {
+  enum class Kind { field, dict, tuple };
+  Kind kind = Kind::field;
+  std::size_t field = 0;          // Kind::field: its index in DatasetSpec::fields
+  std::vector<PyObject*> keys;    // Kind::dict: borrowed from the description, which the host keeps
+  std::vector<SampleNode> children;
+  std::string label;              // where it is in a sample, for errors: "", "['meta']", "[1][0]"
+};
+
+// The tree of a description; throws Error if it is not one, or if its field
+// indices are not 0 .. fields - 1 each once.
+SampleNode sample_tree(PyObject* description, std::size_t fields);
 
 struct DatasetSpec {
   DatasetKind kind = DatasetKind::sample;
-  Layout layout = Layout::dict;
+  SampleNode tree;                  // sample and sequence: where each field lies
   PyObject* source = nullptr;       // borrowed: the dataset, sequence or fill function
   PyObject* worker_init = nullptr;  // borrowed, or nullptr: called as worker_init(worker_id)
   std::vector<FieldSpec> fields;    // as Options::fields (with kRowsField last for a sequence)
@@ -76,8 +91,14 @@ class DatasetProducer final : public Producer {
   void fill_views(BatchContext& batch, std::size_t j);
   // Marks the sample being made (sluice.rng()) and seeds the global generators.
   void begin(BatchContext& batch, std::size_t j);
+  // values_[f] = field f of `value` (borrowed from it), or an Error naming what differs.
+  void collect(PyObject* value, const SampleNode& node, const std::string& what);
+
+  void label_fields(const SampleNode& node);
 
   DatasetSpec spec_;
+  std::vector<PyObject*> values_;    // this sample's fields, borrowed from it
+  std::vector<std::string> labels_;  // each field's place in a sample
   GlobalSeeds seeds_;
   std::vector<PyObject*> dtypes_;  // each field's numpy dtype, made in the worker
 };
