@@ -20,9 +20,31 @@ namespace {
 // for a moment) is retried with doubling pauses for about this long.
 constexpr int kSpawnRetryMs = 2000;
 
-// Private memory of a process: resident pages less those shared with others
-// (the arena, libraries), from /proc/PID/statm. 0 if it cannot be read.
-std::uint64_t private_bytes(pid_t pid) {
+// The parent of process `pid` from /proc/PID/stat, or -1.
+pid_t parent_of(pid_t pid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  std::FILE* f = std::fopen(path, "r");
+  if (!f) return -1;
+  char text[512];
+  const std::size_t n = std::fread(text, 1, sizeof text - 1, f);
+  std::fclose(f);
+  text[n] = '\0';
+  const char* close = std::strrchr(text, ')');  // the name may hold spaces and parentheses
+  int ppid = -1;
+  char state;
+  if (!close || std::sscanf(close + 1, " %c %d", &state, &ppid) != 2) return -1;
+  return ppid;
+}
+
+// Private memory of worker `pid`: resident pages less those shared with
+// others (the arena, libraries), from /proc/PID/statm. 0 if it cannot be
+// read, or if `pid` is no longer the zygote's child: a worker that died since
+// the last exit report may have had its pid reused by another process. Read
+// after statm, the parent proves that statm was the worker's: the zygote
+// forks only when asked, and every exit it reported before a fork has been
+// handled before the watchdog runs, so a pid it reused is no worker's here.
+std::uint64_t private_bytes(pid_t pid, pid_t zygote) {
   char path[64];
   std::snprintf(path, sizeof path, "/proc/%d/statm", static_cast<int>(pid));
   std::FILE* f = std::fopen(path, "r");
@@ -30,7 +52,7 @@ std::uint64_t private_bytes(pid_t pid) {
   unsigned long long size = 0, resident = 0, shared = 0;
   int got = std::fscanf(f, "%llu %llu %llu", &size, &resident, &shared);
   std::fclose(f);
-  if (got != 3 || resident < shared) return 0;
+  if (got != 3 || resident < shared || parent_of(pid) != zygote) return 0;
   return (resident - shared) * static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
 }
 
@@ -56,17 +78,22 @@ void Supervisor::start(std::function<void(std::uint32_t)> worker_main, std::span
   // Every request first, then the answers: the zygote forks the workers back
   // to back instead of waiting for one round trip each, which on a loaded
   // machine (earlier workers starting up) took 10-15 ms per worker.
+  // Every answer is read before any failed fork is tried again: spawn()
+  // waits for its own answer only, and would drop the answers still queued.
   for (std::uint32_t w = 0; w < layout_.start_workers; ++w) zygote_->request_spawn(w);
   for (std::uint32_t w = 0; w < layout_.start_workers; ++w) {
     const pid_t pid = zygote_->await_spawn(w);
     if (pid > 0) watch_from_ns_[w] = monotonic_ns();
-    pids_.push_back(pid > 0 ? pid : spawn(w));  // a failed fork: again, with spawn()'s back-off
+    pids_.push_back(pid);
+  }
+  for (std::uint32_t w = 0; w < layout_.start_workers; ++w) {
+    if (pids_[w] <= 0) pids_[w] = spawn(w);  // a failed fork: again, with spawn()'s back-off
   }
 }
 
 void Supervisor::stop() { zygote_.reset(); }
 
-int Supervisor::event_fd() const { return zygote_->fd(); }
+int Supervisor::event_fd() const { return zygote_ ? zygote_->fd() : -1; }
 
 pid_t Supervisor::spawn(std::uint32_t w) {
   int pause_ms = 5, waited_ms = 0, tries = 0;
@@ -91,6 +118,7 @@ pid_t Supervisor::spawn(std::uint32_t w) {
 
 std::optional<WorkerExit> Supervisor::next_exit() {
   for (;;) {
+    if (!zygote_) return std::nullopt;  // stopped
     std::optional<ZygoteEvent> e = zygote_->poll_exit();
     if (!e) return std::nullopt;
     if (e->kind != ZygoteEvent::exited || e->worker >= layout_.workers) continue;
@@ -162,7 +190,7 @@ void Supervisor::check_memory(std::uint64_t now) {
   const std::uint64_t limit = options_.worker_memory_limit_mb << 20;
   for (std::uint32_t w = 0; w < started(); ++w) {
     if (!kill_reason_[w].empty()) continue;
-    const std::uint64_t used = private_bytes(pids_[w]);
+    const std::uint64_t used = private_bytes(pids_[w], zygote_->pid());
     if (used <= limit) continue;
     kill(w, "used " + std::to_string(used >> 20) + " MiB of private memory, over the limit of " +
                 std::to_string(options_.worker_memory_limit_mb) +
@@ -171,6 +199,7 @@ void Supervisor::check_memory(std::uint64_t now) {
 }
 
 void Supervisor::watch(std::span<const std::uint32_t> outstanding) {
+  if (!zygote_) return;  // stopped
   const std::uint64_t now = monotonic_ns();
   if (options_.batch_timeout_ms != 0) {
     for (std::uint32_t w = 0; w < started(); ++w) {

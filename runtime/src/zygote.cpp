@@ -47,18 +47,28 @@ constexpr int kAnswerWaitMs = 10000;
 
 int pidfd_open(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
 
+void shrug_off(int) {}
+
 // Every signal back to its default and an empty mask, then SIGINT and SIGTERM
-// ignored: they reach the whole process group, and the Loader's owner decides
-// what they mean. A host's handlers (a test framework's, a crash reporter's,
-// Python's) must not run here, and a host that ignores SIGCHLD must not make
-// the kernel reap our children unseen.
+// shrugged off: they reach the whole process group, and the Loader's owner
+// decides what they mean. Caught by a handler that does nothing rather than
+// ignored, because an ignored signal stays ignored across execve: a program
+// that a map runs (a decoder, a shell) would not stop on Ctrl-C. A handler
+// goes back to the default there. SA_RESTART: system calls go on after it.
+// A host's handlers (a test framework's, a crash reporter's, Python's) must
+// not run here, and a host that ignores SIGCHLD must not make the kernel reap
+// our children unseen.
 void reset_signals() {
   for (int sig = 1; sig < NSIG; ++sig) {
     if (sig == SIGKILL || sig == SIGSTOP) continue;
     signal(sig, SIG_DFL);
   }
-  signal(SIGINT, SIG_IGN);
-  signal(SIGTERM, SIG_IGN);
+  struct sigaction shrug {};
+  shrug.sa_handler = shrug_off;
+  shrug.sa_flags = SA_RESTART;
+  sigemptyset(&shrug.sa_mask);
+  sigaction(SIGINT, &shrug, nullptr);
+  sigaction(SIGTERM, &shrug, nullptr);
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -220,7 +230,18 @@ Zygote::~Zygote() {
     siginfo_t info;
     waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG);
   } else {
-    while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+    // No pidfd (kernels before 5.3): poll the wait status for the same time,
+    // then kill. Our unreaped child, so its pid cannot have been reused.
+    int waited_ms = 0;
+    pid_t done;
+    while ((done = waitpid(pid_, nullptr, WNOHANG)) == 0 && waited_ms < kStopWaitMs) {
+      usleep(5000);
+      waited_ms += 5;
+    }
+    if (done == 0) {
+      ::kill(pid_, SIGKILL);
+      while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+      }
     }
   }
   OwnedLock lock;

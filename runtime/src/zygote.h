@@ -10,9 +10,10 @@
 // every arena that other Loaders of the host registered (owned_resources.h),
 // resets every signal disposition to the default and empties the signal mask
 // (a host that ignores SIGCHLD would otherwise have its workers reaped by the
-// kernel, unseen). SIGINT and SIGTERM stay ignored in the zygote and the
-// workers: they reach the whole process group, and the Loader's owner decides
-// what they mean (save the state, then destroy the Loader).
+// kernel, unseen). SIGINT and SIGTERM do nothing in the zygote and the
+// workers (a handler that returns, so a program a worker executes gets the
+// defaults back): they reach the whole process group, and the Loader's owner
+// decides what they mean (save the state, then destroy the Loader).
 //
 // Lifetimes follow processes, not threads: the zygote watches the host
 // process through a pidfd (or, on kernels without pidfd_open, polls
@@ -28,7 +29,8 @@
 // host's death the zygote SIGKILLs and reaps every worker, then exits. The
 // destructor sends kStopWord and waits a bounded time for the zygote's exit
 // (on its pidfd, so a host that ignores SIGCHLD or has other children never
-// blocks it); a zygote that does not exit in time (stopped, say) is killed.
+// blocks it; without pidfd, polling its wait status); a zygote that does not
+// exit in time (stopped, say) is killed.
 #pragma once
 
 #include <cstdint>

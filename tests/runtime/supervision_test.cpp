@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -185,7 +186,7 @@ TEST_CASE("a loader built on a thread that then exits keeps its workers", "[supe
   REQUIRE(consume_all(*loader, 20) == "");
 }
 
-TEST_CASE("workers and zygote start clean: default signals, empty mask, SIGINT and SIGTERM ignored", "[supervision]") {
+TEST_CASE("workers and zygote start clean: default signals, empty mask, SIGINT and SIGTERM shrugged off", "[supervision]") {
   if (test::proc_shows_emulator_signal_state()) {
     SKIP_TEST("/proc/PID/status shows the emulator's signal handlers, not the worker's (qemu-user), "
               "so a worker's start-up signal state cannot be read from it");
@@ -216,9 +217,32 @@ TEST_CASE("workers and zygote start clean: default signals, empty mask, SIGINT a
     // The zygote blocks SIGCHLD only (it reads it from a signalfd); a worker blocks nothing.
     REQUIRE((blocked & ~(1ULL << (SIGCHLD - 1))) == 0);
     REQUIRE((caught & (1ULL << (SIGUSR1 - 1))) == 0);
-    REQUIRE((ignored & (1ULL << (SIGINT - 1))) != 0);
-    REQUIRE((ignored & (1ULL << (SIGTERM - 1))) != 0);
+    // Caught by a handler that does nothing, not ignored: SIG_IGN would outlive execve.
+    REQUIRE((caught & (1ULL << (SIGINT - 1))) != 0);
+    REQUIRE((caught & (1ULL << (SIGTERM - 1))) != 0);
+    REQUIRE((ignored & ((1ULL << (SIGINT - 1)) | (1ULL << (SIGTERM - 1)))) == 0);
   }
+  REQUIRE(kill(worker, SIGINT) == 0);
+  REQUIRE(kill(worker, SIGTERM) == 0);
+  std::uint64_t batches = 1;
+  while (loader.next()) ++batches;
+  REQUIRE(batches == 10);
+  REQUIRE(loader.stats().worker_restarts == 0);
+}
+
+TEST_CASE("a program a worker runs gets SIGINT's default back: Ctrl-C stops it", "[supervision]") {
+  Options o = small_options(8, 4, 1);
+  o.fields = {{"v", DType::i32, {}}};
+  o.producer = per_sample([](const SampleRef& s) {
+    // The shell sends itself SIGINT: with SIGINT ignored in the worker it
+    // would stay ignored in the shell, which then exits 0.
+    const int status = std::system("kill -INT $$; exit 7");
+    *s.as<std::int32_t>(0) = WIFSIGNALED(status) ? WTERMSIG(status) : -WEXITSTATUS(status);
+  });
+  Loader loader(o);
+  auto b = loader.next();
+  REQUIRE(b);
+  REQUIRE(reinterpret_cast<const std::int32_t*>(b->field(0).data)[0] == SIGINT);
 }
 
 TEST_CASE("a scribbled slot header is an error, never a crash of the consumer", "[supervision]") {
