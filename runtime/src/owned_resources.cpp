@@ -17,25 +17,53 @@ struct Mapping {
 };
 
 // Leaked on purpose: Loaders may outlive static destruction order.
+//
+// The mutex is recursive because the fork of a zygote happens while its
+// thread holds it, and the pthread_atfork handlers below take it again around
+// every fork of the process: a fork (the host's os.fork, subprocess, another
+// Loader's zygote) never copies the registry in the middle of a change, and
+// the child starts with the mutex new and free, whichever thread held it.
 struct Registry {
-  std::mutex mutex;
+  pthread_mutex_t mutex;
   std::vector<int> fds;
   std::vector<Mapping> mappings;
 };
 
+std::atomic<std::uint64_t> forks{0};
+
+void init_mutex(pthread_mutex_t* m) {
+  pthread_mutexattr_t attr;
+  pthread_mutexattr_init(&attr);
+  pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+  pthread_mutex_init(m, &attr);
+  pthread_mutexattr_destroy(&attr);
+}
+
+Registry& registry();
+void lock_before_fork() { pthread_mutex_lock(&registry().mutex); }
+void unlock_in_parent() { pthread_mutex_unlock(&registry().mutex); }
+// The child's only thread: a new mutex (the old one may count the forking
+// thread's own holds, which the child never releases), and one more fork.
+void reset_in_child() {
+  init_mutex(&registry().mutex);
+  forks.fetch_add(1, std::memory_order_relaxed);
+}
+
 Registry& registry() {
-  static Registry* r = new Registry;
+  static Registry* r = [] {
+    auto* made = new Registry;
+    init_mutex(&made->mutex);
+    return made;
+  }();
+  static const bool handlers = pthread_atfork(lock_before_fork, unlock_in_parent, reset_in_child) == 0;
+  (void)handlers;  // without them (ENOMEM): a racing fork may copy a held lock, as before they existed
   return *r;
 }
 
-std::atomic<std::uint64_t> forks{0};
-
-void count_fork_in_child() { forks.fetch_add(1, std::memory_order_relaxed); }
-
 }  // namespace
 
-OwnedLock::OwnedLock() : lock_(registry().mutex) {}
-OwnedLock::~OwnedLock() = default;
+OwnedLock::OwnedLock() : mutex_(&registry().mutex) { pthread_mutex_lock(mutex_); }
+OwnedLock::~OwnedLock() { pthread_mutex_unlock(mutex_); }
 
 void register_fd(int fd) {
   if (fd >= 0) registry().fds.push_back(fd);
@@ -54,18 +82,24 @@ void unregister_mapping(void* base) {
 }
 
 void release_others_after_fork(std::span<const int> keep_fds, const void* keep_mapping) {
-  const Registry& r = registry();
+  // What is released is forgotten too, so that a Loader made later in this
+  // process (in a worker) never closes a number that was reused meanwhile.
+  Registry& r = registry();
+  auto kept_fd = [&](int fd) { return std::find(keep_fds.begin(), keep_fds.end(), fd) != keep_fds.end(); };
   for (int fd : r.fds) {
-    if (std::find(keep_fds.begin(), keep_fds.end(), fd) == keep_fds.end()) close(fd);
+    if (!kept_fd(fd)) close(fd);
   }
+  r.fds.erase(std::remove_if(r.fds.begin(), r.fds.end(), [&](int fd) { return !kept_fd(fd); }), r.fds.end());
   for (const Mapping& m : r.mappings) {
     if (m.base != keep_mapping) munmap(m.base, m.size);
   }
+  r.mappings.erase(std::remove_if(r.mappings.begin(), r.mappings.end(),
+                                  [&](const Mapping& m) { return m.base != keep_mapping; }),
+                   r.mappings.end());
 }
 
 std::uint64_t fork_generation() {
-  static const bool counting = pthread_atfork(nullptr, nullptr, count_fork_in_child) == 0;
-  (void)counting;  // without the handler (ENOMEM), every object looks local, as before
+  registry();  // the fork handlers count from the first use on
   return forks.load(std::memory_order_relaxed);
 }
 

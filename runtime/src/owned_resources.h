@@ -11,11 +11,14 @@
 // The user's own fds are not touched: a producer may read through a file, an
 // LMDB or HDF5 handle opened before the loader, as PyTorch's workers allow.
 //
-// Thread safety: the registry is changed under one process-wide mutex, and
-// every creation of an owned fd or mapping happens under it too
-// (OwnedLock), as does the fork of a zygote. So a fork never sees a resource
-// that exists but is not yet registered, and the child, whose only thread is
-// the one that held the lock, reads the registry without locking.
+// Thread safety: the registry is changed under one process-wide recursive
+// mutex, and every creation of an owned fd or mapping happens under it too
+// (OwnedLock), as does the fork of a zygote. pthread_atfork handlers take it
+// around every other fork of the process as well. So a fork never sees a
+// resource that exists but is not yet registered, and the child, whose only
+// thread is the one that forked, starts with a fresh, free mutex: a Loader
+// made in a worker, or in a child the host forked while another thread was
+// making a Loader, does not deadlock.
 //
 // The other side of the same rule: a child forked while a Loader exists (the
 // zygote of another Loader and its workers, or the host's own fork: Python's
@@ -27,7 +30,7 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
+#include <pthread.h>
 #include <span>
 
 namespace sluice::detail {
@@ -42,7 +45,7 @@ class OwnedLock {
   OwnedLock& operator=(const OwnedLock&) = delete;
 
  private:
-  std::unique_lock<std::mutex> lock_;
+  pthread_mutex_t* mutex_;
 };
 
 // The caller holds an OwnedLock across creating and registering a resource,
@@ -53,8 +56,8 @@ void register_mapping(void* base, std::size_t size);
 void unregister_mapping(void* base);
 
 // In a child right after fork: closes every registered fd not in keep_fds and
-// unmaps every registered mapping other than keep_mapping. Async-signal-safe
-// (close and munmap on memory the child already has).
+// unmaps every registered mapping other than keep_mapping, and forgets them.
+// Async-signal-safe (close, munmap, and vector erasure that never allocates).
 void release_others_after_fork(std::span<const int> keep_fds, const void* keep_mapping);
 
 // How many forks separate this process from the process that first called
