@@ -24,6 +24,11 @@ void AutoTuner::settle(std::uint32_t keep, const std::string& why) {
   summary_ = path() + ", kept " + std::to_string(keep) + " (" + why + ")";
 }
 
+std::uint32_t AutoTuner::stop_at(std::uint32_t workers, const std::string& why) {
+  settle(workers, why);
+  return workers_;
+}
+
 std::uint32_t AutoTuner::observe(const TuneSample& s, bool starting) {
   if (settled_) return workers_;
   if (!started_) {  // the first batch: start-up is behind us

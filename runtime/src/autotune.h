@@ -48,6 +48,9 @@ class AutoTuner {
   // start-up yet. Returns the worker count to use from now on.
   std::uint32_t observe(const TuneSample& s, bool starting = false);
 
+  // Stops tuning at `workers` (fewer than asked for could be started);
+  // returns it.
+  std::uint32_t stop_at(std::uint32_t workers, const std::string& why);
   std::uint32_t workers() const { return workers_; }
   bool settled() const { return settled_; }
   // "2 -> 4 -> 8 workers, kept 8 (x1.04 over 4: no more gain)", or while it

@@ -33,7 +33,7 @@ std::size_t Batch::field_count() const { return checked(lease_).header().field_c
 
 FieldView Batch::field(std::size_t i) const {
   const SlotLease& l = checked(lease_);
-  const detail::SlotHeader& h = l.header();
+  const detail::BatchHeader& h = l.header();
   if (i >= h.field_count) {
     throw Error("field index " + std::to_string(i) + " out of range: the batch has " +
                 std::to_string(h.field_count) + " fields");
@@ -50,7 +50,7 @@ FieldView Batch::field(std::size_t i) const {
 }
 
 FieldView Batch::field(std::string_view name) const {
-  const detail::SlotHeader& h = checked(lease_).header();
+  const detail::BatchHeader& h = checked(lease_).header();
   for (std::size_t i = 0; i < h.field_count; ++i) {
     if (name == h.fields[i].name) return field(i);
   }
@@ -64,7 +64,7 @@ DLManagedTensor* Batch::to_dlpack(std::size_t i) const {
   t->dl_tensor.device = {kDLCPU, 0};
   t->dl_tensor.ndim = static_cast<std::int32_t>(v.shape.size());
   t->dl_tensor.dtype = to_dlpack_dtype(v.dtype);
-  // The shape and strides live in the slot's header, which the lease keeps.
+  // The shape and strides live in the lease's private copy of the header.
   t->dl_tensor.shape = const_cast<std::int64_t*>(v.shape.data());
   t->dl_tensor.strides = const_cast<std::int64_t*>(v.strides.data());
   t->dl_tensor.byte_offset = 0;

@@ -211,7 +211,9 @@ sluice_status sluice_loader_next_for(sluice_loader* loader, int64_t timeout_ms, 
     require(loader, "sluice_loader_next_for", "loader");
     require(out, "sluice_loader_next_for", "out");
     *out = nullptr;
-    return sluice::c_api::deliver(loader, loader->loader.next_for(std::chrono::milliseconds(timeout_ms)), out);
+    // Negative: no limit, as poll(2) reads -1 (milliseconds::max() waits as next() does).
+    const auto timeout = timeout_ms < 0 ? std::chrono::milliseconds::max() : std::chrono::milliseconds(timeout_ms);
+    return sluice::c_api::deliver(loader, loader->loader.next_for(timeout), out);
   });
 }
 

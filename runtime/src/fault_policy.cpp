@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "loader_core.h"
 #include "sluice/error.h"
@@ -34,15 +35,33 @@ const std::uint64_t* LoaderCore::slot_ids(std::uint32_t slot) const {
   return reinterpret_cast<const std::uint64_t*>(slot_base(*arena_, layout_, slot) + layout_.ids_offset);
 }
 
+// A batch's samples by the plan, less those skipped: what a worker fills,
+// known without reading its slot (which it may not have written yet).
+std::vector<std::uint64_t> LoaderCore::planned_ids(std::uint64_t seq) const {
+  const std::uint64_t per_epoch = plan_.batches_per_epoch();
+  std::vector<std::uint64_t> ids(plan_.batch_length(seq % per_epoch));
+  plan_.batch_samples(seq / per_epoch, seq % per_epoch, ids);
+  const std::vector<std::uint64_t>& skipped = stats_.skipped_samples;
+  std::erase_if(ids, [&](std::uint64_t id) { return std::find(skipped.begin(), skipped.end(), id) != skipped.end(); });
+  return ids;
+}
+
+// The samples of batch `seq` in `slot`: the slot's own ids while its header
+// is intact, else the plan's.
+std::vector<std::uint64_t> LoaderCore::batch_ids(std::uint64_t seq, std::uint32_t slot) const {
+  if (const SlotHeader* h = trusted_header(slot, seq)) return {slot_ids(slot), slot_ids(slot) + h->size};
+  return planned_ids(seq);
+}
+
 std::string LoaderCore::describe_batch(std::uint64_t seq, std::uint32_t slot) const {
   const std::uint64_t per_epoch = plan_.batches_per_epoch();
   std::string text = "epoch " + std::to_string(seq / per_epoch) + ", batch " + std::to_string(seq % per_epoch);
-  const SlotHeader* h = trusted_header(slot, seq);
-  if (h && h->size > 0) {
+  const std::vector<std::uint64_t> samples = batch_ids(seq, slot);
+  if (!samples.empty()) {
     // A run of consecutive ids as "samples 8 to 15"; a shuffled batch by its
     // ids, the first 8 of them: "samples 10, 5, 3, 9".
-    const std::uint64_t* ids = slot_ids(slot);
-    const std::uint32_t n = h->size;
+    const std::uint64_t* ids = samples.data();
+    const std::uint32_t n = static_cast<std::uint32_t>(samples.size());
     bool run = true;
     for (std::uint32_t i = 1; run && i < n; ++i) run = ids[i] == ids[0] + i;
     text += " (samples " + std::to_string(ids[0]);
@@ -97,7 +116,9 @@ void LoaderCore::on_fill_failed(std::uint32_t w, const Completion& c) {
 
 void LoaderCore::skip_samples(std::span<const std::uint64_t> samples, const std::string& reason) {
   SkipList& list = skip_list(*arena_, layout_);
-  std::uint32_t count = list.count.load(std::memory_order_relaxed);
+  // The parent is the list's only writer and keeps its own count: the one in
+  // shared memory is published, never read back (a worker may scribble it).
+  std::size_t count = stats_.skipped_samples.size();
   for (std::uint64_t id : samples) {
     if (std::find(stats_.skipped_samples.begin(), stats_.skipped_samples.end(), id) !=
         stats_.skipped_samples.end()) {
@@ -114,7 +135,7 @@ void LoaderCore::skip_samples(std::span<const std::uint64_t> samples, const std:
   }
   // Publishes the new ids (see SkipList); every task pushed after this is a
   // release too, so a worker that pops it sees them.
-  list.count.store(count, std::memory_order_release);
+  list.count.store(static_cast<std::uint32_t>(count), std::memory_order_release);
 }
 
 void LoaderCore::on_worker_exit(const WorkerExit& e) {
@@ -135,8 +156,11 @@ void LoaderCore::on_worker_exit(const WorkerExit& e) {
   const std::uint32_t position = ch.busy_position.load(std::memory_order_relaxed);
   for (std::uint32_t slot = 0; busy != kIdle && slot < layout_.slots; ++slot) {
     if (slot_state_[slot] != SlotState::issued || slot_seq_[slot] != busy || slot_worker_[slot] != w) continue;
+    // A worker that died before it described the batch (announcing it to
+    // the producer, say) is blamed by the plan's ids: the batch as a whole.
     const SlotHeader* h = trusted_header(slot, busy);
-    const std::uint64_t* ids = slot_ids(slot);
+    const std::vector<std::uint64_t> samples = batch_ids(busy, slot);
+    const std::uint64_t* ids = samples.data();
     const bool named = h && position < h->size;
     const std::uint32_t tries = named ? ++sample_failures_[ids[position]] : ++batch_failures_[busy];
     if (tries < options_.max_retries) break;
@@ -149,8 +173,8 @@ void LoaderCore::on_worker_exit(const WorkerExit& e) {
     if (options_.on_error == OnError::fail) fail(culprit + " " + what);
     if (named) {
       skip_samples({ids + position, 1}, what);
-    } else if (h) {
-      skip_samples({ids, h->size}, "its batch (" + describe_batch(busy, slot) + ") " + what);
+    } else {
+      skip_samples(samples, "its batch (" + describe_batch(busy, slot) + ") " + what);
     }
     break;
   }

@@ -45,6 +45,7 @@ void ring_eventfd(int fd) {
 LoaderCore::LoaderCore(Options options)
     : options_(std::move(options)), plan_(options_), layout_(ArenaLayout::compute(options_)) {
   made_in_generation_ = fork_generation();
+  made_in_pid_ = getpid();
   if (!options_.producer) throw Error("options.producer is not set: nothing would fill the batches");
   if (options_.max_retries == 0) throw Error("options.max_retries is 0: a sample must be tried at least once");
   created_ns_ = monotonic_ns();
@@ -92,7 +93,7 @@ LoaderCore::~LoaderCore() {
   }
   shutdown();
   OwnedLock lock;
-  for (int fd : {ready_fd_, eventfd_}) {
+  for (int fd : {ready_fd_.load(), eventfd_}) {
     if (fd < 0) continue;
     unregister_fd(fd);
     close(fd);
@@ -121,9 +122,22 @@ void LoaderCore::shutdown() {
 void LoaderCore::release(std::uint32_t slot) {
   if (forked_copy()) return;  // a forked child's copy of a batch
   released_.enqueue(slot);
+  if (stopped_) return;
+  if (ready_fd_.load(std::memory_order_relaxed) >= 0) {
+    // A polling host is woken for a release only when nothing else would
+    // wake it: with a slot issued or ready, a completion (or the ready fd
+    // already readable) brings it back, and that call issues this slot too.
+    // Dekker with rearm_ready_fd(): this side enqueues, then reads
+    // busy_slots_; that side stores busy_slots_, then looks at released_.
+    // With both fences one of them sees the other's write, so a release
+    // with nothing in flight always rings.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (busy_slots_.load(std::memory_order_relaxed) == 0) ring_eventfd(eventfd_);
+    return;
+  }
   // Wake the consumer if it sleeps in next() (the batch may be released on
   // another thread); same handshake as a worker's completion.
-  if (arena_header(*arena_).parent_sleeping.must_ring() && !stopped_) ring_eventfd(eventfd_);
+  if (arena_header(*arena_).parent_sleeping.must_ring()) ring_eventfd(eventfd_);
 }
 
 void LoaderCore::interrupt() {
@@ -139,6 +153,7 @@ std::uint64_t LoaderCore::current_epoch() const {
 void LoaderCore::fail(const std::string& message) {
   failure_ = message;
   shutdown();
+  ring_eventfd(eventfd_);  // a host polling ready_fd wakes and gets the error from its next call
   throw Error(message);
 }
 
@@ -194,10 +209,13 @@ void LoaderCore::tune() {
   const std::uint32_t want =
       tuner_->observe({monotonic_ns(), s.batches_delivered, s.worker_cpu_ns, s.consumer_wait_ns}, starting);
   if (want > supervisor_->started()) {
+    // A growth that cannot fork (a process limit reached for longer than
+    // spawn's back-off) is no failure of the run: the tuner stops at what runs.
     try {
       supervisor_->grow(want);
     } catch (const Error& e) {
-      fail(std::string("auto workers: ") + e.what());
+      active_workers_ = tuner_->stop_at(supervisor_->started(), std::string("could not start more: ") + e.what());
+      return;
     }
   }
   // Fewer when the last growth did not pay: the extra workers finish what
@@ -209,7 +227,10 @@ void LoaderCore::tune() {
 // fills: a worker never owes more batches than there are slots.
 void LoaderCore::assign(std::uint32_t slot, std::uint64_t seq) {
   const std::uint32_t w = least_loaded_worker();
-  worker_channel(*arena_, layout_, w).tasks.try_push(Task{slot, 0, seq});
+  if (!worker_channel(*arena_, layout_, w).tasks.try_push(Task{slot, 0, seq})) {
+    fail("the task ring of worker " + std::to_string(w) + " was full, which it never is: its shared memory "
+         "was overwritten");
+  }
   slot_state_[slot] = SlotState::issued;
   slot_seq_[slot] = seq;
   slot_worker_[slot] = w;
@@ -320,24 +341,56 @@ void LoaderCore::advance_delivered_prefix() {
   }
 }
 
+namespace {
+
+// What is wrong with a field of a slot's header against what it must be, or "".
+std::string field_mismatch(const FieldDesc& got, const FieldDesc& want) {
+  if (std::memcmp(got.name, want.name, sizeof got.name) != 0) return "its name";
+  if (got.dtype != want.dtype) return "its dtype (" + std::to_string(got.dtype) + ")";
+  if (got.ndim != want.ndim) return "its number of dimensions (" + std::to_string(got.ndim) + ")";
+  for (std::uint32_t k = 0; k < want.ndim; ++k) {
+    if (got.shape[k] != want.shape[k]) return "its shape (dimension " + std::to_string(k) + ")";
+    if (got.strides[k] != want.strides[k]) return "its strides (dimension " + std::to_string(k) + ")";
+  }
+  if (got.offset != want.offset) return "its offset";
+  if (got.nbytes != want.nbytes) return "its size in bytes";
+  return "";
+}
+
+}  // namespace
+
 std::optional<Batch> LoaderCore::deliver(std::uint32_t slot) {
   std::byte* base = slot_base(*arena_, layout_, slot);
   const auto& h = *reinterpret_cast<const SlotHeader*>(base);
-  // The header lives in memory a producer could scribble on; check it before
-  // handing out views into the slot.
-  bool sane = h.seq == slot_seq_[slot] && h.field_count == options_.fields.size() &&
-              h.ids_offset == layout_.ids_offset && h.size <= options_.batch_size;
-  for (std::uint32_t f = 0; sane && f < h.field_count; ++f) {
-    const FieldDesc& d = h.fields[f];
-    sane = d.offset == layout_.field_offsets[f] && d.nbytes == std::uint64_t{h.size} * layout_.sample_bytes[f] &&
-           d.ndim >= 1 && d.ndim <= kMaxDims;
+  // The slot's header lives in memory a producer could scribble on, also
+  // after this check: it is read once, checked against what the options
+  // make of it, and the Batch reads the parent's own copy.
+  BatchHeader copy;
+  copy.epoch = slot_seq_[slot] / plan_.batches_per_epoch();
+  copy.batch = slot_seq_[slot] % plan_.batches_per_epoch();
+  copy.size = h.size;
+  copy.field_count = static_cast<std::uint32_t>(options_.fields.size());
+  copy.ids_offset = layout_.ids_offset;
+  std::string wrong;
+  if (h.seq != slot_seq_[slot] || h.epoch != copy.epoch || h.batch != copy.batch) {
+    wrong = "its batch number";
+  } else if (copy.size > options_.batch_size) {
+    wrong = "its size (" + std::to_string(copy.size) + " samples)";
+  } else if (h.field_count != copy.field_count || h.ids_offset != copy.ids_offset) {
+    wrong = "its field count";
+  } else {
+    describe_fields(copy.fields, options_, layout_, copy.size);
+    for (std::uint32_t f = 0; wrong.empty() && f < copy.field_count; ++f) {
+      wrong = field_mismatch(h.fields[f], copy.fields[f]);
+      if (!wrong.empty()) wrong = "field " + std::to_string(f) + " ('" + options_.fields[f].name + "'): " + wrong;
+    }
   }
-  if (!sane) {
+  if (!wrong.empty()) {
     fail("the header of slot " + std::to_string(slot) + " (" + describe_batch(slot_seq_[slot], slot) +
-         ") was overwritten: a producer wrote outside its fields");
+         ") was overwritten, " + wrong + ": a producer wrote outside its fields");
   }
   ++delivered_;
-  if (h.size == 0) {  // on_error = skip emptied it: nothing to hand out
+  if (copy.size == 0) {  // on_error = skip emptied it: nothing to hand out
     ++stats_.empty_batches;
     slot_state_[slot] = SlotState::free;
     free_slots_.push_back(slot);
@@ -346,9 +399,9 @@ std::optional<Batch> LoaderCore::deliver(std::uint32_t slot) {
   slot_state_[slot] = SlotState::held;
   if (stats_.batches_delivered == 0) stats_.first_batch_ns = monotonic_ns() - created_ns_;
   ++stats_.batches_delivered;
-  stats_.samples_delivered += h.size;
-  for (std::uint32_t f = 0; f < h.field_count; ++f) stats_.bytes_delivered += h.fields[f].nbytes;
-  return Batch(std::make_shared<SlotLease>(shared_from_this(), slot, base));
+  stats_.samples_delivered += copy.size;
+  for (std::uint32_t f = 0; f < copy.field_count; ++f) stats_.bytes_delivered += copy.fields[f].nbytes;
+  return Batch(std::make_shared<SlotLease>(shared_from_this(), slot, base, copy));
 }
 
 void LoaderCore::wait_for_workers(int max_sleep_ms) {
@@ -391,9 +444,21 @@ void LoaderCore::handle_exits() {
 }
 
 std::optional<Batch> LoaderCore::next(std::uint64_t max_epoch, std::optional<std::chrono::milliseconds> timeout) {
+  if (forked_copy()) throw Error(forked_copy_message());
+  // However the call ends, a polling host's ready fd then tells the truth.
+  struct Rearm {
+    LoaderCore& core;
+    ~Rearm() { core.rearm_ready_fd(); }
+  } rearm{*this};
   if (!failure_.empty()) throw Error(failure_);
   if (stopped_) throw Error("the loader has been shut down");
-  const auto deadline = timeout ? Clock::now() + *timeout : Clock::time_point::max();
+  // A timeout too long for the clock (milliseconds::max(), "forever") waits
+  // for as long as next() would.
+  const auto now = Clock::now();
+  if (timeout && *timeout >= std::chrono::duration_cast<std::chrono::milliseconds>(Clock::time_point::max() - now)) {
+    timeout.reset();
+  }
+  const auto deadline = timeout ? now + *timeout : Clock::time_point::max();
   std::optional<Clock::time_point> wait_start;
   bool looked_again = false;
   for (;;) {
@@ -422,15 +487,14 @@ std::optional<Batch> LoaderCore::next(std::uint64_t max_epoch, std::optional<std
       const auto now = Clock::now();
       if (now >= deadline) {
         if (looked_again) return std::nullopt;
-        // Read the ready fd empty, then look once more: a completion that
-        // lands after the read rings it again, so the host is woken for it.
-        std::uint64_t count;
-        [[maybe_unused]] ssize_t n = read(eventfd_, &count, sizeof count);
+        // Exits and the watchdog once, then one more look: a try_next()
+        // supervises as next() does while it waits.
         handle_exits();
         looked_again = true;
         continue;
       }
-      const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
+      const auto left = std::min<std::int64_t>(std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count(),
+                                               std::numeric_limits<int>::max());
       max_sleep_ms = max_sleep_ms < 0 ? static_cast<int>(left) : std::min<int>(max_sleep_ms, static_cast<int>(left));
     }
     wait_for_workers(max_sleep_ms);
@@ -458,11 +522,15 @@ int LoaderCore::held_wait_left_ms() {
 }
 
 int LoaderCore::ready_fd() {
+  if (forked_copy()) throw Error(forked_copy_message());
   if (ready_fd_ >= 0) return ready_fd_;
   OwnedLock lock;  // another Loader's zygote must not inherit it
   const int fd = epoll_create1(EPOLL_CLOEXEC);
   if (fd < 0) throw Error(std::string("epoll_create1 failed: ") + std::strerror(errno));
+  // After a failure the zygote is gone: the eventfd alone, rung below, so
+  // that the host's next call returns the error.
   for (int watched : {eventfd_, supervisor_->event_fd()}) {
+    if (watched < 0) continue;
     epoll_event e{};
     e.events = EPOLLIN;
     e.data.fd = watched;
@@ -475,10 +543,50 @@ int LoaderCore::ready_fd() {
   register_fd(fd);
   ready_fd_ = fd;
   // From now on the consumer counts as asleep between calls: every
-  // completion and release rings the eventfd (one write per batch).
+  // completion rings the eventfd (one write per batch).
   arena_header(*arena_).parent_sleeping.arm();
   ring_eventfd(eventfd_);  // readable at once: the first try_next() hands out the first batches' work
   return ready_fd_;
+}
+
+// Level-correct: after every call the eventfd is read empty and rung again
+// only if the consumer's thread has something to do now: a batch to deliver,
+// a completion or a release to take in, or the end or a failure to report.
+// Every later event rings it itself (a completion, as parent_sleeping stays
+// armed; a release, when nothing is in flight; a zygote event is readable on
+// its own socket). So the fd is readable while a call would do something,
+// an edge-triggered watcher gets a new edge for every such state, and a host
+// that takes one batch per wake-up is never left with a ready batch unseen.
+void LoaderCore::rearm_ready_fd() {
+  if (ready_fd_ < 0) return;
+  std::uint32_t busy = 0;
+  for (SlotState st : slot_state_) busy += st == SlotState::issued || st == SlotState::ready;
+  busy_slots_.store(busy, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // see release()
+  std::uint64_t count;
+  [[maybe_unused]] ssize_t n = read(eventfd_, &count, sizeof count);
+  if (has_news()) ring_eventfd(eventfd_);
+}
+
+bool LoaderCore::has_news() {
+  if (!failure_.empty() || stopped_ || interrupted() || delivered_ >= total_batches_) return true;
+  if (released_.size_approx() != 0) return true;
+  for (std::uint32_t w = 0; w < layout_.workers; ++w) {
+    if (!worker_channel(*arena_, layout_, w).done.empty()) return true;
+  }
+  if (options_.ordered) {
+    advance_delivered_prefix();
+    return ready_by_seq_[next_deliver_ % ready_by_seq_.size()] != kNoSlot;
+  }
+  const std::uint64_t epoch = delivered_ / plan_.batches_per_epoch();
+  return std::any_of(ready_list_.begin(), ready_list_.end(),
+                     [&](std::uint32_t slot) { return slot_seq_[slot] / plan_.batches_per_epoch() == epoch; });
+}
+
+std::string LoaderCore::forked_copy_message() const {
+  return "this Loader was made by process " + std::to_string(made_in_pid_) + ", and process " +
+         std::to_string(getpid()) + " is a fork of it: a forked child (or a worker) cannot take the batches of "
+         "its parent's Loader; make a Loader in the child instead";
 }
 
 }  // namespace sluice::detail

@@ -63,9 +63,10 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   // none, once interrupted, or when `timeout` passes first (none: no limit).
   std::optional<Batch> next(std::uint64_t max_epoch,
                             std::optional<std::chrono::milliseconds> timeout = std::nullopt);
-  bool finished() const { return delivered_ >= total_batches_ || !failure_.empty() || stopped_; }
+  bool finished() const { return delivered_ >= total_batches_ || !failure_.empty() || stopped_ || interrupted(); }
   // An epoll fd over the eventfd and the zygote's socket; made on first use,
-  // after which every completion rings the eventfd (see ready_fd in loader.h).
+  // after which every completion rings the eventfd and every call leaves it
+  // readable exactly while a call would do something (rearm_ready_fd).
   int ready_fd();
   // Thread-safe: gives a slot back to the pool.
   void release(std::uint32_t slot);
@@ -116,6 +117,8 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   // The slot's header, if a producer left it intact enough to name its samples.
   const SlotHeader* trusted_header(std::uint32_t slot, std::uint64_t seq) const;
   const std::uint64_t* slot_ids(std::uint32_t slot) const;
+  std::vector<std::uint64_t> planned_ids(std::uint64_t seq) const;
+  std::vector<std::uint64_t> batch_ids(std::uint64_t seq, std::uint32_t slot) const;
   std::string describe_batch(std::uint64_t seq, std::uint32_t slot) const;
   std::optional<std::uint32_t> pick_ready();
   void advance_delivered_prefix();
@@ -133,17 +136,24 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   void tune();
   // This is a forked child's copy of the core (made_in_generation_).
   bool forked_copy() const;
+  std::string forked_copy_message() const;
+  // With a ready fd: drains the eventfd and rings it again if has_news().
+  void rearm_ready_fd();
+  // Something for the consumer's thread to do now.
+  bool has_news();
 
   Options options_;
   EpochPlan plan_;
   ArenaLayout layout_;
   std::unique_ptr<Arena> arena_;
   int eventfd_ = -1;
-  int ready_fd_ = -1;  // epoll over eventfd_ and the zygote's socket, once asked for
+  std::atomic<int> ready_fd_{-1};  // epoll over eventfd_ and the zygote's socket, once asked for
+  std::atomic<std::uint32_t> busy_slots_{0};  // with ready_fd_: slots issued or ready at the last call's end
   std::unique_ptr<Supervisor> supervisor_;  // after arena_: stops the processes before it is unmapped
   // fork_generation() when this core was made: elsewhere it is a forked
   // child's copy, which releases and destroys nothing (owned_resources.h).
   std::uint64_t made_in_generation_ = 0;
+  pid_t made_in_pid_ = 0;
 
   std::uint64_t total_batches_;      // over all epochs; UINT64_MAX when epochs == 0
   std::uint64_t next_issue_ = 0;     // next sequence number to issue
@@ -185,21 +195,23 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
 
 // Keeps one slot (and the core with its arena) alive while a Batch or a DLPack
 // tensor refers to it; gives the slot back when the last reference goes.
+// header(): the parent's checked copy (BatchHeader), never the slot's own.
 class SlotLease {
  public:
-  SlotLease(std::shared_ptr<LoaderCore> core, std::uint32_t slot, std::byte* base)
-      : core_(std::move(core)), slot_(slot), base_(base) {}
+  SlotLease(std::shared_ptr<LoaderCore> core, std::uint32_t slot, std::byte* base, const BatchHeader& header)
+      : core_(std::move(core)), slot_(slot), base_(base), header_(header) {}
   ~SlotLease() { core_->release(slot_); }
   SlotLease(const SlotLease&) = delete;
   SlotLease& operator=(const SlotLease&) = delete;
 
-  const SlotHeader& header() const { return *reinterpret_cast<const SlotHeader*>(base_); }
+  const BatchHeader& header() const { return header_; }
   std::byte* base() const { return base_; }
 
  private:
   std::shared_ptr<LoaderCore> core_;
   std::uint32_t slot_;
   std::byte* base_;
+  BatchHeader header_;
 };
 
 }  // namespace sluice::detail

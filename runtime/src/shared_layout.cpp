@@ -1,6 +1,7 @@
 #include "shared_layout.h"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <unistd.h>
 
@@ -46,8 +47,8 @@ ArenaLayout ArenaLayout::compute(const Options& o) {
   l.slots = o.slots != 0 ? o.slots : 2 * l.workers + 2;
   if (o.workers == 0) throw Error("options.workers is 0: at least one worker is needed");
   if (l.workers > kMaxWorkers) {
-    throw Error("options.max_workers is " + std::to_string(l.workers) + "; at most " + std::to_string(kMaxWorkers) +
-                " are supported");
+    throw Error(std::string(o.max_workers > o.workers ? "options.max_workers" : "options.workers") + " is " +
+                std::to_string(l.workers) + "; at most " + std::to_string(kMaxWorkers) + " are supported");
   }
   if (l.slots > kRingCapacity) {
     throw Error("options.slots is " + std::to_string(l.slots) + "; at most " +
@@ -108,6 +109,27 @@ ArenaLayout ArenaLayout::compute(const Options& o) {
   l.slots_offset = align_up(end, page);
   l.total_bytes = add(l.slots_offset, mul(l.slots, l.slot_bytes, "the arena"), "the arena");
   return l;
+}
+
+void describe_fields(FieldDesc* out, const Options& options, const ArenaLayout& layout, std::uint32_t size) {
+  for (std::size_t f = 0; f < options.fields.size(); ++f) {
+    const FieldSpec& spec = options.fields[f];
+    FieldDesc& d = out[f];
+    const std::size_t n = std::min(spec.name.size(), sizeof d.name - 1);
+    std::memcpy(d.name, spec.name.data(), n);
+    std::memset(d.name + n, 0, sizeof d.name - n);
+    d.dtype = static_cast<std::uint32_t>(spec.dtype);
+    d.ndim = static_cast<std::uint32_t>(spec.shape.size() + 1);
+    d.shape[0] = size;
+    for (std::size_t k = 0; k < spec.shape.size(); ++k) d.shape[k + 1] = spec.shape[k];
+    std::int64_t stride = 1;
+    for (std::size_t k = d.ndim; k-- > 0;) {
+      d.strides[k] = stride;
+      stride *= d.shape[k];
+    }
+    d.offset = layout.field_offsets[f];
+    d.nbytes = std::uint64_t{size} * layout.sample_bytes[f];
+  }
 }
 
 }  // namespace sluice::detail

@@ -32,7 +32,6 @@ inline constexpr std::size_t kMaxDims = max_sample_dims + 1;  // including the b
 inline constexpr std::size_t kNameBytes = 48;
 inline constexpr std::size_t kErrorBytes = 4096;
 inline constexpr std::uint32_t kRingCapacity = 1024;  // also the most slots a loader may have
-inline constexpr std::uint32_t kMaxWorkers = 256;
 inline constexpr std::size_t kFieldAlign = 256;       // field data alignment inside a slot
 inline constexpr std::uint64_t kArenaMagic = 0x65636975'6c73'0001ULL;
 
@@ -203,6 +202,25 @@ struct ArenaLayout {
 
   // Validates the fields and sizes; throws Error naming the option to change.
   static ArenaLayout compute(const Options& options);
+};
+
+// The descriptions of a batch's fields, out[0, options.fields.size()), for a
+// batch of `size` samples: what a worker writes into its slot's header, and
+// what the parent checks that header against. Every one is a function of the
+// options and the size.
+void describe_fields(FieldDesc* out, const Options& options, const ArenaLayout& layout, std::uint32_t size);
+
+// The parent's private copy of a delivered slot's header, made from the
+// options and checked against the slot: what a Batch and its DLPack tensors
+// read, so that nothing written into the slot after delivery changes a
+// shape, a dtype or a name under them.
+struct BatchHeader {
+  std::uint64_t epoch = 0;
+  std::uint64_t batch = 0;
+  std::uint32_t size = 0;
+  std::uint32_t field_count = 0;
+  std::uint64_t ids_offset = 0;
+  FieldDesc fields[kMaxFields];
 };
 
 }  // namespace sluice::detail

@@ -50,9 +50,15 @@ class SkippedSamples {
 
  private:
   std::uint32_t remove_skipped(std::uint64_t* ids, std::uint32_t size) {
-    const std::uint32_t count = shared_.count.load(std::memory_order_acquire);
+    // Bounded: a producer may have scribbled the count (the parent publishes
+    // its own again with its next skip); a count that went down starts over.
+    const std::uint32_t count = std::min<std::uint32_t>(shared_.count.load(std::memory_order_acquire), kMaxSkipped);
     if (count == 0) return size;
     if (count != seen_) {
+      if (count < seen_) {
+        local_.clear();
+        seen_ = 0;
+      }
       local_.insert(local_.end(), shared_.ids + seen_, shared_.ids + count);
       std::sort(local_.begin(), local_.end());
       seen_ = count;
@@ -75,6 +81,22 @@ class SkippedSamples {
 constexpr auto kSpin = std::chrono::microseconds(50);
 // An asleep worker wakes this often to check that its parent is alive.
 constexpr int kSleepMs = 500;
+
+// The worker is busy with batch `seq` since `now_ns`, at no known sample yet:
+// the release store of busy_seq publishes the three stores before it
+// (shared_layout.h).
+void publish_busy(WorkerChannel& ch, std::uint64_t seq, std::uint64_t now_ns) {
+  ch.busy_position.store(kUnknownPosition, std::memory_order_relaxed);
+  ch.busy_since_ns.store(now_ns, std::memory_order_relaxed);
+  ch.alive_ns.store(now_ns, std::memory_order_relaxed);
+  ch.busy_seq.store(seq, std::memory_order_release);
+}
+
+// Idle again, alive at `now_ns`: the release store publishes alive_ns.
+void publish_idle(WorkerChannel& ch, std::uint64_t now_ns) {
+  ch.alive_ns.store(now_ns, std::memory_order_relaxed);
+  ch.busy_seq.store(kIdle, std::memory_order_release);
+}
 
 bool wait_for_task(WorkerChannel& ch, const ArenaHeader& header, pid_t parent, Task& task) {
   auto spin_until = std::chrono::steady_clock::now() + kSpin;
@@ -145,8 +167,9 @@ void record_fill(TraceRing& ring, std::uint64_t start_ns, std::uint64_t end_ns, 
 // it is popped, so reads for later batches start before the current fill.
 class TaskQueue {
  public:
-  TaskQueue(WorkerChannel& ch, const ArenaHeader& header, pid_t parent, const WorkerEnv& env, Producer& producer)
-      : ch_(ch), header_(header), parent_(parent), env_(env), producer_(producer),
+  TaskQueue(WorkerChannel& ch, const ArenaHeader& header, pid_t parent, const WorkerEnv& env, Producer& producer,
+            SkippedSamples& skipped)
+      : ch_(ch), header_(header), parent_(parent), env_(env), producer_(producer), skipped_(skipped),
         ids_(env.options.batch_size) {}
 
   // The next task to fill; false when the worker must stop.
@@ -169,13 +192,19 @@ class TaskQueue {
     held_.push_back(t);
     const std::uint64_t per_epoch = env_.plan.batches_per_epoch();
     const std::uint64_t batch = t.seq % per_epoch;
-    const std::uint32_t size = env_.plan.batch_length(batch);
+    std::uint32_t size = env_.plan.batch_length(batch);
     env_.plan.batch_samples(t.seq / per_epoch, batch, {ids_.data(), size});
+    size = skipped_.filter(ids_.data(), size, SkipFill::shrink);  // a skipped sample is not announced again
+    // Busy with the batch while the producer hears of it: a crash or a hang
+    // in there is blamed on it (the parent names its samples from the plan).
+    const std::uint64_t now = monotonic_ns();
+    publish_busy(ch_, t.seq, now);
     try {
       producer_.upcoming(t.seq / per_epoch, batch, {ids_.data(), size});
     } catch (...) {
       // Advisory only: a real problem with these samples surfaces in fill().
     }
+    publish_idle(ch_, monotonic_ns());
   }
 
   WorkerChannel& ch_;
@@ -183,6 +212,7 @@ class TaskQueue {
   pid_t parent_;
   const WorkerEnv& env_;
   Producer& producer_;
+  SkippedSamples& skipped_;
   std::deque<Task> held_;
   std::vector<std::uint64_t> ids_;
 };
@@ -196,22 +226,7 @@ void describe_batch(SlotHeader& h, const WorkerEnv& env, std::uint32_t id, const
   h.worker = id;
   h.ids_offset = env.layout.ids_offset;
   h.field_count = static_cast<std::uint32_t>(env.options.fields.size());
-  for (std::size_t f = 0; f < env.options.fields.size(); ++f) {
-    const FieldSpec& spec = env.options.fields[f];
-    FieldDesc& d = h.fields[f];
-    copy_message(d.name, sizeof d.name, spec.name.c_str());
-    d.dtype = static_cast<std::uint32_t>(spec.dtype);
-    d.ndim = static_cast<std::uint32_t>(spec.shape.size() + 1);
-    d.shape[0] = size;
-    for (std::size_t k = 0; k < spec.shape.size(); ++k) d.shape[k + 1] = spec.shape[k];
-    std::int64_t stride = 1;
-    for (std::size_t k = d.ndim; k-- > 0;) {
-      d.strides[k] = stride;
-      stride *= d.shape[k];
-    }
-    d.offset = env.layout.field_offsets[f];
-    d.nbytes = std::uint64_t{size} * env.layout.sample_bytes[f];
-  }
+  describe_fields(h.fields, env.options, env.layout, size);
   h.status = 0;
   h.failed_position = kUnknownPosition;
   h.error[0] = '\0';
@@ -254,7 +269,7 @@ void worker_main(const WorkerEnv& env, std::uint32_t id) {
 
   const std::uint64_t per_epoch = env.plan.batches_per_epoch();
   SkippedSamples skipped(skip_list(env.arena, env.layout));
-  TaskQueue queue(ch, header, parent, env, *env.options.producer);
+  TaskQueue queue(ch, header, parent, env, *env.options.producer, skipped);
   std::uint64_t idle_since = monotonic_ns();
   CpuClock cpu_clock;
   // Reading the CPU clocks costs a few microseconds (a system call and a
@@ -276,16 +291,12 @@ void worker_main(const WorkerEnv& env, std::uint32_t id) {
     SlotHeader& h = *reinterpret_cast<SlotHeader*>(base);
     const std::uint64_t epoch = task.seq / per_epoch;
     const std::uint64_t batch = task.seq % per_epoch;
+    publish_busy(ch, task.seq, fill_start);  // before anything of the batch is made: all of it is blamed on it
     auto* ids = reinterpret_cast<std::uint64_t*>(base + env.layout.ids_offset);
     std::uint32_t size = env.plan.batch_length(batch);
     env.plan.batch_samples(epoch, batch, {ids, size});
     size = skipped.filter(ids, size, env.options.skip_fill);
     describe_batch(h, env, id, task, epoch, batch, size);
-
-    ch.busy_position.store(kUnknownPosition, std::memory_order_relaxed);
-    ch.busy_since_ns.store(fill_start, std::memory_order_relaxed);
-    ch.alive_ns.store(fill_start, std::memory_order_relaxed);
-    ch.busy_seq.store(task.seq, std::memory_order_release);  // publishes the three above (shared_layout.h)
     Status status = Status::ok;
     try {
       BatchContext ctx(epoch, batch, id, {ids, size}, env.options.fields, env.layout.sample_bytes,
@@ -329,8 +340,7 @@ void worker_main(const WorkerEnv& env, std::uint32_t id) {
     h.status = static_cast<std::int32_t>(status);
     // Idle before reporting: a crash after this point loses the completion,
     // and the parent re-issues the batch without blaming it.
-    ch.alive_ns.store(idle_since, std::memory_order_relaxed);
-    ch.busy_seq.store(kIdle, std::memory_order_release);  // publishes alive_ns (shared_layout.h)
+    publish_idle(ch, idle_since);
     report({task.slot, status, task.seq});
   }
   _exit(0);

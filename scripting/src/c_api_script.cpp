@@ -1,6 +1,7 @@
 // The C API's pipeline-script entry points (sluice/sluice.h). They need the
 // scripting library, so they live here rather than in runtime/src/c_api.cpp,
 // and the runtime still builds alone (sanitizer and aarch64 builds).
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -27,6 +28,12 @@ sluice_status sluice_loader_open_script_with(const char* path, const sluice_scri
     require(path, "sluice_loader_open_script", "path");
     require(out, "sluice_loader_open_script", "out");
     *out = nullptr;
+    // Version 1 of the struct ends after overrides; a size below that was never set.
+    if (options && options->size < offsetof(sluice_script_options, overrides) + sizeof options->overrides) {
+      throw sluice::c_api::InvalidArgument(
+          "sluice_loader_open_script_with: options->size must be sizeof(sluice_script_options) "
+          "(sluice_script_options_init sets it)");
+    }
     sluice::RunSettings settings(path);
     if (options && options->overrides) {
       for (const char* const* o = options->overrides; *o; ++o) {

@@ -81,7 +81,7 @@ void RunSettings::set(std::string_view raw_name, std::string_view v) {
   if (n == "epochs") {
     script_.epochs = count32(shown, v);
   } else if (n == "workers") {
-    script_.workers = v == "auto" ? kAutoWorkers : count32(shown, v, 1);
+    script_.workers = v == "auto" ? kAutoWorkers : static_cast<std::uint32_t>(count(shown, v, 1, kMaxWorkers));
   } else if (n == "prefetch") {
     script_.prefetch = v == "auto" ? 0 : count32(shown, v);
   } else if (n == "memory_budget_mb") {

@@ -91,7 +91,10 @@ class SLUICE_API Loader {
   // the next batch if one is ready now (try_next) or within `timeout`
   // (next_for), else nullopt. finished() tells the end of the run from "not
   // yet". Call one of them regularly (each frame): they also replace crashed
-  // workers and run the watchdog, as next() does while it waits.
+  // workers and run the watchdog, as next() does while it waits. A timeout
+  // too long for the clock (milliseconds::max()) waits as next() does.
+  // next(), try_next() and next_for() throw Error in a forked child: the
+  // batches are the parent's.
   std::optional<Batch> try_next();
   std::optional<Batch> next_for(std::chrono::milliseconds timeout);
   // The same, bounded to the epochs up to `last_epoch`: nullopt once they are
@@ -99,11 +102,15 @@ class SLUICE_API Loader {
   // epoch never takes the next epoch's first batch, also when the epoch's
   // last batches were emptied by on_error = skip.
   std::optional<Batch> next_for(std::chrono::milliseconds timeout, std::uint64_t last_epoch);
+  // True once the run is over: every batch delivered, a failure, shut down,
+  // or interrupt()ed.
   bool finished() const;
-  // A file descriptor that is readable when try_next() may have something to
-  // do: a batch completed, a worker exited, or the run ended. For epoll, libuv
-  // (uv_poll_t) or a game loop's poll. Level-triggered and owned by the
-  // loader; it may be readable spuriously, and try_next() reads it empty.
+  // A file descriptor for epoll (level- or edge-triggered), libuv (uv_poll_t)
+  // or a game loop's poll. After every call of next(), try_next() or
+  // next_for() it is readable exactly while the next call would do
+  // something: a batch is ready, a worker finished or exited, a released
+  // batch's slot is to be refilled with nothing else in flight, or the run
+  // ended or failed. Owned by the loader. Throws Error in a forked child.
   int ready_fd();
 
   // The batches of the current epoch (the epoch of the next batch), for range-for.

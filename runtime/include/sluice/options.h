@@ -53,6 +53,9 @@ enum class SkipFill : std::uint8_t {
            // batch); for compiled models that need fixed shapes
 };
 
+// The most workers a Loader runs (workers, and max_workers with auto workers).
+inline constexpr std::uint32_t kMaxWorkers = 256;
+
 struct SLUICE_API Options {
   // --- The epoch plan -------------------------------------------------------
   std::uint64_t dataset_size = 0;  // N: samples are the indices [0, N)
@@ -74,7 +77,7 @@ struct SLUICE_API Options {
   std::shared_ptr<Producer> producer;  // runs in the workers; see sluice/producer.h
 
   // --- Workers and memory ---------------------------------------------------
-  std::uint32_t workers = 2;       // persistent worker processes (>= 1)
+  std::uint32_t workers = 2;       // persistent worker processes, 1 to kMaxWorkers
   std::uint32_t slots = 0;         // batches in flight, prefetched or held; 0 = 2 * workers + 2
   // Auto workers: with max_workers > workers, the loader starts `workers` and
   // adds workers at run time (the zygote forks them), up to max_workers, while

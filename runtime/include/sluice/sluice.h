@@ -204,10 +204,17 @@ SLUICE_API sluice_status sluice_loader_next(sluice_loader* loader, sluice_batch*
  * SLUICE_NOT_READY if not yet, SLUICE_END at the end, or an error. Call one of
  * them regularly: they also replace crashed workers and run the watchdog. */
 SLUICE_API sluice_status sluice_loader_try_next(sluice_loader* loader, sluice_batch** out);
+/* next_for: a negative timeout_ms waits with no limit, as poll(2) reads -1. */
 SLUICE_API sluice_status sluice_loader_next_for(sluice_loader* loader, int64_t timeout_ms, sluice_batch** out);
-/* A file descriptor, readable when try_next may have something to do (a batch,
- * a worker's exit, the end): poll(2) or epoll it, level-triggered; it may be
- * readable spuriously. Owned by the loader: do not close it. -1 on error. */
+/* A file descriptor for poll(2), epoll (level- or edge-triggered) or libuv.
+ * After every try_next / next_for / next it is readable exactly while the next
+ * call would do something: a batch is ready, a worker finished or exited, a
+ * released batch's slot is to be refilled with nothing else in flight, or the
+ * run ended or failed (also after a failure: the call returns the error). So
+ * a host that takes one batch per wake-up wakes about once per batch; one
+ * that leaves the fd in its poll set without calling try_next while it is
+ * readable spins, as with any level-triggered fd. Owned by the loader: do not
+ * close it. -1 on error (in a forked child, say). */
 SLUICE_API int sluice_loader_ready_fd(sluice_loader* loader);
 /* 1 once the run is over (every batch delivered, a failure, or an interrupt), else 0. */
 SLUICE_API int sluice_loader_finished(const sluice_loader* loader);
