@@ -36,7 +36,7 @@ import weakref
 
 from ._sluice import Array, Batch, Error, _Loader, check_state as _check_state, merge_states as _merge_states
 from ._sluice import _current_sample, _dataset_loader, _trial
-from . import _generators, _structure
+from . import _compat, _generators, _inline, _structure
 
 __all__ = ["Array", "Batch", "Error", "Loader", "rng", "DEFAULT_HELD_TIMEOUT_MS"]
 __version__ = "0.1.0"
@@ -190,6 +190,16 @@ class Loader:
 
     def __init__(self, path=None, record=None, *, dataset=None, sequence=None, fill=None, size=None,
                  fields=None, worker_init=None, seed_globals=True, format="dlpack", **overrides):
+        if path is not None and not isinstance(path, (str, bytes, os.PathLike)):
+            if dataset is not None:
+                raise Error("sluice.Loader got a dataset twice: first positional and dataset=")
+            path, dataset = None, path  # Loader(ds, batch_size=32), as DataLoader(ds, batch_size=32)
+        overrides, worker_init = _compat.translate(overrides, worker_init)
+        inline = str(overrides.get("workers", "")) == "0"
+        if inline:
+            if path is not None:
+                raise Error("workers=0 is for Python datasets; a pipeline.lua runs in 1 or more workers")
+            del overrides["workers"]
         settings = [(name, _setting_text(value)) for name, value in overrides.items()]
         if not any(name.replace("-", "_") == "held_timeout_ms" for name in overrides):
             settings.append(("held_timeout_ms", str(DEFAULT_HELD_TIMEOUT_MS)))
@@ -209,8 +219,8 @@ class Loader:
             shape = None
         else:
             self._core, shape = self._dataset_core(dataset, sequence, fill, size, fields, worker_init, overrides,
-                                                   settings, record, bool(seed_globals), format)
-        self._python_workers = path is None
+                                                   settings, record, bool(seed_globals), format, inline)
+        self._python_workers = path is None and not inline
         self._info = self._core.info()
         self._shape = self._shaper(path is not None, shape)
         self._closed = False
@@ -219,8 +229,11 @@ class Loader:
 
     @staticmethod
     def _dataset_core(dataset, sequence, fill, size, fields, worker_init, overrides, settings, record,
-                      seed_globals, fmt):
-        """(the _Loader, its sample tree or None) for dataset=, sequence= or fill=."""
+                      seed_globals, fmt, inline):
+        """(the _Loader, its sample tree or None) for dataset=, sequence= or fill=;
+        inline (workers=0): an _inline.InlineCore, its batches always shaped here."""
+        if inline and record:
+            raise Error("workers=0 writes no run record (record=): it is for debugging a dataset")
         normal = {name.replace("-", "_"): value for name, value in overrides.items()}
         try:
             seed = int(normal.get("seed", 0))
@@ -237,6 +250,9 @@ class Loader:
             tree, described = _declared(fields, "fields")
             if not isinstance(tree, dict):
                 raise Error("fill= takes fields={name: (dtype, shape)}: out is a dict of NumPy views")
+            if inline:
+                return _inline.InlineCore("fill", fill, tree, described, int(size), settings, seed_globals,
+                                          worker_init, getattr(fill, "__qualname__", type(fill).__name__)), tree
             delivery = "batch" if fmt == "dlpack" else "tuple"
             core = _dataset_loader("fill", fill, None, described, int(size), settings, record, worker_init,
                                    getattr(fill, "__qualname__", type(fill).__name__), True, seed_globals, delivery)
@@ -256,6 +272,9 @@ class Loader:
         else:
             index, first = _first(source, kind, on_error, seed, seed_globals)
             tree, described = _structure.describe(first, "%s[%d]" % (kind, index), kind == "sequence")
+        if inline:
+            return _inline.InlineCore(kind, source, tree, described, count, settings, seed_globals, worker_init,
+                                      type(source).__qualname__), tree
         # Today's deliveries where they keep the sample's shape: a flat dict as a Batch (a dict for a
         # sequence), a flat tuple as a tuple of Arrays, an array as an Array; else built here.
         if fmt != "dlpack" or not _structure.flat(tree):

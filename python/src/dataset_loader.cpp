@@ -12,6 +12,8 @@
 #include "global_seeds.h"
 #include "py_loader.h"
 #include "sluice/error.h"
+#include "sluice/plan.h"
+#include "sluice/state.h"
 #include "sluice/record.h"
 #include "sluice/run_report.h"
 #include "sluice/run_settings.h"
@@ -130,9 +132,65 @@ std::unique_ptr<PyLoader> dataset_loader(const std::string& kind_name, py::objec
   return std::make_unique<PyLoader>(std::move(out), std::move(record));
 }
 
+// The plan of a Python dataset's loader with workers=0 (sluice/_inline.py):
+// which samples each batch holds, and its position as a LoaderState.
+class InlinePlan {
+ public:
+  InlinePlan(const Settings& settings, std::uint64_t size) {
+    RunSettings run;
+    for (const auto& [name, value] : settings) {
+      if (name != "workers") run.set(name, value);  // 0 here: nothing the plan depends on
+    }
+    run.apply_all(options_);
+    options_.dataset_size = size;
+    plan_ = std::make_unique<EpochPlan>(options_);
+  }
+  std::uint64_t batches_per_epoch() const { return plan_->batches_per_epoch(); }
+  std::uint32_t epochs() const { return options_.epochs; }
+  std::uint64_t seed() const { return options_.seed; }
+  std::vector<std::uint64_t> batch(std::uint64_t epoch, std::uint64_t b) const {
+    std::vector<std::uint64_t> ids(plan_->batch_length(b));
+    plan_->batch_samples(epoch, b, ids);
+    return ids;
+  }
+  std::string state_json(std::uint64_t epoch, std::uint64_t b) const {
+    LoaderState state = LoaderState::start_of(options_);
+    state.epoch = epoch;
+    state.batch = b;
+    return state.to_json();
+  }
+  // (epoch, batch) of a state of this plan; Error if it is another plan's or skipped samples.
+  std::pair<std::uint64_t, std::uint64_t> position(const std::string& json) const {
+    const LoaderState state = LoaderState::from_json(json);
+    const LoaderState mine = LoaderState::start_of(options_);
+    if (state.seed != mine.seed || state.dataset_size != mine.dataset_size || state.batch_size != mine.batch_size ||
+        state.shuffle != mine.shuffle || state.drop_last != mine.drop_last || state.rank != mine.rank ||
+        state.world_size != mine.world_size) {
+      throw Error("load_state_dict: the state belongs to another plan (seed, dataset size, batch size, shuffle, "
+                  "drop_last or shard differ)");
+    }
+    if (!state.skipped_samples.empty() || !state.delivered_ahead.empty()) {
+      throw Error("load_state_dict: workers=0 resumes a state without skipped or unordered batches only");
+    }
+    return {state.epoch, state.batch};
+  }
+
+ private:
+  Options options_;
+  std::unique_ptr<EpochPlan> plan_;
+};
+
 }  // namespace
 
 void bind_dataset(py::module_& m) {
+  py::class_<InlinePlan>(m, "_InlinePlan", "The plan of a workers=0 loader")
+      .def(py::init<const Settings&, std::uint64_t>(), py::arg("settings"), py::arg("size"))
+      .def("batches_per_epoch", &InlinePlan::batches_per_epoch)
+      .def("epochs", &InlinePlan::epochs)
+      .def("seed", &InlinePlan::seed)
+      .def("batch", &InlinePlan::batch, py::arg("epoch"), py::arg("batch"))
+      .def("state_json", &InlinePlan::state_json, py::arg("epoch"), py::arg("batch"))
+      .def("position", &InlinePlan::position, py::arg("json"));
   m.def("_dataset_loader", &dataset_loader, py::arg("kind"), py::arg("source"), py::arg("tree"), py::arg("fields"),
         py::arg("size"), py::arg("settings"), py::arg("record"), py::arg("worker_init"), py::arg("description"),
         py::arg("declared"), py::arg("seed_globals"), py::arg("delivery"));
@@ -146,8 +204,10 @@ void bind_dataset(py::module_& m) {
     if (!current_sample(seed, epoch, index)) return py::none();
     return py::make_tuple(seed, epoch, index);
   }, "(seed, epoch, index) of the sample being made, or None outside a fill");
-  m.def("_trial", [](bool active, std::uint64_t seed, std::uint64_t index) { set_current_sample(active, seed, 0, index); },
-        "Marks the host's trial of the first sample, for sluice.rng()");
+  m.def("_trial", [](bool active, std::uint64_t seed, std::uint64_t index, std::uint64_t epoch) {
+        set_current_sample(active, seed, epoch, index);
+      }, py::arg("active"), py::arg("seed"), py::arg("index"), py::arg("epoch") = 0,
+        "Marks a sample made in the host (the first, or workers=0), for sluice.rng()");
 }
 
 }  // namespace sluice::python

@@ -1,0 +1,72 @@
+"""torch.utils.data.DataLoader's keywords, where they mean what Sluice does.
+
+    num_workers=n          workers=n (0: every sample made in this process, see _inline.py)
+    worker_init_fn=f       worker_init=f: f(worker_id) once in each worker
+    prefetch_factor=k      prefetch = k * workers + 2 batch slots (DataLoader's k batches
+                           per worker, plus the one the loop holds and one being handed over;
+                           k=2 is Sluice's default)
+    timeout=s              batch_timeout_ms = 1000 s: a batch that takes longer has its worker
+                           replaced and is made again (max_retries), then fails the run
+    persistent_workers=... accepted: Sluice's workers always live as long as the loader
+    pin_memory=...         accepted: batches are host memory; this build has no CUDA, and
+                           page-locking the arena needs the runtime (see the README)
+    collate_fn=None        the only value: samples are written straight into the batch's slot,
+                           so there is no list of samples to collate (torch's default_collate
+                           is accepted: Sluice stacks as it does)
+"""
+from ._sluice import Error
+
+_REFUSED = {
+    "sampler": "Sluice plans each epoch itself (shuffle=, seed=, rank=, world_size=); a sampler is not taken",
+    "batch_sampler": "Sluice plans each epoch itself (batch_size=, shuffle=, drop_last=); a batch_sampler is not taken",
+    "generator": "the epoch's order comes from seed= (an int), not from a torch.Generator",
+    "multiprocessing_context": "Sluice's workers are always forked (from a single-threaded zygote)",
+}
+
+
+def _is_default_collate(fn):
+    try:
+        from torch.utils.data import default_collate
+    except ImportError:
+        return False
+    return fn is default_collate
+
+
+def translate(keywords, worker_init):
+    """(keywords in Sluice's names, worker_init) from DataLoader's names; sluice.Error for one it cannot honour."""
+    out = dict(keywords)
+    for name, why in _REFUSED.items():
+        if out.pop(name, None) is not None:
+            raise Error("%s=: %s" % (name, why))
+    if "num_workers" in out:
+        if "workers" in out:
+            raise Error("num_workers= and workers= are the same setting: give one")
+        out["workers"] = out.pop("num_workers")
+    if "worker_init_fn" in out:
+        fn = out.pop("worker_init_fn")
+        if worker_init is not None and fn is not None:
+            raise Error("worker_init_fn= and worker_init= are the same setting: give one")
+        worker_init = fn if fn is not None else worker_init
+    collate = out.pop("collate_fn", None)
+    if collate is not None and not _is_default_collate(collate):
+        raise Error("collate_fn=: Sluice writes each sample straight into its row of the batch in shared memory, "
+                    "so there is no list of samples to collate. Return what the batch should hold from "
+                    "__getitem__ (dicts and tuples nest, each leaf a field), and do per-batch work in the loop")
+    out.pop("persistent_workers", None)
+    out.pop("pin_memory", None)
+    out.pop("pin_memory_device", None)
+    timeout = out.pop("timeout", None)
+    if timeout:
+        if "batch_timeout_ms" in out:
+            raise Error("timeout= and batch_timeout_ms= are the same setting: give one")
+        out["batch_timeout_ms"] = int(round(float(timeout) * 1000))
+    factor = out.pop("prefetch_factor", None)
+    if factor is not None:
+        if "prefetch" in out:
+            raise Error("prefetch_factor= and prefetch= say the same: give one")
+        workers = out.get("workers", 2)
+        if not isinstance(workers, int) or workers < 1:
+            raise Error("prefetch_factor= needs a number of workers (num_workers= or workers=) of 1 or more; "
+                        "or give prefetch= (batch slots in all)")
+        out["prefetch"] = int(factor) * workers + 2
+    return out, worker_init

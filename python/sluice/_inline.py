@@ -1,0 +1,173 @@
+"""workers=0 (num_workers=0): every sample made in this process, on the
+loop's thread, so that pdb, breakpoints and prints work as in any code.
+
+The batches are those of any worker count: the same plan (_InlinePlan, the
+runtime's EpochPlan), each sample's generators seeded alike and sluice.rng()
+keyed alike. Each batch is fresh NumPy memory (a bool field as uint8, as in a
+slot), delivered in the sample's shape by Loader. state_dict() and
+load_state_dict() are the workers' format. Not here: on_error="skip", records,
+stats(), memory() and worker_pids() (there are no workers).
+"""
+import numpy as np
+
+from ._sluice import Error, _InlinePlan, _trial
+from . import _generators
+
+
+def _walk(value, tree, what, label, out):
+    """out[f] = field f of value, checked against the tree of the first sample."""
+    if isinstance(tree, int):
+        out[tree] = value
+    elif isinstance(tree, dict):
+        if not isinstance(value, dict):
+            raise Error("%s%s is %s, not a dict as the first was" % (what, label, type(value).__name__))
+        if len(value) != len(tree):
+            raise Error("%s%s has %d keys, the first had %d (%s)" % (what, label, len(value), len(tree), ", ".join(tree)))
+        for key, child in tree.items():
+            if key not in value:
+                raise Error("%s%s has no '%s', which the first had" % (what, label, key))
+            _walk(value[key], child, what, "%s[%r]" % (label, key), out)
+    else:
+        if not isinstance(value, (tuple, list)):
+            raise Error("%s%s is %s, not a tuple as the first was" % (what, label, type(value).__name__))
+        if len(value) != len(tree):
+            raise Error("%s%s has %d items, the first had %d" % (what, label, len(value), len(tree)))
+        for i, child in enumerate(tree):
+            _walk(value[i], child, what, "%s[%d]" % (label, i), out)
+
+
+def _carried(dtype):
+    return np.dtype("uint8") if dtype == "bool" else np.dtype(dtype)
+
+
+class InlineCore:
+    """What Loader asks of a _Loader, for workers=0. Batches are tuples of
+    fields in field order (a sequence's cut to its rows)."""
+
+    def __init__(self, kind, source, tree, fields, size, settings, seed_globals, worker_init, description):
+        self._kind, self._source, self._tree, self._fields = kind, source, tree, fields
+        self._seed_globals = seed_globals
+        names = {name.replace("-", "_"): value for name, value in settings}
+        if names.get("on_error", "fail") != "fail":
+            raise Error("workers=0 makes samples with on_error='fail' only (skip needs the workers' runtime)")
+        self._plan = _InlinePlan(settings, size)
+        self._seed = self._plan.seed()
+        self._epoch, self._batch = 0, 0
+        self._started = False
+        self._closed = False
+        self._worker_init = worker_init
+        batch_size = int(names.get("batch_size", 1))
+        self._info = {"path": description, "kind": kind, "device": "cpu", "workers": 0, "seed": self._seed,
+                      "epochs": self._plan.epochs(), "dataset_size": size, "batch_size": batch_size,
+                      "shuffle": names.get("shuffle", "false") == "true",
+                      "drop_last": names.get("drop_last", "false") == "true",
+                      "fields": [(name, dtype, tuple(shape)) for name, dtype, shape in fields], "notes": []}
+        if kind == "sequence":
+            self._info["batch_size"] = fields[0][2][0]
+
+    # --- The _Loader interface ----------------------------------------------
+    def info(self):
+        return dict(self._info)
+
+    def started(self):
+        return self._started
+
+    def start(self, resume_json):
+        if self._closed:
+            raise Error("the loader has been closed")
+        if not self._started and self._worker_init is not None:
+            self._worker_init(0)
+        self._started = True
+        if resume_json is not None:
+            self._epoch, self._batch = self._plan.position(resume_json)
+
+    def epoch_iter(self):
+        epoch = self._epoch
+        while not self.finished() and self._epoch == epoch:
+            batch = self._make(self._epoch, self._batch)
+            self._batch += 1
+            if self._batch == self._plan.batches_per_epoch():
+                self._epoch, self._batch = self._epoch + 1, 0
+            yield batch
+
+    def batches_per_epoch(self):
+        return self._plan.batches_per_epoch()
+
+    def state_json(self):
+        return self._plan.state_json(self._epoch, self._batch)
+
+    def current_epoch(self):
+        return self._epoch
+
+    def finished(self):
+        epochs = self._plan.epochs()
+        return epochs != 0 and self._epoch >= epochs
+
+    def close(self):
+        self._closed = True
+
+    def stats(self):
+        raise Error("workers=0 keeps no stats: there are no workers")
+
+    def memory(self):
+        raise Error("workers=0 has no shared arena: each batch is fresh NumPy memory")
+
+    def worker_pids(self):
+        return []
+
+    def slots(self):
+        return 0
+
+    # --- Making a batch ---------------------------------------------------------
+    def _begin(self, epoch, index):
+        _trial(True, self._seed, index, epoch)
+        if self._seed_globals:
+            _generators.seed_sample(self._seed, epoch, index)
+
+    def _make(self, epoch, b):
+        ids = self._plan.batch(epoch, b)
+        # The host's generators are its own again after the batch, as with workers.
+        with _generators.kept():
+            try:
+                if self._kind == "sequence":
+                    return self._sequence(epoch, ids[0])
+                out = [np.empty((len(ids),) + tuple(shape), _carried(dtype)) for _, dtype, shape in self._fields]
+                for j, index in enumerate(ids):
+                    self._begin(epoch, index)
+                    if self._kind == "fill":
+                        views = {name: out[f][j].view(np.bool_) if dtype == "bool" else out[f][j]
+                                 for f, (name, dtype, _) in enumerate(self._fields)}
+                        self._source(index, views)
+                    else:
+                        self._sample(index, out, j)
+                return tuple(out)
+            finally:
+                _trial(False, 0, 0)
+
+    def _sample(self, index, out, j):
+        what = "dataset[%d]" % index
+        leaves = [None] * len(self._fields)
+        _walk(self._source[index], self._tree, what, "", leaves)
+        for f, (name, dtype, shape) in enumerate(self._fields):
+            out[f][j] = self._checked(leaves[f], dtype, shape, what, name)
+
+    def _sequence(self, epoch, index):
+        self._begin(epoch, index)
+        what = "sequence[%d]" % index
+        leaves = [None] * len(self._fields)
+        _walk(self._source[index], self._tree, what, "", leaves)
+        return tuple(self._checked(leaf, dtype, None, what, name)
+                     for leaf, (name, dtype, _) in zip(leaves, self._fields))
+
+    @staticmethod
+    def _checked(value, dtype, shape, what, name):
+        a = np.asarray(value)
+        if a.dtype.name != dtype:
+            if not isinstance(value, (bool, int, float)):
+                raise Error("%s (field %s) is %s, the first was %s" % (what, name, a.dtype, dtype))
+            a = np.asarray(value, dtype)
+            if a.item() != value and dtype not in ("float16", "float32", "float64"):
+                raise Error("%s (field %s) is %r, which %s cannot hold" % (what, name, value, dtype))
+        if shape is not None and a.shape != tuple(shape):
+            raise Error("%s (field %s) has shape %s, the first had %s" % (what, name, a.shape, tuple(shape)))
+        return a.view(np.uint8) if dtype == "bool" else a

@@ -1,0 +1,123 @@
+"""DataLoader's words: the dataset positional, num_workers, worker_init_fn,
+prefetch_factor, timeout, persistent_workers, pin_memory, collate_fn; and
+workers=0, every sample made in the calling process."""
+import os
+
+import numpy as np
+import pytest
+import torch
+
+import sluice
+from datasets import Counting, CrashOnce
+
+
+class Augmented:
+    """torch, NumPy and Python randomness, a nested sample, the pid that made it."""
+
+    def __len__(self):
+        return 30
+
+    def __getitem__(self, i):
+        import random
+        return {"x": torch.rand(3).numpy(), "y": (i, np.random.rand(), random.random()), "pid": os.getpid()}
+
+
+def flat(batch):
+    """A batch (format='numpy') as comparable bytes, without the pid."""
+    return (batch["x"].tobytes(), tuple(a.tobytes() for a in batch["y"]))
+
+
+def run(workers, epochs=2, **options):
+    loader = sluice.Loader(Augmented(), batch_size=4, shuffle=True, seed=5, workers=workers, format="numpy", **options)
+    return [[flat(b) for b in loader] for _ in range(epochs)], loader
+
+
+def test_the_dataset_may_be_the_first_positional_argument():
+    batch = next(iter(sluice.Loader(Counting(16), batch_size=8)))
+    assert np.from_dlpack(batch["x"]).shape == (8, 4)
+    with pytest.raises(sluice.Error, match="a dataset twice"):
+        sluice.Loader(Counting(16), dataset=Counting(16))
+
+
+def test_workers_0_makes_the_batches_of_workers_2_in_this_process():
+    inline, loader = run(0)
+    assert inline == run(2)[0]
+    assert loader.worker_pids() == []
+    pids = {int(p) for b in loader for p in b["pid"]}  # a third epoch, unbounded
+    assert pids == {os.getpid()}
+
+
+def test_num_workers_0_is_workers_0_and_resumes_either_way():
+    whole = [[flat(b) for b in sluice.Loader(Augmented(), batch_size=4, shuffle=True, seed=5, num_workers=2,
+                                             format="numpy")] for _ in range(1)][0]
+    first = sluice.Loader(Augmented(), batch_size=4, shuffle=True, seed=5, num_workers=0, format="numpy")
+    head = []
+    for b in first:
+        head.append(flat(b))
+        if len(head) == 3:
+            break
+    state = first.state_dict()
+    second = sluice.Loader(Augmented(), batch_size=4, shuffle=True, seed=5, num_workers=2, format="numpy")
+    second.load_state_dict(state)
+    assert head + [flat(b) for b in second] == whole
+    third = sluice.Loader(Augmented(), batch_size=4, shuffle=True, seed=5, num_workers=0, format="numpy")
+    third.load_state_dict(state)
+    assert head + [flat(b) for b in third] == whole
+
+
+def test_workers_0_leaves_the_callers_generators_alone():
+    torch.manual_seed(1)
+    expected = torch.rand(2)
+    loader = sluice.Loader(Augmented(), batch_size=4, workers=0)
+    torch.manual_seed(1)
+    next(iter(loader))
+    assert torch.equal(torch.rand(2), expected)
+
+
+def test_workers_0_errors_name_the_sample():
+    class Bad(Counting):
+        def __getitem__(self, i):
+            if i == 5:
+                raise ValueError("five")
+            return super().__getitem__(i)
+
+    with pytest.raises(ValueError, match="five"):  # the dataset's own exception, for pdb's post-mortem
+        list(sluice.Loader(Bad(16), batch_size=4, workers=0))
+
+
+def test_worker_init_fn_runs_in_each_worker():
+    seen = {}
+
+    def init(worker_id):
+        seen["id"] = worker_id
+
+    class WhoMadeIt(Counting):
+        def __getitem__(self, i):
+            return {"worker": seen.get("id", -1), "id": i}
+
+    loader = sluice.Loader(WhoMadeIt(32), batch_size=4, num_workers=2, worker_init_fn=init, format="numpy")
+    workers = {int(w) for b in loader for w in b["worker"]}
+    assert workers == {0, 1}
+
+
+def test_prefetch_factor_is_batches_per_worker():
+    loader = sluice.Loader(Counting(32), batch_size=4, num_workers=2, prefetch_factor=3)
+    assert loader.slots == 3 * 2 + 2
+    with pytest.raises(sluice.Error, match="prefetch_factor= needs a number of workers"):
+        sluice.Loader(Counting(32), batch_size=4, workers="auto", prefetch_factor=3)
+
+
+def test_timeout_replaces_a_hung_worker(tmp_path):
+    loader = sluice.Loader(CrashOnce(17, tmp_path / "hung", "hang"), batch_size=4, num_workers=2, timeout=1,
+                           persistent_workers=True, pin_memory=True)
+    assert sorted(int(i) for _ in range(1) for b in loader for i in b.sample_ids) == list(range(40))
+    assert loader.stats()["worker_restarts"] >= 1
+
+
+def test_collate_fn_says_why_not_and_default_collate_is_what_sluice_does():
+    with pytest.raises(sluice.Error, match="no list of samples to collate"):
+        sluice.Loader(Counting(16), batch_size=4, collate_fn=lambda samples: samples)
+    from torch.utils.data import default_collate
+    assert len(sluice.Loader(Counting(16), batch_size=4, collate_fn=default_collate)) == 4
+    with pytest.raises(sluice.Error, match="sampler=: Sluice plans each epoch itself"):
+        sluice.Loader(Counting(16), batch_size=4, sampler=range(16))
