@@ -4,6 +4,8 @@
 #include <pybind11/stl.h>
 
 #include <chrono>
+#include <unistd.h>
+#include <utility>
 
 #include "dataset_producer.h"
 #include "sluice/error.h"
@@ -110,7 +112,7 @@ py::dict options_info(const sluice::Options& o) {
 }
 
 PyLoader::PyLoader(LoaderSource source, std::string record)
-    : source_(std::move(source)), record_path_(std::move(record)) {}
+    : source_(std::move(source)), record_path_(std::move(record)), owner_pid_(getpid()) {}
 
 std::unique_ptr<PyLoader> PyLoader::from_script(const std::string& path,
                                                 const std::vector<std::pair<std::string, std::string>>& settings,
@@ -134,6 +136,7 @@ std::unique_ptr<PyLoader> PyLoader::from_script(const std::string& path,
 }
 
 void PyLoader::start(const std::optional<std::string>& resume_json) {
+  check_process();
   Exclusive one(mutex_);
   close_locked();
   sluice::Options options = source_.options;
@@ -159,40 +162,53 @@ void PyLoader::start(const std::optional<std::string>& resume_json) {
 }
 
 bool PyLoader::started() {
+  check_process();
   Exclusive one(mutex_);
   return loader_ != nullptr;
 }
 
 // Bounded to `epoch`, so the next epoch's first batch stays in the loader
-// (and out of state_json()) until it is asked for.
+// (and out of state_json()) until it is asked for. The mutex is held only
+// around the loader's own calls, never while Python code runs: a signal
+// handler (PyErr_CheckSignals) may call state_dict() or close(). The GIL is
+// released while the loader works, which may include re-forking a worker.
 py::object PyLoader::next(std::uint64_t epoch) {
-  Exclusive one(mutex_);
-  sluice::Loader& l = loader();
-  std::optional<sluice::Batch> batch;
-  try {
-    for (;;) {
-      // Holding the GIL first: the hot path is a few atomics.
-      batch = l.next_for(std::chrono::milliseconds(0), epoch);
-      if (!batch) {
-        py::gil_scoped_release nogil;
-        batch = l.next_for(kWaitSlice, epoch);
+  check_process();
+  for (;;) {
+    {
+      Exclusive one(mutex_);
+      sluice::Loader& l = loader();
+      std::optional<sluice::Batch> batch = std::exchange(pending_, std::nullopt);
+      try {
+        if (!batch) {
+          py::gil_scoped_release nogil;
+          batch = l.next_for(kWaitSlice, epoch);
+        }
+        if (!batch && (l.finished() || l.current_epoch() > epoch)) {
+          finish_record();
+          return py::none();
+        }
+      } catch (const sluice::Error&) {
+        if (skips_) skips_->update(l.stats());  // what was skipped before the failure, as `sluice run` does
+        throw;
       }
-      if (batch) break;
-      if (l.finished() || l.current_epoch() > epoch) {
-        finish_record();
-        return py::none();
+      if (batch) {
+        // Recording and the conversion may fail (a full disk): the batch is
+        // then kept for the next call, and state_json() does not count it.
+        try {
+          if (recorder_) {
+            recorder_->record(*batch);
+            skips_->update(l.stats());
+          }
+          return deliver(batch->share());
+        } catch (...) {
+          pending_ = std::move(batch);
+          throw;
+        }
       }
-      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
     }
-    if (recorder_) {
-      recorder_->record(*batch);
-      skips_->update(l.stats());
-    }
-  } catch (const sluice::Error&) {
-    if (skips_) skips_->update(l.stats());  // what was skipped before the failure, as `sluice run` does
-    throw;
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
   }
-  return deliver(std::move(*batch));
 }
 
 py::object PyLoader::deliver(sluice::Batch batch) const {
@@ -224,36 +240,43 @@ py::object PyLoader::deliver(sluice::Batch batch) const {
 }
 
 std::string PyLoader::state_json() {
+  check_process();
   Exclusive one(mutex_);
-  return loader().state().to_json();
+  return (pending_ ? loader().state_without(*pending_) : loader().state()).to_json();
 }
 
 std::uint64_t PyLoader::current_epoch() {
+  check_process();
   Exclusive one(mutex_);
   return loader().current_epoch();
 }
 
 bool PyLoader::finished() {
+  check_process();
   Exclusive one(mutex_);
   return loader().finished();
 }
 
 py::dict PyLoader::stats() {
+  check_process();
   Exclusive one(mutex_);
   return stats_dict(loader().stats());
 }
 
 std::uint32_t PyLoader::slots() {
+  check_process();
   Exclusive one(mutex_);
   return loader().slots();
 }
 
 std::vector<int> PyLoader::worker_pids() {
+  check_process();
   Exclusive one(mutex_);
   return loader().worker_pids();
 }
 
 py::tuple PyLoader::memory() {
+  check_process();
   Exclusive one(mutex_);
   const std::span<std::byte> m = loader().memory();
   return py::make_tuple(reinterpret_cast<std::uintptr_t>(m.data()), m.size());
@@ -264,15 +287,40 @@ std::uint64_t PyLoader::batches_per_epoch() const {
 }
 
 void PyLoader::close() {
+  if (getpid() != owner_pid_) return;  // a forked child's copy: the workers and the record are the parent's
   Exclusive one(mutex_);
   close_locked();
 }
 
+void PyLoader::check_process() const {
+  if (getpid() == owner_pid_) return;
+  throw Error("this Loader belongs to process " + std::to_string(owner_pid_) + ", and process " +
+              std::to_string(getpid()) + " is a fork of it (one of its workers, os.fork, multiprocessing with "
+              "fork): a Loader cannot be used from a forked process; make one there instead");
+}
+
 void PyLoader::close_locked() {
+  pending_.reset();
   finish_record();
   std::unique_ptr<sluice::Loader> loader = std::move(loader_);
   py::gil_scoped_release nogil;
   loader.reset();
+}
+
+PyLoader* PyLoader::of(PyObject* self) {
+  // During the GC the instance may not be built yet (or any more): no holder, no value.
+  auto* inst = reinterpret_cast<py::detail::instance*>(self);
+  py::detail::value_and_holder v = inst->get_value_and_holder();
+  return v.holder_constructed() ? v.template holder<std::unique_ptr<PyLoader>>().get() : nullptr;
+}
+
+void PyLoader::drop_kept() {
+  // The GC breaks the cycle here: the workers stop first, as they use what is kept.
+  if (getpid() == owner_pid_ && mutex_.try_lock()) {
+    close_locked();
+    mutex_.unlock();
+  }
+  source_.keep = py::none();
 }
 
 sluice::Loader& PyLoader::loader() const {
@@ -294,7 +342,22 @@ void bind_loader(py::module_& m) {
       .def("__next__", &EpochIterator::next)
       .def_property_readonly("epoch", &EpochIterator::epoch);
 
-  py::class_<PyLoader>(m, "_Loader")
+  // Collectable: a dataset that refers to its Loader (self.loader = ...)
+  // makes a cycle through source_.keep, which the GC sees only if _Loader
+  // reports it; unseen, the workers would live until the interpreter exits.
+  py::class_<PyLoader>(m, "_Loader", py::custom_type_setup([](PyHeapTypeObject* heap_type) {
+                         auto* type = &heap_type->ht_type;
+                         type->tp_flags |= Py_TPFLAGS_HAVE_GC;
+                         type->tp_traverse = [](PyObject* self, visitproc visit, void* arg) -> int {
+                           Py_VISIT(Py_TYPE(self));
+                           if (PyLoader* l = PyLoader::of(self)) Py_VISIT(l->kept().ptr());
+                           return 0;
+                         };
+                         type->tp_clear = [](PyObject* self) -> int {
+                           if (PyLoader* l = PyLoader::of(self)) l->drop_kept();
+                           return 0;
+                         };
+                       }))
       .def(py::init(&PyLoader::from_script), py::arg("path"), py::arg("settings"), py::arg("record"))
       .def("start", &PyLoader::start, py::arg("resume_json") = py::none())
       .def("started", &PyLoader::started)

@@ -4,8 +4,10 @@
 // sluice::RunSettings) and a Python dataset, sequence or fill function
 // (a DatasetProducer, see dataset_producer.h). The Loader itself is created by
 // start(), so that a resume state can be given first. next() waits for a batch
-// in 50 ms slices with the GIL released, checking for signals between them:
-// Ctrl-C raises KeyboardInterrupt at once.
+// in 50 ms slices with the GIL released, checking for signals between them
+// without holding its lock: Ctrl-C raises KeyboardInterrupt at once, and a
+// SIGTERM handler may save state_dict(). Every method but close() raises in
+// a forked child (a worker, os.fork).
 //
 // A Python dataset's workers are forked copies of the interpreter: start()
 // builds the Loader (which forks the zygote) holding the GIL, between
@@ -21,6 +23,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <sys/types.h>
 #include <optional>
 #include <string>
 #include <utility>
@@ -79,11 +82,18 @@ class PyLoader {
   std::uint64_t batches_per_epoch() const;
   py::dict info() const { return source_.info; }
   // Stops the workers (the arena lives on while batches or tensors hold it)
-  // and completes the run record.
+  // and completes the run record. Nothing in a forked child.
   void close();
+
+  // For the GC (bind_loader): what the workers borrow, and dropping it.
+  static PyLoader* of(PyObject* self);
+  const py::object& kept() const { return source_.keep; }
+  void drop_kept();
 
  private:
   void close_locked();
+  // Throws Error in a forked child (a worker, os.fork): the Loader is its parent's.
+  void check_process() const;
   sluice::Loader& loader() const;
   void finish_record();
   py::object deliver(sluice::Batch batch) const;
@@ -93,6 +103,8 @@ class PyLoader {
   std::unique_ptr<sluice::Loader> loader_;
   std::unique_ptr<sluice::RunRecorder> recorder_;
   std::unique_ptr<sluice::SkipReport> skips_;
+  std::optional<sluice::Batch> pending_;  // taken from the loader, not yet handed to Python (next())
+  pid_t owner_pid_;
   std::mutex mutex_;
 };
 

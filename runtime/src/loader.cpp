@@ -54,6 +54,10 @@ std::vector<int> Loader::worker_pids() const { return core_->worker_pids(); }
 
 LoaderState Loader::state() const { return core_->state(); }
 
+LoaderState Loader::state_without(const Batch& held) const {
+  return core_->state(held.epoch() * core_->plan().batches_per_epoch() + held.index());
+}
+
 const Options& Loader::options() const { return core_->options(); }
 const EpochPlan& Loader::plan() const { return core_->plan(); }
 std::uint64_t Loader::current_epoch() const { return core_->current_epoch(); }

@@ -79,7 +79,9 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   const ArenaLayout& layout() const { return layout_; }
   const Arena& arena() const { return *arena_; }
   std::uint64_t current_epoch() const;
-  LoaderState state() const;
+  // undelivered: a batch handed out that the host could not pass on and will
+  // take again (its sequence number): the state counts it as not delivered.
+  LoaderState state(std::optional<std::uint64_t> undelivered = std::nullopt) const;
   Stats stats() const;
   std::vector<int> worker_pids() const { return supervisor_->pids(); }
   // With options.trace (trace.cpp): the run so far as Chrome trace-event JSON.

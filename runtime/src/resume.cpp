@@ -126,12 +126,24 @@ void LoaderCore::resume_from(const LoaderState& s) {
   skip_samples(s.skipped_samples, "skipped by the run this one resumes");
 }
 
-LoaderState LoaderCore::state() const {
+LoaderState LoaderCore::state(std::optional<std::uint64_t> undelivered) const {
   LoaderState s = plan_identity(options_);
   const std::uint64_t per_epoch = plan_.batches_per_epoch();
-  s.epoch = next_deliver_ / per_epoch;
-  s.batch = next_deliver_ % per_epoch;
-  for (std::uint64_t seq : delivered_seqs_) s.delivered_ahead.push_back(seq - s.epoch * per_epoch);
+  std::uint64_t next = next_deliver_;
+  std::vector<std::uint64_t> ahead = delivered_seqs_;
+  if (undelivered && *undelivered >= next) {
+    std::erase(ahead, *undelivered);
+  } else if (undelivered) {
+    // The position goes back to it; what was delivered after it is ahead.
+    // Those lie in its epoch: an epoch's batches are all delivered before the
+    // next epoch's first, and the host takes this one again before any other.
+    for (std::uint64_t seq = *undelivered + 1; seq < next; ++seq) ahead.push_back(seq);
+    std::sort(ahead.begin(), ahead.end());
+    next = *undelivered;
+  }
+  s.epoch = next / per_epoch;
+  s.batch = next % per_epoch;
+  for (std::uint64_t seq : ahead) s.delivered_ahead.push_back(seq - s.epoch * per_epoch);
   s.skipped_samples = stats_.skipped_samples;
   return s;
 }

@@ -62,6 +62,9 @@ class SLUICE_API Batch {
 
   // Give the slot back now; the batch and its views become invalid.
   void release() { lease_.reset(); }
+  // Another handle on the same slot: it goes back once every handle (and
+  // every DLPack tensor) has let go.
+  Batch share() const { return Batch(lease_); }
 
   explicit Batch(std::shared_ptr<detail::SlotLease> lease) : lease_(std::move(lease)) {}
 

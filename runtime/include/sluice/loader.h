@@ -142,6 +142,11 @@ class SLUICE_API Loader {
   // Where the run stands: enough to build a Loader (Options::resume) that
   // delivers exactly the batches this one would deliver next.
   LoaderState state() const;
+  // The same, as if `held` (a batch of this Loader) had not been delivered:
+  // for a host that got a batch but could not pass it on (its own error came
+  // first) and will use it later, so that a checkpoint taken meanwhile
+  // resumes with that batch.
+  LoaderState state_without(const Batch& held) const;
 
   const Options& options() const;
   const EpochPlan& plan() const;
