@@ -27,6 +27,7 @@ packages=(
   python3-dev pybind11-dev  # the Python extension module sluice._sluice (pip install ., tools/python-test.sh)
   python3-venv python3-pip python3-setuptools python3-pytest python3-torch  # its venv, offline build and tests
   python3-numpy           # .npz/.npy test files written by numpy itself (tests skip without it)
+  python3-torchvision     # real torchvision transforms in the Python tests (augmentation seeding)
   "$@"
 )
 

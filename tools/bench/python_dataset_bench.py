@@ -140,6 +140,10 @@ def timed(torch, items, warmup, batches, warm_seconds=0.0):
 
 
 def sluice_rate(torch, sluice, warmup, batches, warm_seconds=0.0, **loader):
+    # The transport against DataLoader's: no per-sample seeding of the global
+    # generators (DataLoader seeds once per worker); tools/bench/python/seed_cost.py
+    # measures what that seeding adds.
+    loader.setdefault("seed_globals", False)
     with sluice.Loader(**loader) as l:
         seconds = timed(torch, iter(l), warmup, batches, warm_seconds)
     return batches / seconds

@@ -70,7 +70,7 @@ constexpr const char* kHelp =
     "                  worker --max-retries times: stop the run, or drop the sample\n"
     "  --max-retries N        crashes or timeouts of one sample before --on-error\n"
     "                  applies (default 3)\n"
-    "  --batch-timeout-ms N   kill and retry a batch that takes longer (0 = never)\n"
+    "  --batch-timeout-ms N   kill and retry a batch that takes longer (default 600000: 10 min; 0 = never)\n"
     "  --worker-memory-mb N   kill and replace a worker whose private memory passes N\n"
     "  --skip-fill shrink|repeat   a batch that lost samples to on_error skip is\n"
     "                  shorter (shrink), or keeps its size by repeating its surviving\n"

@@ -99,8 +99,10 @@ struct SLUICE_API Options {
   // the same batches as a run without the crash.
   // batch_timeout_ms: a worker that fills one batch longer, or that has batches waiting and shows
   // no sign of life that long (stopped between batches; start-up gets at least 10 s), is killed,
-  // replaced, and its batches retried; 0 = never.
-  std::uint32_t batch_timeout_ms = 0;
+  // replaced, and its batches retried; 0 = never. The default, 10 minutes, is far above any batch
+  // of a healthy pipeline, so that a worker stuck in a loop, a deadlock or a stopped process (a
+  // dead NFS server, a SIGSTOP) ends in an error naming the sample instead of a hang.
+  std::uint32_t batch_timeout_ms = 600'000;
   std::uint32_t max_retries = 3;       // crashes, timeouts or memory kills of one sample in a row
                                        // (a success resets the count) before on_error applies
   std::uint64_t worker_memory_limit_mb = 0;  // a worker whose private memory (RSS less shared pages)
