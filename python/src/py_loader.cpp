@@ -169,18 +169,21 @@ bool PyLoader::started() {
 
 // Bounded to `epoch`, so the next epoch's first batch stays in the loader
 // (and out of state_json()) until it is asked for. The mutex is held only
-// around the loader's own calls, never while Python code runs: a signal
-// handler (PyErr_CheckSignals) may call state_dict() or close(). The GIL is
-// released while the loader works, which may include re-forking a worker.
+// around the loader's own calls and the run record, never while Python code
+// may run (a signal handler at PyErr_CheckSignals, a __del__ while the batch
+// becomes Python objects): such code may call state_dict() or close(). The
+// GIL is released while the loader works, which may include re-forking a worker.
 py::object PyLoader::next(std::uint64_t epoch) {
   check_process();
   for (;;) {
+    std::optional<sluice::Batch> batch;
     {
       Exclusive one(mutex_);
       sluice::Loader& l = loader();
-      std::optional<sluice::Batch> batch = std::exchange(pending_, std::nullopt);
+      batch = std::exchange(pending_, std::nullopt);
       try {
         if (!batch) {
+          pending_recorded_ = false;
           py::gil_scoped_release nogil;
           batch = l.next_for(kWaitSlice, epoch);
         }
@@ -192,19 +195,26 @@ py::object PyLoader::next(std::uint64_t epoch) {
         if (skips_) skips_->update(l.stats());  // what was skipped before the failure, as `sluice run` does
         throw;
       }
-      if (batch) {
-        // Recording and the conversion may fail (a full disk): the batch is
-        // then kept for the next call, and state_json() does not count it.
+      // Recording may fail (a full disk): the batch is then kept for the
+      // next call, and state_json() does not count it meanwhile.
+      if (batch && recorder_ && !pending_recorded_) {
         try {
-          if (recorder_) {
-            recorder_->record(*batch);
-            skips_->update(l.stats());
-          }
-          return deliver(batch->share());
+          recorder_->record(*batch);
+          skips_->update(l.stats());
         } catch (...) {
           pending_ = std::move(batch);
           throw;
         }
+      }
+    }
+    if (batch) {
+      try {
+        return deliver(batch->share());
+      } catch (...) {
+        Exclusive one(mutex_);
+        pending_ = std::move(batch);
+        pending_recorded_ = true;
+        throw;
       }
     }
     if (PyErr_CheckSignals() != 0) throw py::error_already_set();

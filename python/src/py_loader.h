@@ -104,6 +104,7 @@ class PyLoader {
   std::unique_ptr<sluice::RunRecorder> recorder_;
   std::unique_ptr<sluice::SkipReport> skips_;
   std::optional<sluice::Batch> pending_;  // taken from the loader, not yet handed to Python (next())
+  bool pending_recorded_ = false;         // ... and already in the run record
   pid_t owner_pid_;
   std::mutex mutex_;
 };

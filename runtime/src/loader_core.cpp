@@ -214,9 +214,11 @@ void LoaderCore::tune() {
     // spawn's back-off) is no failure of the run: the tuner stops at what runs.
     try {
       supervisor_->grow(want);
-    } catch (const Error& e) {
+    } catch (const SpawnFailed& e) {
       active_workers_ = tuner_->stop_at(supervisor_->started(), std::string("could not start more: ") + e.what());
       return;
+    } catch (const Error& e) {
+      fail(std::string("auto workers: ") + e.what());  // the zygote died or is stuck
     }
   }
   // Fewer when the last growth did not pay: the extra workers finish what
@@ -419,6 +421,9 @@ void LoaderCore::wait_for_workers(int max_sleep_ms) {
     if (work_waiting()) return;
     cpu_relax();
   }
+  // With a ready fd, a release rings only when busy_slots_ is 0: this sleep
+  // must hear of one (arm()'s fence pairs with release()'s).
+  if (ready_fd_ >= 0) busy_slots_.store(0, std::memory_order_relaxed);
   header.parent_sleeping.arm();
   if (!work_waiting()) {
     pollfd fds[2] = {{eventfd_, POLLIN, 0}, {supervisor_->event_fd(), POLLIN, 0}};
@@ -571,7 +576,7 @@ void LoaderCore::rearm_ready_fd() {
 
 bool LoaderCore::has_news() {
   if (!failure_.empty() || stopped_ || interrupted() || delivered_ >= total_batches_) return true;
-  if (released_.size_approx() != 0) return true;
+  if (released_.size_approx() != 0 || supervisor_->exit_pending()) return true;
   for (std::uint32_t w = 0; w < layout_.workers; ++w) {
     if (!worker_channel(*arena_, layout_, w).done.empty()) return true;
   }

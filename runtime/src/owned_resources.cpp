@@ -18,11 +18,11 @@ struct Mapping {
 
 // Leaked on purpose: Loaders may outlive static destruction order.
 //
-// The mutex is recursive because the fork of a zygote happens while its
-// thread holds it, and the pthread_atfork handlers below take it again around
-// every fork of the process: a fork (the host's os.fork, subprocess, another
-// Loader's zygote) never copies the registry in the middle of a change, and
-// the child starts with the mutex new and free, whichever thread held it.
+// The pthread_atfork handlers below take the mutex around every fork of the
+// process (the host's os.fork, subprocess, a Loader's zygote): a fork never
+// copies the registry in the middle of a change, and the child starts with
+// the mutex new and free, whichever thread held it. So no code may fork
+// while it holds the mutex (an OwnedLock).
 struct Registry {
   pthread_mutex_t mutex;
   std::vector<int> fds;
@@ -31,19 +31,13 @@ struct Registry {
 
 std::atomic<std::uint64_t> forks{0};
 
-void init_mutex(pthread_mutex_t* m) {
-  pthread_mutexattr_t attr;
-  pthread_mutexattr_init(&attr);
-  pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
-  pthread_mutex_init(m, &attr);
-  pthread_mutexattr_destroy(&attr);
-}
+void init_mutex(pthread_mutex_t* m) { pthread_mutex_init(m, nullptr); }
 
 Registry& registry();
 void lock_before_fork() { pthread_mutex_lock(&registry().mutex); }
 void unlock_in_parent() { pthread_mutex_unlock(&registry().mutex); }
-// The child's only thread: a new mutex (the old one may count the forking
-// thread's own holds, which the child never releases), and one more fork.
+// The child's only thread: a new mutex (the copy is held by the prepare
+// handler, which never returns there), and one more fork.
 void reset_in_child() {
   init_mutex(&registry().mutex);
   forks.fetch_add(1, std::memory_order_relaxed);

@@ -11,14 +11,14 @@
 // The user's own fds are not touched: a producer may read through a file, an
 // LMDB or HDF5 handle opened before the loader, as PyTorch's workers allow.
 //
-// Thread safety: the registry is changed under one process-wide recursive
-// mutex, and every creation of an owned fd or mapping happens under it too
-// (OwnedLock), as does the fork of a zygote. pthread_atfork handlers take it
-// around every other fork of the process as well. So a fork never sees a
-// resource that exists but is not yet registered, and the child, whose only
-// thread is the one that forked, starts with a fresh, free mutex: a Loader
-// made in a worker, or in a child the host forked while another thread was
-// making a Loader, does not deadlock.
+// Thread safety: the registry is changed under one process-wide mutex, and
+// every creation of an owned fd or mapping happens under it too (OwnedLock).
+// pthread_atfork handlers take it around every fork of the process, a
+// zygote's included (so nothing may fork while holding it). So a fork never
+// sees a resource that exists but is not yet registered, and the child, whose
+// only thread is the one that forked, starts with a fresh, free mutex: a
+// Loader made in a worker, or in a child the host forked while another thread
+// was making a Loader, does not deadlock.
 //
 // The other side of the same rule: a child forked while a Loader exists (the
 // zygote of another Loader and its workers, or the host's own fork: Python's
@@ -35,8 +35,8 @@
 
 namespace sluice::detail {
 
-// Held while creating and registering an owned resource, and across the fork
-// of a zygote.
+// Held while creating and registering an owned resource, or unregistering
+// and closing it; never across a fork.
 class OwnedLock {
  public:
   OwnedLock();

@@ -143,6 +143,11 @@ LoaderState LoaderCore::state(std::optional<std::uint64_t> undelivered) const {
   }
   s.epoch = next / per_epoch;
   s.batch = next % per_epoch;
+  if (undelivered && !ahead.empty() && ahead.back() / per_epoch != s.epoch) {
+    throw Error("state_without: batches of epoch " + std::to_string(ahead.back() / per_epoch) +
+                " were delivered after the held batch of epoch " + std::to_string(s.epoch) +
+                "; a state can say so only within one epoch (take the held batch before any other)");
+  }
   for (std::uint64_t seq : ahead) s.delivered_ahead.push_back(seq - s.epoch * per_epoch);
   s.skipped_samples = stats_.skipped_samples;
   return s;

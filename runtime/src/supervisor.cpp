@@ -105,7 +105,7 @@ pid_t Supervisor::spawn(std::uint32_t w) {
       return pid;
     }
     if ((pid != -EAGAIN && pid != -ENOMEM) || waited_ms >= kSpawnRetryMs) {
-      throw Error("cannot start worker " + std::to_string(w) + ": fork failed: " + std::strerror(-pid) + " (" +
+      throw SpawnFailed("cannot start worker " + std::to_string(w) + ": fork failed: " + std::strerror(-pid) + " (" +
                   std::to_string(tries) + (tries == 1 ? " try" : " tries") +
                   (pid == -EAGAIN ? "; the limit on processes (ulimit -u, or the cgroup's pids.max) is reached)"
                                   : ")"));

@@ -28,6 +28,7 @@
 
 #include "arena.h"
 #include "shared_layout.h"
+#include "sluice/error.h"
 #include "sluice/options.h"
 #include "zygote.h"
 
@@ -36,6 +37,12 @@ namespace sluice::detail {
 // A worker start-up (a pipeline script loading, say) may take this long even
 // under a tighter batch_timeout_ms.
 inline constexpr std::uint64_t kStartAllowanceMs = 10'000;
+
+// A worker could not be forked (a process or memory limit, say): what a
+// caller may live with, unlike a zygote that died or does not answer.
+struct SpawnFailed : Error {
+  using Error::Error;
+};
 
 struct WorkerExit {
   std::uint32_t worker;
@@ -58,10 +65,15 @@ class Supervisor {
   int event_fd() const;
   // The next exit, without blocking. Throws Error if the zygote itself died.
   std::optional<WorkerExit> next_exit();
-  // Gives worker w a fresh channel and a fresh process. Throws Error.
+  // An exit already read from the zygote (while a spawn was awaited): event_fd()
+  // no longer shows it, next_exit() returns it.
+  bool exit_pending() const { return zygote_ && zygote_->exit_pending(); }
+  // Gives worker w a fresh channel and a fresh process. Throws Error
+  // (SpawnFailed if the fork itself kept failing).
   void replace(std::uint32_t w);
   // Forks workers until `count` run (auto workers: at most layout.workers),
-  // each on the fresh channel the loader reset before the fork. Throws Error.
+  // each on the fresh channel the loader reset before the fork. Throws Error
+  // (SpawnFailed if a fork kept failing; the workers forked so far stay).
   void grow(std::uint32_t count);
   // Workers forked so far: ids [0, started()).
   std::uint32_t started() const { return static_cast<std::uint32_t>(pids_.size()); }

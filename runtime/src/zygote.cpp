@@ -187,28 +187,40 @@ Zygote::Zygote(std::function<void(std::uint32_t)> worker_main, std::uint32_t max
   std::vector<int> keep(keep_fds.begin(), keep_fds.end());
   keep.push_back(-1);  // the zygote's end of the socket, filled in below
   const pid_t loader = getpid();
-  OwnedLock lock;  // no other Loader creates or forks between here and the registration below
   int sv[2];
-  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
-    throw Error(std::string("socketpair failed: ") + std::strerror(errno));
+  {
+    OwnedLock lock;  // registered as they are made: no fork, here or on another thread, copies them unseen
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+      throw Error(std::string("socketpair failed: ") + std::strerror(errno));
+    }
+    register_fd(sv[0]);
+    register_fd(sv[1]);
   }
   keep.back() = sv[1];
+  // No lock is held across the fork: the pthread_atfork handlers take the
+  // registry's around it, as around every fork of the process (holding it
+  // here too would deadlock a host thread forking at the same time with a C
+  // library that runs the handlers under its own atfork lock).
   pid_ = fork();
   if (pid_ < 0) {
-    int err = errno;
-    close(sv[0]);
-    close(sv[1]);
+    const int err = errno;
+    OwnedLock lock;
+    for (int fd : sv) {
+      unregister_fd(fd);
+      close(fd);
+    }
     throw Error(std::string("fork of the worker zygote failed: ") + std::strerror(err));
   }
   if (pid_ == 0) {
-    close(sv[0]);
-    release_others_after_fork(keep, keep_mapping);
+    release_others_after_fork(keep, keep_mapping);  // closes sv[0], the loader's end, too
+    unregister_fd(sv[1]);  // the zygote's own end: its workers close it and must not count it theirs
     zygote_main(sv[1], loader, worker_main, live);
   }
+  OwnedLock lock;
+  unregister_fd(sv[1]);
   close(sv[1]);
   sock_ = sv[0];
   pidfd_ = pidfd_open(pid_);  // our unreaped child: its pid cannot have been reused
-  register_fd(sock_);
   register_fd(pidfd_);
 }
 
@@ -298,10 +310,17 @@ pid_t Zygote::await_spawn(std::uint32_t id) {
       pending_exits_.push_back(e);
       continue;
     }
-    if (e.worker != id) continue;
+    // Answers come in request order, and every request is awaited: another
+    // worker's answer here means the protocol broke, never an answer to drop.
+    if (e.worker != id) {
+      throw Error("the worker zygote (pid " + std::to_string(pid_) + ") answered for worker " +
+                  std::to_string(e.worker) + " while worker " + std::to_string(id) + "'s answer was awaited");
+    }
     return e.pid > 0 ? e.pid : -e.status;
   }
 }
+
+bool Zygote::exit_pending() const { return !pending_exits_.empty(); }
 
 std::optional<ZygoteEvent> Zygote::poll_exit() {
   if (!pending_exits_.empty()) {

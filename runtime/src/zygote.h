@@ -88,6 +88,9 @@ class Zygote {
   // The next exit report, without blocking; nullopt if none is waiting. Throws
   // Error if the zygote itself has died.
   std::optional<ZygoteEvent> poll_exit();
+  // An exit report read while awaiting a spawn and not yet taken by
+  // poll_exit(): it no longer makes fd() readable.
+  bool exit_pending() const;
 
   pid_t pid() const { return pid_; }
 

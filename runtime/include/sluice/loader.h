@@ -110,7 +110,9 @@ class SLUICE_API Loader {
   // next_for() it is readable exactly while the next call would do
   // something: a batch is ready, a worker finished or exited, a released
   // batch's slot is to be refilled with nothing else in flight, or the run
-  // ended or failed. Owned by the loader. Throws Error in a forked child.
+  // ended or failed. The watchdog runs only inside those calls: wait on the
+  // fd with a timeout (1 s or less) and call try_next() when it passes too.
+  // Owned by the loader. Throws Error in a forked child.
   int ready_fd();
 
   // The batches of the current epoch (the epoch of the next batch), for range-for.

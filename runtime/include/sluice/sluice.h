@@ -213,8 +213,10 @@ SLUICE_API sluice_status sluice_loader_next_for(sluice_loader* loader, int64_t t
  * run ended or failed (also after a failure: the call returns the error). So
  * a host that takes one batch per wake-up wakes about once per batch; one
  * that leaves the fd in its poll set without calling try_next while it is
- * readable spins, as with any level-triggered fd. Owned by the loader: do not
- * close it. -1 on error (in a forked child, say). */
+ * readable spins, as with any level-triggered fd. The watchdog runs only
+ * inside those calls: wait on the fd with a timeout (1 s or less) and call
+ * try_next when it passes too. Owned by the loader: do not close it. -1 on
+ * error (in a forked child, say). */
 SLUICE_API int sluice_loader_ready_fd(sluice_loader* loader);
 /* 1 once the run is over (every batch delivered, a failure, or an interrupt), else 0. */
 SLUICE_API int sluice_loader_finished(const sluice_loader* loader);
