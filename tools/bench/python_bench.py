@@ -209,6 +209,9 @@ def main():
             verdicts.append(f"transport target >= {TARGET_TRANSPORT_RATIO}x memcpy: {'met' if ok else 'NOT met'}")
     for line in verdicts:
         print(line)
+    touch = pytorch_baseline.first_touch_us(numpy)
+    print(f"first touch of a fresh 4 KiB page here: {touch:.2f} us (DataLoader's figures move with it)")
+    results["first_touch_us"] = touch
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
     return 0

@@ -42,7 +42,7 @@ import numpy as np
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from pytorch_baseline import touch_pages  # noqa: E402
+from pytorch_baseline import first_touch_us, touch_pages  # noqa: E402
 from python_bench import memcpy_gb_per_s  # noqa: E402
 
 TARGET_DATALOADER_RATIO = 25.0
@@ -253,6 +253,9 @@ def main():
         verdicts.append(f"small target >= {TARGET_SMALL_RATIO:.0f}x DataLoader: {'met' if ok else 'NOT met'}")
     for line in verdicts:
         print(line)
+    touch = first_touch_us(np)
+    print(f"first touch of a fresh 4 KiB page here: {touch:.2f} us (DataLoader's figures move with it)")
+    results["first_touch_us"] = touch
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
     return 0

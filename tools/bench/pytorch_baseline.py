@@ -62,6 +62,22 @@ def touch_pages(tensor):
     return int(flat[::PAGE_BYTES].sum())
 
 
+def first_touch_us(numpy, nbytes=64 << 20):
+    """The cost of the first touch of a fresh 4 KiB page on this machine, in
+    microseconds (median of 3): what DataLoader's transport is bound by, so
+    every ratio against it is printed with it (it moves 3-20 us between VMs)."""
+    import statistics
+    import time
+    costs = []
+    for _ in range(3):
+        fresh = numpy.zeros(nbytes, dtype=numpy.uint8)  # calloc: fresh, untouched pages
+        start = time.perf_counter()
+        fresh[::PAGE_BYTES] = 1
+        costs.append((time.perf_counter() - start) / (nbytes // PAGE_BYTES) * 1e6)
+        del fresh
+    return statistics.median(costs)
+
+
 def measure(torch, mode, workers, warmup, batches):
     """One run: the case's rate over `batches` batches after `warmup` batches."""
     make = transport_dataset if mode == "transport" else handoff_dataset
