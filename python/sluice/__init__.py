@@ -36,7 +36,7 @@ import weakref
 
 from ._sluice import Array, Batch, Error, _Loader, check_state as _check_state, merge_states as _merge_states
 from ._sluice import _current_sample, _dataset_loader, _trial
-from . import _compat, _generators, _inline, _structure
+from . import _compat, _generators, _inline, _pinning, _structure
 
 __all__ = ["Array", "Batch", "Error", "Loader", "rng", "DEFAULT_HELD_TIMEOUT_MS"]
 __version__ = "0.1.0"
@@ -88,23 +88,6 @@ def _format_exception(error):
     summary = "".join(traceback.format_exception_only(type(error), error)).rstrip("\n")
     trace = "".join(traceback.format_exception(type(error), error, error.__traceback__)).rstrip("\n")
     return summary + "\n" + trace
-
-
-def _declared(fields, what):
-    """fields={"name": (dtype, shape)} or [(name, dtype, shape)] -> (tree, fields)."""
-    by_name = isinstance(fields, dict)
-    if by_name:
-        fields = [(name,) + tuple(spec) for name, spec in fields.items()]
-    out = []
-    for field in fields:
-        try:
-            name, dtype, shape = field
-        except (TypeError, ValueError):
-            raise Error("%s: a field is (name, dtype, shape), not %r" % (what, field)) from None
-        out.append((str(name), str(dtype), tuple(int(d) for d in shape)))
-    if by_name:
-        return {name: i for i, (name, _, _) in enumerate(out)}, out
-    return list(range(len(out))), out  # values by position, named as declared
 
 
 def _first(source, kind, on_error, seed, seed_globals):
@@ -162,6 +145,9 @@ class Loader:
         pickling. Fields, dtypes and shapes come from ds[0], made here (or
         from fields={"name": (dtype, shape)}, then ds[0] is not made here);
         a later sample that differs is an error naming it.
+        A str, bytes or (with ragged={"name": room}) an array whose first
+        dimension varies arrives as a list of str / bytes / views, carried
+        in the slot padded to its room per sample (docs/python.md).
     Loader(sequence=seq, ...)
         Keras-style: seq[b] returns batch b whole (a tuple (x, y) of arrays,
         say); len(seq) batches per epoch, in order or shuffled (shuffle=True),
@@ -189,12 +175,13 @@ class Loader:
     """
 
     def __init__(self, path=None, record=None, *, dataset=None, sequence=None, fill=None, size=None,
-                 fields=None, worker_init=None, seed_globals=True, format="dlpack", **overrides):
+                 fields=None, worker_init=None, seed_globals=True, format="dlpack", ragged=None, **overrides):
         if path is not None and not isinstance(path, (str, bytes, os.PathLike)):
             if dataset is not None:
                 raise Error("sluice.Loader got a dataset twice: first positional and dataset=")
             path, dataset = None, path  # Loader(ds, batch_size=32), as DataLoader(ds, batch_size=32)
-        overrides, worker_init = _compat.translate(overrides, worker_init)
+        overrides, worker_init, pin_memory = _compat.translate(overrides, worker_init)
+        self._pinning = _pinning.Pinning() if pin_memory else None
         inline = str(overrides.get("workers", "")) == "0"
         if inline:
             if path is not None:
@@ -219,7 +206,7 @@ class Loader:
             shape = None
         else:
             self._core, shape = self._dataset_core(dataset, sequence, fill, size, fields, worker_init, overrides,
-                                                   settings, record, bool(seed_globals), format, inline)
+                                                   settings, record, bool(seed_globals), format, inline, ragged)
         self._python_workers = path is None and not inline
         self._info = self._core.info()
         self._shape = self._shaper(path is not None, shape)
@@ -229,7 +216,7 @@ class Loader:
 
     @staticmethod
     def _dataset_core(dataset, sequence, fill, size, fields, worker_init, overrides, settings, record,
-                      seed_globals, fmt, inline):
+                      seed_globals, fmt, inline, ragged):
         """(the _Loader, its sample tree or None) for dataset=, sequence= or fill=;
         inline (workers=0): an _inline.InlineCore, its batches always shaped here."""
         if inline and record:
@@ -247,9 +234,12 @@ class Loader:
                 raise Error("fill= must be callable as fill(index, out)")
             if size is None or fields is None:
                 raise Error("fill= needs size= (the number of samples) and fields= ({name: (dtype, shape)})")
-            tree, described = _declared(fields, "fields")
+            tree, described = _structure.declared(fields, "fields", ragged)
             if not isinstance(tree, dict):
                 raise Error("fill= takes fields={name: (dtype, shape)}: out is a dict of NumPy views")
+            if _structure.has_ragged(tree):
+                raise Error("fill= writes into fixed-size views: a str, bytes or variable-length field needs "
+                            "dataset= (its __getitem__ returns the value)")
             if inline:
                 return _inline.InlineCore("fill", fill, tree, described, int(size), settings, seed_globals,
                                           worker_init, getattr(fill, "__qualname__", type(fill).__name__)), tree
@@ -268,10 +258,12 @@ class Loader:
         if count == 0:
             raise Error("the %s is empty (len() == 0)" % kind)
         if fields is not None:
-            tree, described = _declared(fields, "fields")
+            tree, described = _structure.declared(fields, "fields", ragged)
+            if kind == "sequence" and _structure.has_ragged(tree):
+                raise Error("a sequence's batch holds arrays only: a str, bytes or variable-length field needs dataset=")
         else:
             index, first = _first(source, kind, on_error, seed, seed_globals)
-            tree, described = _structure.describe(first, "%s[%d]" % (kind, index), kind == "sequence")
+            tree, described = _structure.describe(first, "%s[%d]" % (kind, index), kind == "sequence", ragged)
         if inline:
             return _inline.InlineCore(kind, source, tree, described, count, settings, seed_globals, worker_init,
                                       type(source).__qualname__), tree
@@ -309,14 +301,11 @@ class Loader:
             if self._format == "dlpack":
                 return None
             tree = {name: i for i, (name, _, _) in enumerate(self._info["fields"])}
-            build = _structure.builder(tree, [_structure.converter(self._format, dtype)
-                                              for _, dtype, _ in self._info["fields"]])
+            build = _structure.builder(tree, self._info["fields"], self._format)
             return lambda batch: build(tuple(batch.values()))
         if tree is None:
             return None
-        build = _structure.builder(tree, [_structure.converter(self._format, dtype)
-                                          for _, dtype, _ in self._info["fields"]])
-        return build
+        return _structure.builder(tree, self._info["fields"], self._format)
 
     def _started(self):
         if self._closed:
@@ -334,7 +323,11 @@ class Loader:
                 except Exception:
                     pass
         self._core.start(resume_json)
-
+        if self._pinning is not None:
+            if isinstance(self._core, _inline.InlineCore):
+                self._pinning.pin(None, "workers=0 makes fresh NumPy batches, which")
+            else:
+                self._pinning.pin(self._core.memory(), "the loader's arena")
     # --- Checkpoints (torchdata StatefulDataLoader style) -------------------
     def state_dict(self):
         """Where the run stands, as a dict of plain values (torch.save-able).
@@ -411,6 +404,8 @@ class Loader:
         """Stops the workers and completes the run record. Batches and tensors
         still alive stay valid; the loader can no longer be used."""
         self._closed = True
+        if self._pinning is not None:
+            self._pinning.unpin()
         self._core.close()
 
     def __enter__(self):

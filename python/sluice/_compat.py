@@ -8,8 +8,8 @@
     timeout=s              batch_timeout_ms = 1000 s: a batch that takes longer has its worker
                            replaced and is made again (max_retries), then fails the run
     persistent_workers=... accepted: Sluice's workers always live as long as the loader
-    pin_memory=...         accepted: batches are host memory; this build has no CUDA, and
-                           page-locking the arena needs the runtime (see the README)
+    pin_memory=True        the arena every batch lives in is page-locked for CUDA when torch has a
+                           CUDA device (one cudaHostRegister: _pinning.py); a warning where not
     collate_fn=None        the only value: samples are written straight into the batch's slot,
                            so there is no list of samples to collate (torch's default_collate
                            is accepted: Sluice stacks as it does)
@@ -33,7 +33,8 @@ def _is_default_collate(fn):
 
 
 def translate(keywords, worker_init):
-    """(keywords in Sluice's names, worker_init) from DataLoader's names; sluice.Error for one it cannot honour."""
+    """(keywords in Sluice's names, worker_init, pin_memory) from DataLoader's names; sluice.Error for
+    one it cannot honour."""
     out = dict(keywords)
     for name, why in _REFUSED.items():
         if out.pop(name, None) is not None:
@@ -53,8 +54,10 @@ def translate(keywords, worker_init):
                     "so there is no list of samples to collate. Return what the batch should hold from "
                     "__getitem__ (dicts and tuples nest, each leaf a field), and do per-batch work in the loop")
     out.pop("persistent_workers", None)
-    out.pop("pin_memory", None)
-    out.pop("pin_memory_device", None)
+    pin = bool(out.pop("pin_memory", False))
+    device = out.pop("pin_memory_device", "")
+    if device and not str(device).startswith("cuda"):
+        raise Error("pin_memory_device=%r: Sluice pins for CUDA only" % (device,))
     timeout = out.pop("timeout", None)
     if timeout:
         if "batch_timeout_ms" in out:
@@ -69,4 +72,4 @@ def translate(keywords, worker_init):
             raise Error("prefetch_factor= needs a number of workers (num_workers= or workers=) of 1 or more; "
                         "or give prefetch= (batch slots in all)")
         out["prefetch"] = int(factor) * workers + 2
-    return out, worker_init
+    return out, worker_init, pin

@@ -12,11 +12,15 @@ import numpy as np
 
 from ._sluice import Error, _InlinePlan, _trial
 from . import _generators
+from ._structure import Ragged
 
 
 def _walk(value, tree, what, label, out):
-    """out[f] = field f of value, checked against the tree of the first sample."""
-    if isinstance(tree, int):
+    """out[f] = field f of value, checked against the tree of the first sample
+    (a variable-length leaf's value at its values field)."""
+    if isinstance(tree, Ragged):
+        out[tree.values] = value
+    elif isinstance(tree, int):
         out[tree] = value
     elif isinstance(tree, dict):
         if not isinstance(value, dict):
@@ -40,6 +44,42 @@ def _carried(dtype):
     return np.dtype("uint8") if dtype == "bool" else np.dtype(dtype)
 
 
+def _ragged_leaves(tree, out):
+    """out[values field] = its Ragged leaf, for every variable-length leaf of the tree."""
+    if isinstance(tree, Ragged):
+        out[tree.values] = tree
+    elif isinstance(tree, dict):
+        for child in tree.values():
+            _ragged_leaves(child, out)
+    elif isinstance(tree, list):
+        for child in tree:
+            _ragged_leaves(child, out)
+    return out
+
+
+def _ragged_row(value, leaf, dtype, shape, what, name):
+    """(entries, count) of a variable-length value, checked as a worker checks it."""
+    if leaf.kind == "str":
+        if not isinstance(value, str):
+            raise Error("%s (field %s) is %s, not str as the first was" % (what, name, type(value).__name__))
+        a = np.frombuffer(value.encode("utf-8"), np.uint8)
+        unit = "bytes"
+    elif leaf.kind == "bytes":
+        if not isinstance(value, (bytes, bytearray, memoryview)):
+            raise Error("%s (field %s) is %s, not bytes as the first was" % (what, name, type(value).__name__))
+        a = np.frombuffer(value, np.uint8)
+        unit = "bytes"
+    else:
+        a = InlineCore._checked(value, dtype, None, what, name)
+        if a.ndim != len(shape) or a.shape[1:] != tuple(shape[1:]):
+            raise Error("%s (field %s) has shape %s, the first had %s (-1: any length up to its room)"
+                        % (what, name, a.shape, (-1,) + tuple(shape[1:])))
+        unit = "entries"
+    if a.shape[0] > shape[0]:
+        raise Error("%s (field %s) holds %d %s, more than the %d a sample of '%s' has room for: give the Loader "
+                    "ragged={'%s': %d} or more" % (what, name, a.shape[0], unit, shape[0], name, name, a.shape[0]))
+    return a, a.shape[0]
+
 class InlineCore:
     """What Loader asks of a _Loader, for workers=0. Batches are tuples of
     fields in field order (a sequence's cut to its rows)."""
@@ -47,6 +87,8 @@ class InlineCore:
     def __init__(self, kind, source, tree, fields, size, settings, seed_globals, worker_init, description):
         self._kind, self._source, self._tree, self._fields = kind, source, tree, fields
         self._seed_globals = seed_globals
+        self._ragged = _ragged_leaves(tree, {}) if kind != "fill" else {}
+        self._lengths = {leaf.lengths for leaf in self._ragged.values()}
         names = {name.replace("-", "_"): value for name, value in settings}
         if names.get("on_error", "fail") != "fail":
             raise Error("workers=0 makes samples with on_error='fail' only (skip needs the workers' runtime)")
@@ -149,7 +191,17 @@ class InlineCore:
         leaves = [None] * len(self._fields)
         _walk(self._source[index], self._tree, what, "", leaves)
         for f, (name, dtype, shape) in enumerate(self._fields):
-            out[f][j] = self._checked(leaves[f], dtype, shape, what, name)
+            if f in self._lengths:
+                continue
+            leaf = self._ragged.get(f)
+            if leaf is None:
+                out[f][j] = self._checked(leaves[f], dtype, shape, what, name)
+                continue
+            a, count = _ragged_row(leaves[f], leaf, dtype, shape, what, name)
+            row = out[f][j]
+            row[:count] = a.view(np.uint8) if dtype == "bool" else a
+            row[count:] = 0
+            out[leaf.lengths][j] = count
 
     def _sequence(self, epoch, index):
         self._begin(epoch, index)

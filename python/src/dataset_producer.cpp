@@ -54,14 +54,39 @@ bool python_scalar(PyObject* v) { return PyLong_CheckExact(v) || PyFloat_CheckEx
 
 namespace {
 
+std::size_t field_index(PyObject* d, std::vector<int>& seen) {
+  const long f = PyLong_Check(d) ? PyLong_AsLong(d) : -1;
+  if (f < 0 || static_cast<std::size_t>(f) >= seen.size() || seen[f]++) {
+    PyErr_Clear();
+    throw Error("sluice: a sample description names field " + std::to_string(f) + " twice or out of range");
+  }
+  return static_cast<std::size_t>(f);
+}
+
 void build(PyObject* d, SampleNode& node, std::vector<int>& seen) {
   if (PyLong_Check(d)) {
-    const long f = PyLong_AsLong(d);
-    if (f < 0 || static_cast<std::size_t>(f) >= seen.size() || seen[f]++) {
+    node.field = field_index(d, seen);
+    return;
+  }
+  if (PyTuple_Check(d)) {  // _structure.Ragged: ("ragged", kind, values, lengths)
+    const char* kind = PyTuple_GET_SIZE(d) == 4 ? PyUnicode_AsUTF8(PyTuple_GET_ITEM(d, 1)) : nullptr;
+    if (!kind) {
       PyErr_Clear();
-      throw Error("sluice: a sample description names field " + std::to_string(f) + " twice or out of range");
+      throw Error("sluice: a sample description holds a tuple that is not a variable-length leaf");
     }
-    node.field = static_cast<std::size_t>(f);
+    node.kind = SampleNode::Kind::ragged;
+    const std::string k = kind;
+    if (k == "str") {
+      node.ragged = SampleNode::Ragged::str;
+    } else if (k == "bytes") {
+      node.ragged = SampleNode::Ragged::bytes;
+    } else if (k == "array") {
+      node.ragged = SampleNode::Ragged::array;
+    } else {
+      throw Error("sluice: a sample description holds a variable-length leaf of kind '" + k + "'");
+    }
+    node.field = field_index(PyTuple_GET_ITEM(d, 2), seen);
+    node.lengths = field_index(PyTuple_GET_ITEM(d, 3), seen);
     return;
   }
   if (PyDict_Check(d)) {
@@ -136,8 +161,12 @@ std::string python_error(const std::string& what) {
 }
 
 void DatasetProducer::label_fields(const SampleNode& node) {
-  if (node.kind == SampleNode::Kind::field) {
+  if (node.kind == SampleNode::Kind::field || node.kind == SampleNode::Kind::ragged) {
     if (node.field < labels_.size()) labels_[node.field] = node.label;
+    if (node.kind == SampleNode::Kind::ragged && node.field < ragged_.size() && node.lengths < ragged_.size()) {
+      ragged_[node.field] = &node;
+      ragged_[node.lengths] = &node;
+    }
     return;
   }
   for (const SampleNode& child : node.children) label_fields(child);
@@ -147,6 +176,7 @@ void DatasetProducer::start_worker(std::uint32_t worker_id) {
   PyOS_AfterFork_Child();
   values_.assign(spec_.fields.size(), nullptr);
   labels_.assign(spec_.fields.size(), "");
+  ragged_.assign(spec_.fields.size(), nullptr);
   label_fields(spec_.tree);
   try {
     for (const FieldSpec& field : spec_.fields) {
@@ -243,7 +273,71 @@ class ValueWriter {
     copy(a, dst, bytes);
   }
 
+  // A variable-length leaf of one sample: its entries from the start of the
+  // values row (bytes long), zeros after them, their count in *length.
+  void write_ragged(PyObject* v, const SampleNode& leaf, std::byte* dst, std::size_t bytes, std::int64_t* length,
+                    const std::string& what) const {
+    const FieldSpec& field = spec_.fields[leaf.field];
+    const std::int64_t room = field.shape[0];
+    std::size_t used = 0;
+    std::int64_t count = 0;
+    if (leaf.ragged == SampleNode::Ragged::array) {
+      py::array a = array_of(v, leaf.field, what);
+      bool same = static_cast<std::size_t>(a.ndim()) == field.shape.size();
+      for (std::size_t d = 1; same && d < field.shape.size(); ++d) same = a.shape(d) == field.shape[d];
+      if (!same) {
+        std::vector<std::int64_t> got(a.shape(), a.shape() + a.ndim());
+        std::vector<std::int64_t> want = field.shape;
+        want[0] = -1;
+        throw Error(what + " has shape " + shape_text(got) + ", " + had(spec_) + " " + shape_text(want) +
+                    " (-1: any length up to its room)");
+      }
+      count = a.shape(0);
+      check_room(count, room, field.name, what, "entries");
+      used = static_cast<std::size_t>(count) * (bytes / static_cast<std::size_t>(room));
+      copy(a, dst, used);
+    } else {
+      const char* data = nullptr;
+      Py_ssize_t size = 0;
+      Py_buffer view{};
+      bool viewed = false;
+      if (leaf.ragged == SampleNode::Ragged::str) {
+        if (!PyUnicode_Check(v)) throw Error(what + " is " + Py_TYPE(v)->tp_name + ", not str as " + was(spec_));
+        data = PyUnicode_AsUTF8AndSize(v, &size);
+        if (!data) throw Error(python_error(what + " as UTF-8"));
+      } else {
+        if (!PyBytes_Check(v) && !PyByteArray_Check(v) && !PyMemoryView_Check(v)) {
+          throw Error(what + " is " + Py_TYPE(v)->tp_name + ", not bytes as " + was(spec_));
+        }
+        if (PyObject_GetBuffer(v, &view, PyBUF_CONTIG_RO) != 0) throw Error(python_error(what + " as bytes"));
+        viewed = true;
+        data = static_cast<const char*>(view.buf);
+        size = view.len;
+      }
+      count = size;
+      try {
+        check_room(count, room, field.name, what, "bytes");
+      } catch (...) {
+        if (viewed) PyBuffer_Release(&view);
+        throw;
+      }
+      used = static_cast<std::size_t>(size);
+      if (used) copy_to_batch(dst, data, used);
+      if (viewed) PyBuffer_Release(&view);
+    }
+    std::memset(dst + used, 0, bytes - used);  // the same bytes in every run: records digest them
+    *length = count;
+  }
+
  private:
+  static void check_room(std::int64_t count, std::int64_t room, const std::string& name, const std::string& what,
+                         const char* unit) {
+    if (count <= room) return;
+    throw Error(what + " holds " + std::to_string(count) + " " + unit + ", more than the " + std::to_string(room) +
+                " a sample of '" + name + "' has room for: give the Loader ragged={'" + name + "': " +
+                std::to_string(count) + "} or more");
+  }
+
   const DatasetSpec& spec_;
   const std::vector<PyObject*>& dtypes_;
 };
@@ -273,6 +367,7 @@ void flush_stdio() {
 void DatasetProducer::collect(PyObject* value, const SampleNode& node, const std::string& what) {
   switch (node.kind) {
     case SampleNode::Kind::field:
+    case SampleNode::Kind::ragged:
       values_[node.field] = value;
       return;
     case SampleNode::Kind::dict: {
@@ -320,6 +415,12 @@ void DatasetProducer::fill_sample(BatchContext& batch, std::size_t j) {
   collect(value.ptr(), spec_.tree, what);
   ValueWriter writer(spec_, dtypes_);
   for (std::size_t f = 0; f < spec_.fields.size(); ++f) {
+    if (const SampleNode* leaf = ragged_[f]) {
+      if (f != leaf->field) continue;  // its lengths field: written with its values
+      writer.write_ragged(values_[f], *leaf, batch.data(f, j), batch.sample_bytes(f),
+                          batch.as<std::int64_t>(leaf->lengths, j), what + labels_[f]);
+      continue;
+    }
     writer.write_sample(values_[f], f, batch.data(f, j), batch.sample_bytes(f), what + labels_[f]);
   }
 }

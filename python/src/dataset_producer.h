@@ -13,7 +13,12 @@
 // Kinds:
 //   sample    dataset[index] -> a dict, tuple or single value of arrays or
 //             scalars, one per field: written into the sample's row of each
-//             field (one copy, streaming stores for large ones).
+//             field (one copy, streaming stores for large ones). A str, bytes
+//             or variable-length array (a Ragged leaf of the description, see
+//             sluice/_structure.py) fills its row of the values field from the
+//             start, zeroes the rest of the row, and writes its length (bytes
+//             for str and bytes, first-dimension entries for an array) into
+//             its row of the lengths field.
 //   sequence  sequence[batch_index] -> a whole batch, carried as one sample of
 //             shape [rows, ...] plus the hidden int64 field kRowsField (a batch
 //             may be shorter than the first: the rest of its rows is zeroed).
@@ -55,9 +60,12 @@ enum class DatasetKind { sample, sequence, fill };
 // else is one field. Built from the host's description of the first sample
 // (sluice/__init__.py: a field index, a dict {key: node} or a list [node]).
 struct SampleNode {
-  enum class Kind { field, dict, tuple };
+  enum class Kind { field, dict, tuple, ragged };
+  enum class Ragged { str, bytes, array };
   Kind kind = Kind::field;
-  std::size_t field = 0;          // Kind::field: its index in DatasetSpec::fields
+  std::size_t field = 0;          // field, ragged: its (values') index in DatasetSpec::fields
+  std::size_t lengths = 0;        // ragged: the index of its lengths field
+  Ragged ragged = Ragged::array;  // ragged: what the sample holds
   std::vector<PyObject*> keys;    // Kind::dict: borrowed from the description, which the host keeps
   std::vector<SampleNode> children;
   std::string label;              // where it is in a sample, for errors: "", "['meta']", "[1][0]"
@@ -99,6 +107,7 @@ class DatasetProducer final : public Producer {
   DatasetSpec spec_;
   std::vector<PyObject*> values_;    // this sample's fields, borrowed from it
   std::vector<std::string> labels_;  // each field's place in a sample
+  std::vector<const SampleNode*> ragged_;  // per field: its Ragged leaf (values and lengths fields), or nullptr
   GlobalSeeds seeds_;
   std::vector<PyObject*> dtypes_;  // each field's numpy dtype, made in the worker
 };

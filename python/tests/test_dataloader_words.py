@@ -121,3 +121,19 @@ def test_collate_fn_says_why_not_and_default_collate_is_what_sluice_does():
     assert len(sluice.Loader(Counting(16), batch_size=4, collate_fn=default_collate)) == 4
     with pytest.raises(sluice.Error, match="sampler=: Sluice plans each epoch itself"):
         sluice.Loader(Counting(16), batch_size=4, sampler=range(16))
+
+
+def test_pin_memory_page_locks_the_arena_where_cuda_is():
+    with pytest.raises(sluice.Error, match="pin_memory_device='mps'"):
+        sluice.Loader(Counting(8), pin_memory=True, pin_memory_device="mps")
+    loader = sluice.Loader(Counting(32), batch_size=4, num_workers=2, pin_memory=True, format="torch")
+    if not torch.cuda.is_available():
+        with pytest.warns(RuntimeWarning, match="no CUDA device here: the loader's arena stays pageable"):
+            batch = next(iter(loader))
+        assert not batch["x"].is_pinned()
+        loader.close()
+        pytest.skip("no CUDA device: the page-locked path ran its fallback only (the warning above)")
+    batch = next(iter(loader))
+    assert batch["x"].is_pinned()
+    assert torch.equal(batch["x"].cuda(non_blocking=True).cpu(), batch["x"])
+    loader.close()
