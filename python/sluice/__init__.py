@@ -202,6 +202,9 @@ class Loader:
             raise Error("format= is one of %s, not %r" % (", ".join(map(repr, _structure.FORMATS)), format))
         self._format = format
         if path is not None:
+            if ragged is not None or fields is not None:
+                raise Error("%s= is for Python datasets: a pipeline.lua declares its fields itself"
+                            % ("ragged" if ragged is not None else "fields"))
             self._core = _Loader(os.fspath(path), settings, record)
             shape = None
         else:

@@ -56,7 +56,7 @@ def translate(keywords, worker_init):
     out.pop("persistent_workers", None)
     pin = bool(out.pop("pin_memory", False))
     device = out.pop("pin_memory_device", "")
-    if device and not str(device).startswith("cuda"):
+    if pin and device and not str(device).startswith("cuda"):
         raise Error("pin_memory_device=%r: Sluice pins for CUDA only" % (device,))
     timeout = out.pop("timeout", None)
     if timeout:

@@ -62,13 +62,15 @@ def _ragged_row(value, leaf, dtype, shape, what, name):
     if leaf.kind == "str":
         if not isinstance(value, str):
             raise Error("%s (field %s) is %s, not str as the first was" % (what, name, type(value).__name__))
-        a = np.frombuffer(value.encode("utf-8"), np.uint8)
+        a = np.frombuffer(value.encode("utf-8", "surrogatepass"), np.uint8)
         unit = "bytes"
     elif leaf.kind == "bytes":
         if not isinstance(value, (bytes, bytearray, memoryview)):
             raise Error("%s (field %s) is %s, not bytes as the first was" % (what, name, type(value).__name__))
-        a = np.frombuffer(value, np.uint8)
+        a = np.frombuffer(memoryview(value).tobytes(), np.uint8)  # a strided memoryview too
         unit = "bytes"
+    elif np.asarray(value).size == 0:  # [] is float64 to NumPy: an empty value of any dtype is 0 entries
+        return np.zeros((0,) + tuple(shape[1:]), _carried(dtype)), 0
     else:
         a = InlineCore._checked(value, dtype, None, what, name)
         if a.ndim != len(shape) or a.shape[1:] != tuple(shape[1:]):

@@ -112,6 +112,9 @@ def describe(value, what, sequence, ragged=None):
         if name in rooms:
             if a.ndim == 0:
                 raise Error("%s%s is a scalar: ragged= names arrays whose first dimension varies" % (what, label))
+            if a.size == 0 and not isinstance(v, np.ndarray):
+                raise Error("%s%s is empty, which tells no dtype: give fields= with (dtype, (None, ...)) for it, "
+                            "or return an empty NumPy array of the dtype" % (what, label))
             return ragged_leaf("array", name, label, a.dtype.name, shape[0], shape[1:])
         fields.append((name, a.dtype.name, shape))
         return len(fields) - 1
@@ -145,7 +148,11 @@ def declared(fields, what, ragged=None):
                     raise Error("%s: field %r is %s: its shape is (bytes per sample,), not %r" % (what, name, dtype, shape))
                 kind, room, dtype, rest = dtype, rooms.get(name) or shape[0], "uint8", ()
             else:
-                rest = tuple(int(d) for d in shape[1:])
+                try:
+                    rest = tuple(int(d) for d in shape[1:])
+                except (TypeError, ValueError):
+                    raise Error("%s: field %r has shape %r: only its first dimension may vary (None)"
+                                % (what, name, shape)) from None
                 row_bytes = np.dtype(dtype).itemsize * int(np.prod(rest, dtype=np.int64)) if dtype in DTYPES else 1
                 kind, room = "array", rooms.get(name) or _room(0, row_bytes)
             used.add(name)
@@ -153,7 +160,10 @@ def declared(fields, what, ragged=None):
             out.append((name + LENGTHS, "int64", ()))
             leaves.append(Ragged(RAGGED_TAG, kind, len(out) - 2, len(out) - 1))
         else:
-            out.append((name, dtype, tuple(int(d) for d in shape)))
+            try:
+                out.append((name, dtype, tuple(int(d) for d in shape)))
+            except (TypeError, ValueError):
+                raise Error("%s: field %r has shape %r, not a tuple of ints" % (what, name, shape)) from None
             leaves.append(len(out) - 1)
     _check_names(out, rooms, used, what)
     if by_name:

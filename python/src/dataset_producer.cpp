@@ -282,7 +282,13 @@ class ValueWriter {
     std::size_t used = 0;
     std::int64_t count = 0;
     if (leaf.ragged == SampleNode::Ragged::array) {
-      py::array a = array_of(v, leaf.field, what);
+      py::array a = py::array::ensure(v);
+      if (a && a.size() == 0) {  // [] is float64 to NumPy: an empty value of any dtype is 0 entries
+        std::memset(dst, 0, bytes);
+        *length = 0;
+        return;
+      }
+      a = array_of(v, leaf.field, what);
       bool same = static_cast<std::size_t>(a.ndim()) == field.shape.size();
       for (std::size_t d = 1; same && d < field.shape.size(); ++d) same = a.shape(d) == field.shape[d];
       if (!same) {
@@ -297,33 +303,33 @@ class ValueWriter {
       used = static_cast<std::size_t>(count) * (bytes / static_cast<std::size_t>(room));
       copy(a, dst, used);
     } else {
-      const char* data = nullptr;
-      Py_ssize_t size = 0;
-      Py_buffer view{};
-      bool viewed = false;
+      // The value as one contiguous bytes-like object: a str as UTF-8 (lone
+      // surrogates, as os.fsdecode makes of a non-UTF-8 file name, kept by
+      // surrogatepass), a strided memoryview copied.
+      py::object bytes_like;
       if (leaf.ragged == SampleNode::Ragged::str) {
         if (!PyUnicode_Check(v)) throw Error(what + " is " + Py_TYPE(v)->tp_name + ", not str as " + was(spec_));
-        data = PyUnicode_AsUTF8AndSize(v, &size);
-        if (!data) throw Error(python_error(what + " as UTF-8"));
+        bytes_like = py::reinterpret_steal<py::object>(PyUnicode_AsEncodedString(v, "utf-8", "surrogatepass"));
+        if (!bytes_like) throw Error(python_error(what + " as UTF-8"));
       } else {
         if (!PyBytes_Check(v) && !PyByteArray_Check(v) && !PyMemoryView_Check(v)) {
           throw Error(what + " is " + Py_TYPE(v)->tp_name + ", not bytes as " + was(spec_));
         }
-        if (PyObject_GetBuffer(v, &view, PyBUF_CONTIG_RO) != 0) throw Error(python_error(what + " as bytes"));
-        viewed = true;
-        data = static_cast<const char*>(view.buf);
-        size = view.len;
+        bytes_like = py::reinterpret_borrow<py::object>(v);
+        if (PyMemoryView_Check(v) && !PyBuffer_IsContiguous(PyMemoryView_GET_BUFFER(v), 'C')) {
+          bytes_like = py::reinterpret_steal<py::object>(PyBytes_FromObject(v));
+          if (!bytes_like) throw Error(python_error(what + " as bytes"));
+        }
       }
-      count = size;
-      try {
-        check_room(count, room, field.name, what, "bytes");
-      } catch (...) {
-        if (viewed) PyBuffer_Release(&view);
-        throw;
+      Py_buffer view{};
+      if (PyObject_GetBuffer(bytes_like.ptr(), &view, PyBUF_CONTIG_RO) != 0) {
+        throw Error(python_error(what + " as bytes"));
       }
-      used = static_cast<std::size_t>(size);
-      if (used) copy_to_batch(dst, data, used);
-      if (viewed) PyBuffer_Release(&view);
+      count = view.len;
+      used = static_cast<std::size_t>(view.len);
+      if (count <= room && used) copy_to_batch(dst, view.buf, used);
+      PyBuffer_Release(&view);
+      check_room(count, room, field.name, what, "bytes");
     }
     std::memset(dst + used, 0, bytes - used);  // the same bytes in every run: records digest them
     *length = count;

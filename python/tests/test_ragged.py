@@ -1,6 +1,8 @@
 """Strings, bytes and variable-length arrays carried in the slot: the values
 row padded to its room plus a lengths field (sluice/_structure.py), delivered
 as lists of str / bytes, zero-copy views, or the (values, lengths) pair."""
+import os
+
 import numpy as np
 import pytest
 import torch
@@ -157,3 +159,25 @@ def test_what_cannot_be_ragged_is_refused_clearly():
             pass
     with pytest.raises(sluice.Error, match="fill= writes into fixed-size views"):
         sluice.Loader(fill=lambda i, out: None, size=4, fields={"s": ("str", (8,))})
+
+
+class Awkward:
+    """A non-UTF-8 file name as os.fsdecode makes it, an empty token list, a strided memoryview."""
+
+    def __len__(self):
+        return 12
+
+    def __getitem__(self, i):
+        return {"path": os.fsdecode(b"img-\xff-%d.jpg" % i),
+                "tok": np.arange(3, dtype=np.int64) if i == 0 else list(range(i % 3)),
+                "view": memoryview(np.arange(40, dtype=np.uint8))[::1 + i % 2]}
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_surrogates_empty_lists_and_strided_views(workers):
+    got = []
+    for b in sluice.Loader(Awkward(), batch_size=3, workers=workers, epochs=1, format="numpy", ragged={"tok": 4}):
+        got += zip(b["path"], [t.tolist() for t in b["tok"]], b["view"])
+    assert [p for p, _, _ in got] == [os.fsdecode(b"img-\xff-%d.jpg" % i) for i in range(12)]
+    assert [t for _, t, _ in got] == [[0, 1, 2]] + [list(range(i % 3)) for i in range(1, 12)]
+    assert [v for _, _, v in got] == [bytes(range(0, 40, 1 + i % 2)) for i in range(12)]
