@@ -26,6 +26,10 @@
 static_assert(SLUICE_U8 == static_cast<int>(sluice::DType::u8) && SLUICE_F32 == static_cast<int>(sluice::DType::f32) &&
               SLUICE_BOOL == static_cast<int>(sluice::DType::boolean),
               "sluice_dtype mirrors sluice::DType");
+static_assert(SLUICE_ON_ERROR_SKIP == static_cast<int>(sluice::OnError::skip) &&
+              SLUICE_SKIP_FILL_REPEAT == static_cast<int>(sluice::SkipFill::repeat) &&
+              SLUICE_SHARD_DROP == static_cast<int>(sluice::ShardPolicy::drop),
+              "the C enums mirror sluice/options.h");
 
 namespace sluice::c_api {
 namespace {
@@ -65,6 +69,10 @@ namespace {
 class CProducer final : public Producer {
  public:
   CProducer(sluice_fill_fn fn, void* user) : fn_(fn), user_(user) {}
+  static void begin_sample(const sluice_fill* c, std::size_t j) {
+    if (c && j < c->size) static_cast<const BatchContext*>(c->runtime)->begin_sample(j);
+  }
+
   void fill(BatchContext& batch) override {
     void* data[max_fields];
     std::size_t bytes[max_fields];
@@ -73,7 +81,7 @@ class CProducer final : public Producer {
       bytes[f] = batch.sample_bytes(f);
     }
     sluice_fill c{batch.epoch(), batch.batch_index(), batch.worker_id(), batch.size(), batch.samples().data(),
-                  batch.field_count(), data, bytes};
+                  batch.field_count(), data, bytes, begin_sample, &batch};
     char error[1024] = "";
     if (fn_(user_, &c, error, sizeof error) != 0) {
       throw std::runtime_error(error[0] ? error : "the C fill function returned an error");
@@ -140,6 +148,14 @@ void sluice_options_init(sluice_options* o) {
   o->workers = d.workers;
   o->ordered = d.ordered ? 1 : 0;
   o->memory_budget_mb = d.memory_budget_mb;
+  o->on_error = static_cast<sluice_on_error>(d.on_error);
+  o->skip_fill = static_cast<sluice_skip_fill>(d.skip_fill);
+  o->shard_policy = static_cast<sluice_shard_policy>(d.shard_policy);
+  o->max_retries = d.max_retries;
+  o->batch_timeout_ms = d.batch_timeout_ms;
+  o->held_timeout_ms = d.held_timeout_ms;
+  o->worker_memory_limit_mb = d.worker_memory_limit_mb;
+  o->trace = d.trace ? 1 : 0;
 }
 
 sluice_status sluice_loader_create(const sluice_options* o, sluice_loader** out) {
@@ -176,6 +192,28 @@ sluice_status sluice_loader_create(const sluice_options* o, sluice_loader** out)
     if (o->size >= offsetof(sluice_options, memory_budget_mb) + sizeof o->memory_budget_mb) {  // version 3
       opt.max_workers = o->max_workers;
       opt.memory_budget_mb = o->memory_budget_mb;
+    }
+    if (o->size >= offsetof(sluice_options, trace) + sizeof o->trace) {  // version 4
+      if (o->on_error != SLUICE_ON_ERROR_FAIL && o->on_error != SLUICE_ON_ERROR_SKIP) {
+        throw InvalidArgument("sluice_loader_create: options.on_error is " + std::to_string(o->on_error) +
+                              ", not SLUICE_ON_ERROR_FAIL or SLUICE_ON_ERROR_SKIP");
+      }
+      if (o->skip_fill != SLUICE_SKIP_FILL_SHRINK && o->skip_fill != SLUICE_SKIP_FILL_REPEAT) {
+        throw InvalidArgument("sluice_loader_create: options.skip_fill is " + std::to_string(o->skip_fill) +
+                              ", not SLUICE_SKIP_FILL_SHRINK or SLUICE_SKIP_FILL_REPEAT");
+      }
+      if (o->shard_policy != SLUICE_SHARD_PAD && o->shard_policy != SLUICE_SHARD_DROP) {
+        throw InvalidArgument("sluice_loader_create: options.shard_policy is " + std::to_string(o->shard_policy) +
+                              ", not SLUICE_SHARD_PAD or SLUICE_SHARD_DROP");
+      }
+      opt.on_error = static_cast<sluice::OnError>(o->on_error);
+      opt.skip_fill = static_cast<sluice::SkipFill>(o->skip_fill);
+      opt.shard_policy = static_cast<sluice::ShardPolicy>(o->shard_policy);
+      opt.max_retries = o->max_retries;
+      opt.batch_timeout_ms = o->batch_timeout_ms;
+      opt.held_timeout_ms = o->held_timeout_ms;
+      opt.worker_memory_limit_mb = o->worker_memory_limit_mb;
+      opt.trace = o->trace != 0;
     }
     sluice::c_api::set_resume(opt, sluice::c_api::resume_json_of(*o));
     *out = sluice::c_api::new_loader(std::move(opt));
@@ -255,6 +293,16 @@ sluice_status sluice_loader_state_json(const sluice_loader* loader, char** out) 
     require(out, "sluice_loader_state_json", "out");
     *out = nullptr;
     *out = sluice::c_api::malloc_string(loader->loader.state().to_json());
+    return SLUICE_OK;
+  });
+}
+
+sluice_status sluice_loader_trace_json(const sluice_loader* loader, char** out) {
+  return guarded([&] {
+    require(loader, "sluice_loader_trace_json", "loader");
+    require(out, "sluice_loader_trace_json", "out");
+    *out = nullptr;
+    *out = sluice::c_api::malloc_string(loader->loader.trace_json());
     return SLUICE_OK;
   });
 }

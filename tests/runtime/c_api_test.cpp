@@ -4,11 +4,14 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "sluice/options.h"
 #include "sluice/sluice.h"
 #include "test_support.h"
 
@@ -365,6 +368,106 @@ TEST_CASE("C API: auto workers through options.max_workers, and what they chose 
   REQUIRE(sluice_loader_stats(loader, &stats) == SLUICE_OK);
   CHECK(stats.workers == 1);
   CHECK(std::string(stats.autotune).empty());
+  sluice_loader_destroy(loader);
+  REQUIRE(sluice::test::descendants(getpid()).empty());
+}
+
+namespace {
+
+// fill_squares that says which sample it makes; *user: the sample that fails
+// (kHang: that sample hangs instead).
+struct Trouble {
+  std::uint64_t sample;
+  bool hang;
+};
+
+int fill_blaming(void* user, const sluice_fill* b, char* error, size_t error_size) {
+  const Trouble& t = *static_cast<const Trouble*>(user);
+  auto* ids = static_cast<int64_t*>(b->data[0]);
+  auto* squares = static_cast<double*>(b->data[1]);
+  for (size_t j = 0; j < b->size; ++j) {
+    b->begin_sample(b, j);
+    if (b->samples[j] == t.sample) {
+      if (t.hang) pause();
+      std::snprintf(error, error_size, "sample %llu is poison", static_cast<unsigned long long>(t.sample));
+      return 1;
+    }
+    ids[j] = static_cast<int64_t>(b->samples[j]);
+    squares[j] = static_cast<double>(b->samples[j]) * static_cast<double>(b->samples[j]);
+  }
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("C API: sluice_options holds every setting of sluice::Options, with its defaults", "[c_api]") {
+  sluice_options o;
+  sluice_options_init(&o);
+  const sluice::Options d;
+  CHECK(o.on_error == static_cast<int>(d.on_error));
+  CHECK(o.skip_fill == static_cast<int>(d.skip_fill));
+  CHECK(o.shard_policy == static_cast<int>(d.shard_policy));
+  CHECK(o.max_retries == d.max_retries);
+  CHECK(o.batch_timeout_ms == d.batch_timeout_ms);
+  CHECK(o.held_timeout_ms == d.held_timeout_ms);
+  CHECK(o.worker_memory_limit_mb == d.worker_memory_limit_mb);
+  CHECK(o.trace == 0);
+
+  const sluice_field_spec fields[] = {{"id", SLUICE_I64, 0, nullptr}, {"square", SLUICE_F64, 0, nullptr}};
+  sluice_loader* loader = nullptr;
+  SECTION("on_error = skip drops the sample the fill names, and stats say why") {
+    Trouble t{13, false};
+    o = square_options(fields, nullptr);
+    o.fill = fill_blaming;
+    o.user = &t;
+    o.on_error = SLUICE_ON_ERROR_SKIP;
+    o.max_retries = 1;
+    o.trace = 1;
+    REQUIRE(sluice_loader_create(&o, &loader) == SLUICE_OK);
+    std::vector<uint64_t> ids;
+    for (const auto& b : drain(loader)) ids.insert(ids.end(), b.begin(), b.end());
+    CHECK(ids.size() == 49);
+    CHECK(std::find(ids.begin(), ids.end(), 13) == ids.end());
+    sluice_stats stats;
+    stats.size = sizeof stats;
+    REQUIRE(sluice_loader_stats(loader, &stats) == SLUICE_OK);
+    REQUIRE(stats.skipped_count == 1);
+    CHECK(stats.skipped_samples[0] == 13);
+    CHECK(std::string(stats.skip_reasons[0]).find("sample 13 is poison") != std::string::npos);
+    char* trace = nullptr;
+    REQUIRE(sluice_loader_trace_json(loader, &trace) == SLUICE_OK);
+    CHECK(std::string(trace).find("traceEvents") != std::string::npos);
+    sluice_free(trace);
+  }
+  SECTION("batch_timeout_ms replaces a worker stuck on a sample, which is then skipped") {
+    Trouble t{21, true};
+    o = square_options(fields, nullptr);
+    o.fill = fill_blaming;
+    o.user = &t;
+    o.on_error = SLUICE_ON_ERROR_SKIP;
+    o.max_retries = 1;
+    o.batch_timeout_ms = 300;
+    REQUIRE(sluice_loader_create(&o, &loader) == SLUICE_OK);
+    std::vector<uint64_t> ids;
+    for (const auto& b : drain(loader)) ids.insert(ids.end(), b.begin(), b.end());
+    CHECK(ids.size() == 49);
+    CHECK(std::find(ids.begin(), ids.end(), 21) == ids.end());
+  }
+  SECTION("a value outside an enum is INVALID_ARGUMENT") {
+    o = square_options(fields, nullptr);
+    o.on_error = static_cast<sluice_on_error>(7);
+    CHECK(sluice_loader_create(&o, &loader) == SLUICE_INVALID_ARGUMENT);
+    CHECK(std::string(sluice_last_error()).find("options.on_error is 7") != std::string::npos);
+    loader = nullptr;
+  }
+  SECTION("a version-3 struct keeps the defaults of the rest") {
+    std::uint64_t never = ~0ULL;
+    o = square_options(fields, &never);
+    o.size = offsetof(sluice_options, memory_budget_mb) + sizeof o.memory_budget_mb;
+    o.on_error = static_cast<sluice_on_error>(7);  // past the caller's struct: not read
+    REQUIRE(sluice_loader_create(&o, &loader) == SLUICE_OK);
+    CHECK(drain(loader).size() == 7);
+  }
   sluice_loader_destroy(loader);
   REQUIRE(sluice::test::descendants(getpid()).empty());
 }

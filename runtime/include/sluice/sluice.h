@@ -44,8 +44,11 @@
  * 2: pipeline scripts, DLPack, state and resume, stats and the skip log,
  *    fields by name, non-blocking consumption (try_next, next_for, ready_fd).
  * 3: auto workers (options.max_workers, memory_budget_mb); workers' CPU time,
- *    the worker count and the autotune summary in stats. */
-#define SLUICE_C_API_VERSION 3
+ *    the worker count and the autotune summary in stats.
+ * 4: every other setting of sluice::Options in sluice_options: on_error,
+ *    skip_fill, shard_policy, max_retries, batch_timeout_ms, held_timeout_ms,
+ *    worker_memory_limit_mb, trace. */
+#define SLUICE_C_API_VERSION 4
 
 #ifdef __cplusplus
 extern "C" {
@@ -65,6 +68,11 @@ typedef enum sluice_dtype {
   SLUICE_U8, SLUICE_I8, SLUICE_U16, SLUICE_I16, SLUICE_U32, SLUICE_I32, SLUICE_U64, SLUICE_I64,
   SLUICE_F16, SLUICE_BF16, SLUICE_F32, SLUICE_F64, SLUICE_BOOL,
 } sluice_dtype;
+
+/* sluice::OnError, sluice::SkipFill, sluice::ShardPolicy (sluice/options.h says what each does). */
+typedef enum sluice_on_error { SLUICE_ON_ERROR_FAIL = 0, SLUICE_ON_ERROR_SKIP = 1 } sluice_on_error;
+typedef enum sluice_skip_fill { SLUICE_SKIP_FILL_SHRINK = 0, SLUICE_SKIP_FILL_REPEAT = 1 } sluice_skip_fill;
+typedef enum sluice_shard_policy { SLUICE_SHARD_PAD = 0, SLUICE_SHARD_DROP = 1 } sluice_shard_policy;
 
 typedef struct sluice_loader sluice_loader;
 typedef struct sluice_batch sluice_batch;
@@ -86,6 +94,11 @@ typedef struct sluice_fill {
   size_t field_count;
   void* const* data;          /* data[f]: field f for the whole batch, C order */
   const size_t* sample_bytes; /* sample_bytes[f]: bytes of one sample of field f */
+  /* Version 4. Call begin_sample(batch, j) before making sample j: a failure,
+     crash or hang is then blamed on that sample (on_error = skip drops it
+     alone) rather than on the batch's first. Cheap: one store. */
+  void (*begin_sample)(const struct sluice_fill* batch, size_t j);
+  void* runtime;              /* for begin_sample */
 } sluice_fill;
 
 /* Fills a batch; returns 0, or non-zero with a message written to error[error_size]. */
@@ -114,6 +127,16 @@ typedef struct sluice_options {
   uint32_t max_workers;       /* > workers: auto workers, starting with `workers` and adding
                                  workers while throughput rises (0 = fixed `workers`) */
   uint64_t memory_budget_mb;  /* with max_workers and slots = 0: the arena's slots stay within this */
+  /* Version 4: the rest of sluice::Options, the same names and defaults
+     (sluice_options_init sets them). */
+  sluice_on_error on_error;          /* a sample whose fill keeps failing: fail the run, or skip it */
+  sluice_skip_fill skip_fill;        /* what a batch holds in place of skipped samples */
+  sluice_shard_policy shard_policy;  /* ranks and an epoch that does not divide evenly */
+  uint32_t max_retries;              /* failures of one sample in a row before on_error applies */
+  uint32_t batch_timeout_ms;         /* a worker stuck this long on a batch is replaced; 0 = never */
+  uint32_t held_timeout_ms;          /* next() when the host holds every slot: wait this long, then fail */
+  uint64_t worker_memory_limit_mb;   /* a worker past this private memory is replaced; 0 = no limit */
+  int trace;                         /* non-zero: record a timeline for sluice_loader_trace_json */
 } sluice_options;
 
 /* Options for sluice_loader_open_script_with. */
@@ -231,6 +254,10 @@ SLUICE_API sluice_status sluice_loader_field(const sluice_loader* loader, size_t
  * opened with it as resume_json delivers exactly the batches this one would
  * deliver next. */
 SLUICE_API sluice_status sluice_loader_state_json(const sluice_loader* loader, char** out);
+/* With options.trace: the run so far as Chrome
+ * trace-event JSON (Perfetto, chrome://tracing; sluice/loader.h), malloc'ed
+ * into *out for sluice_free. SLUICE_ERROR without trace. Version 4. */
+SLUICE_API sluice_status sluice_loader_trace_json(const sluice_loader* loader, char** out);
 /* out->size must be set (sizeof(sluice_stats)). */
 SLUICE_API sluice_status sluice_loader_stats(sluice_loader* loader, sluice_stats* out);
 /* The skipped samples so far, one JSON line each, as `sluice run --skip-log`
