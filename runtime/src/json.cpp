@@ -158,11 +158,6 @@ std::uint64_t JsonValue::as_u64(std::string_view what) const {
   return v;
 }
 
-double JsonValue::as_double(std::string_view what) const {
-  if (kind != number) wrong_type(what, "a number");
-  return std::strtod(text.c_str(), nullptr);
-}
-
 bool JsonValue::as_bool(std::string_view what) const {
   if (kind != boolean) wrong_type(what, "true or false");
   return b;

@@ -21,7 +21,6 @@ struct JsonValue {
 
   // Accessors that throw Error naming `what` when the value has another type.
   std::uint64_t as_u64(std::string_view what) const;
-  double as_double(std::string_view what) const;
   bool as_bool(std::string_view what) const;
   const std::string& as_string(std::string_view what) const;
   const std::vector<JsonValue>& as_array(std::string_view what) const;

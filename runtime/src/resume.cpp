@@ -14,8 +14,6 @@ namespace sluice::detail {
 
 namespace {
 
-const char* policy_name(ShardPolicy p) { return p == ShardPolicy::pad ? "pad" : "drop"; }
-
 [[noreturn]] void refuse(const std::string& why) { throw Error("cannot resume: " + why); }
 
 // The plan a state belongs to, at its first batch.
@@ -28,7 +26,7 @@ LoaderState plan_identity(const Options& o) {
   s.drop_last = o.drop_last;
   s.rank = o.rank;
   s.world_size = o.world_size;
-  s.shard_policy = policy_name(o.shard_policy);
+  s.shard_policy = name_of(o.shard_policy);
   return s;
 }
 
@@ -241,7 +239,9 @@ LoaderState LoaderState::merge(std::span<const LoaderState> ranks, std::string* 
   plan.shuffle = first.shuffle;
   plan.drop_last = first.drop_last;
   plan.world_size = world;
-  plan.shard_policy = first.shard_policy == "drop" ? ShardPolicy::drop : ShardPolicy::pad;
+  const std::optional<ShardPolicy> policy = parse_shard_policy(first.shard_policy);
+  if (!policy) fail("the states' shard_policy is '" + first.shard_policy + "', neither pad nor drop");
+  plan.shard_policy = *policy;
   const std::uint64_t per_epoch = EpochPlan(plan).batches_per_epoch();
   std::uint64_t again = 0;
   std::string ahead;

@@ -127,12 +127,20 @@ scripting::SourceSpec read_source_spec(lua_State* L, int table) {
   return spec;
 }
 
+// sluice.lua has checked both names; a name it let through that the runtime
+// does not know is a bug between the two, reported as such.
 OnError on_error_field(lua_State* L, int table) {
-  return string_field(L, table, "on_error") == "skip" ? OnError::skip : OnError::fail;
+  const std::string name = string_field(L, table, "on_error");
+  const auto on_error = parse_on_error(name);
+  if (!on_error) throw Error("pipeline description: on_error '" + name + "' is neither fail nor skip");
+  return *on_error;
 }
 
 SkipFill skip_fill_field(lua_State* L, int table) {
-  return string_field(L, table, "skip_fill") == "repeat" ? SkipFill::repeat : SkipFill::shrink;
+  const std::string name = string_field(L, table, "skip_fill");
+  const auto skip_fill = parse_skip_fill(name);
+  if (!skip_fill) throw Error("pipeline description: skip_fill '" + name + "' is neither shrink nor repeat");
+  return *skip_fill;
 }
 
 void push_optional(lua_State* L, const std::optional<std::uint32_t>& value) {
@@ -223,7 +231,7 @@ Script load_script(const ScriptOptions& options) {
   lua_pushnumber(L, static_cast<lua_Number>(spec.source ? spec.source->size() : 0));
   lua_pushlightuserdata(L, &host);
   if (options.on_error) {
-    lua_pushstring(L, *options.on_error == OnError::skip ? "skip" : "fail");
+    lua_pushstring(L, name_of(*options.on_error));
   } else {
     lua_pushnil(L);
   }

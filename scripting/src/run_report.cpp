@@ -16,7 +16,7 @@ std::string options_json(const Options& o, const std::string& script_path) {
   std::snprintf(text, sizeof text, ",\"dataset_size\":%llu,\"batch_size\":%u,\"drop_last\":%s,\"shuffle\":%s,"
                 "\"epochs\":%u,\"skip_fill\":\"%s\",\"fields\":",
                 static_cast<unsigned long long>(o.dataset_size), o.batch_size, o.drop_last ? "true" : "false",
-                o.shuffle ? "true" : "false", o.epochs, o.skip_fill == SkipFill::repeat ? "repeat" : "shrink");
+                o.shuffle ? "true" : "false", o.epochs, name_of(o.skip_fill));
   return "{\"script\":" + json_string(script_path) + text + json_string(describe_fields(o)) + "}";
 }
 

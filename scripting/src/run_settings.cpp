@@ -89,8 +89,9 @@ void RunSettings::set(std::string_view raw_name, std::string_view v) {
   } else if (n == "seed") {
     script_.seed = count(shown, v, 0, (std::uint64_t{1} << 53) - 1);
   } else if (n == "on_error") {
-    if (v != "fail" && v != "skip") bad(shown, "fail or skip", v);
-    script_.on_error = v == "fail" ? OnError::fail : OnError::skip;
+    const auto on_error = parse_on_error(v);
+    if (!on_error) bad(shown, "fail or skip", v);
+    script_.on_error = *on_error;
   } else if (n == "batch_size") {
     batch_size_ = count32(shown, v, 1);
   } else if (n == "drop_last") {
@@ -112,11 +113,13 @@ void RunSettings::set(std::string_view raw_name, std::string_view v) {
   } else if (n == "held_timeout_ms") {
     held_timeout_ms_ = count32(shown, v);
   } else if (n == "skip_fill") {
-    if (v != "shrink" && v != "repeat") bad(shown, "shrink or repeat", v);
-    skip_fill_ = v == "shrink" ? SkipFill::shrink : SkipFill::repeat;
+    const auto skip_fill = parse_skip_fill(v);
+    if (!skip_fill) bad(shown, "shrink or repeat", v);
+    skip_fill_ = skip_fill;
   } else if (n == "shard_policy") {
-    if (v != "pad" && v != "drop") bad(shown, "pad or drop", v);
-    shard_policy_ = v == "pad" ? ShardPolicy::pad : ShardPolicy::drop;
+    const auto shard_policy = parse_shard_policy(v);
+    if (!shard_policy) bad(shown, "pad or drop", v);
+    shard_policy_ = shard_policy;
   } else if (n == "global_batch_size") {
     global_batch_size_ = count32(shown, v, 1);
   } else if (n == "device") {

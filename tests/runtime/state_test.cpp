@@ -370,3 +370,15 @@ TEST_CASE("elastic resume: one rank's state refuses another world size, and a gl
   o.batch_size = 4;
   REQUIRE_THROWS_WITH(Loader(o), Catch::Contains("options.rank"));
 }
+
+TEST_CASE("The policies' names read back as the same policies, and no other text is one", "[state]") {
+  for (ShardPolicy p : {ShardPolicy::pad, ShardPolicy::drop}) CHECK(parse_shard_policy(name_of(p)) == p);
+  for (OnError e : {OnError::fail, OnError::skip}) CHECK(parse_on_error(name_of(e)) == e);
+  for (SkipFill f : {SkipFill::shrink, SkipFill::repeat}) CHECK(parse_skip_fill(name_of(f)) == f);
+  CHECK(std::string(name_of(ShardPolicy::pad)) == LoaderState{}.shard_policy);  // a state's default
+  for (const char* text : {"", "Pad", "skip ", "fail,skip", "repeat"}) {
+    CHECK_FALSE(parse_shard_policy(text));
+    CHECK_FALSE(parse_on_error(text));
+  }
+  CHECK_FALSE(parse_skip_fill("skip"));
+}

@@ -131,6 +131,9 @@ TEST_CASE("RunSettings: one set of names for the command line, the C API and Pyt
   REQUIRE_THROWS_WITH(settings.set("workers", "0"), Catch::Contains("workers expects an integer in [1,"));
   REQUIRE_THROWS_WITH(settings.set("shuffle", "yes"), Catch::Contains("true or false"));
   REQUIRE_THROWS_WITH(settings.set("epochs"), Catch::Contains("name=value"));
+  REQUIRE_THROWS_WITH(settings.set("on_error", "ignore"), Catch::Contains("on_error expects fail or skip, got 'ignore'"));
+  REQUIRE_THROWS_WITH(settings.set("shard_policy", "even"), Catch::Contains("shard_policy expects pad or drop"));
+  REQUIRE_THROWS_WITH(settings.set("skip_fill", "pad"), Catch::Contains("skip_fill expects shrink or repeat"));  // kept: repeat
   REQUIRE(sluice::RunSettings::known("batch_timeout_ms"));
   REQUIRE_FALSE(sluice::RunSettings::known("record"));
   const sluice::Script script = settings.load();

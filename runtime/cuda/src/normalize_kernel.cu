@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "normalize_pixel.h"
+
 namespace sluice::cuda::detail {
 
 namespace {
@@ -16,7 +18,7 @@ __device__ inline void store(std::uint16_t* out, std::int64_t i, float v) {
 // One thread per pixel: it reads the pixel's `channels` bytes and writes its
 // channels, next to each other, or one plane apart with hwc_to_chw (then
 // neighbouring threads write neighbouring addresses of each plane).
-// Same arithmetic as normalize_on_host, so results match it bit for bit.
+// The arithmetic is normalize_on_host's (normalize_pixel.h).
 template <typename Out>
 __global__ void normalize_kernel(NormalizeJob job) {
   Out* out = static_cast<Out*>(job.dst);
@@ -24,15 +26,8 @@ __global__ void normalize_kernel(NormalizeJob job) {
   const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
        i += step) {
-    const std::uint8_t* in = job.src + i * job.channels;
-    const std::int64_t sample = i / job.pixels;
-    const std::int64_t pixel = i - sample * job.pixels;
     for (std::int64_t c = 0; c < job.channels; ++c) {
-      const int k = job.param_count == 1 ? 0 : static_cast<int>(c);
-      const float v = (static_cast<float>(in[c]) - job.mean[k]) * job.inv_std[k];
-      const std::int64_t o =
-          job.hwc_to_chw ? (sample * job.channels + c) * job.pixels + pixel : i * job.channels + c;
-      store(out, o, v);
+      store(out, normalize_index(job, i, c), normalize_value(job, i, c));
     }
   }
 }

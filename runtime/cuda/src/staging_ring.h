@@ -19,11 +19,10 @@
 // ones back to the Loader, in staging order (the copy stream completes them
 // in that order).
 //
-// Thread safety: acquire(), stage(), release_host_batches() and
-// host_batches_held() are for one thread, the staging thread (or, once it has
-// stopped, the thread that stopped it). recycle(), recycle_unread(),
-// mark_delivered(), consumer_held(), close() and fail() may be called from any
-// thread. An entry's contents are written by stage() only while the staging
+// Thread safety: acquire(), stage() and release_host_batches() are for one
+// thread, the staging thread (or, once it has stopped, the thread that stopped
+// it). recycle(), recycle_unread(), mark_delivered(), consumer_held(), close()
+// and fail() may be called from any thread. An entry's contents are written by stage() only while the staging
 // thread owns the entry, and read by consumers only after it was handed over
 // (through a mutex: the Stage's ready queue), so they need no lock of their own.
 #pragma once
@@ -80,7 +79,6 @@ class StagingRing {
   const StagedLayout& layout() const { return layout_; }
   std::size_t depth() const { return entries_.size(); }
   const RingEntry& entry(std::size_t e) const { return entries_[e]; }
-  StreamHandle copy_stream() const { return copy_stream_; }
 
   // --- The staging thread ---------------------------------------------------
   // A free entry, oldest freed first; blocks until one is free. nullopt once
@@ -92,7 +90,6 @@ class StagingRing {
   // Releases every host batch whose copy has run, then waits for the oldest
   // copies until at most `keep` host batches are held. Throws Error.
   void release_host_batches(std::size_t keep);
-  std::size_t host_batches_held() const { return held_.size(); }
 
   // --- Any thread -------------------------------------------------------------
   // Entry e is now held by a consumer reading it on `reader`.

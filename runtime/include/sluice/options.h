@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sluice/dtype.h"
@@ -52,6 +53,16 @@ enum class SkipFill : std::uint8_t {
            // batch's own surviving samples, in order, cycling (deterministic: same seed, same
            // batch); for compiled models that need fixed shapes
 };
+
+// The three policies by the names that settings, pipeline.lua, states and run
+// records spell them: "pad"/"drop", "fail"/"skip", "shrink"/"repeat". Every
+// reader of such a name parses it here; parse_* give nullopt for any other text.
+SLUICE_API const char* name_of(ShardPolicy p);
+SLUICE_API const char* name_of(OnError e);
+SLUICE_API const char* name_of(SkipFill f);
+SLUICE_API std::optional<ShardPolicy> parse_shard_policy(std::string_view name);
+SLUICE_API std::optional<OnError> parse_on_error(std::string_view name);
+SLUICE_API std::optional<SkipFill> parse_skip_fill(std::string_view name);
 
 // The most workers a Loader runs (workers, and max_workers with auto workers).
 inline constexpr std::uint32_t kMaxWorkers = 256;

@@ -2,12 +2,6 @@
 
 namespace sluice::io {
 
-std::optional<OnError> parse_on_error(std::string_view text) {
-  if (text == "fail") return OnError::fail;
-  if (text == "skip") return OnError::skip;
-  return std::nullopt;
-}
-
 std::string SkipLog::report(std::size_t max_lines) const {
   std::string s = "skipped " + std::to_string(entries_.size()) +
                   (entries_.size() == 1 ? " sample" : " samples");

@@ -1,10 +1,11 @@
 // sluice/io/skip_log.h: the record of samples a reader skipped, and the
 // on_error policy readers share with the runtime.
 //
-// Readers take sluice::OnError (sluice/options.h), the runtime's own policy
-// type: OnError::fail (the default) throws sluice::Error at the first bad
-// sample, naming its file and byte offset or record number; OnError::skip
-// drops the sample, notes it in a SkipLog, and carries on. report() gives the
+// Readers take sluice::OnError (sluice/options.h, where parse_on_error() reads
+// its names), the runtime's own policy type: OnError::fail (the default)
+// throws sluice::Error at the first bad sample, naming its file and byte offset
+// or record number; OnError::skip drops the sample, notes it in a SkipLog, and
+// carries on. report() gives the
 // count and ids at the end of an epoch.
 //
 // Thread safety: SkipLog is not synchronised; each reader owns its own.
@@ -13,17 +14,12 @@
 #include "sluice/export.h"
 
 #include <cstdint>
-#include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "sluice/options.h"
 
 namespace sluice::io {
-
-// "fail" or "skip"; nullopt for anything else.
-SLUICE_API std::optional<OnError> parse_on_error(std::string_view text);
 
 struct SLUICE_API SkippedSample {
   std::uint64_t id;     // the sample's id (source index, or read order for streams)

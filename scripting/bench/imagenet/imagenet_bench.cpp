@@ -1,4 +1,4 @@
-// ops_imagenet_bench PIPELINE WORKERS EPOCHS [BATCH [SIDE]]
+// sluice_imagenet_bench PIPELINE WORKERS EPOCHS [BATCH [SIDE]]
 //
 // Runs a pipeline.lua (examples/imagenet.lua next to a train/ tree) for EPOCHS
 // epochs with WORKERS worker processes (batches of BATCH samples when given)
@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
                 side, workers, images, seconds, images / seconds, images / seconds / workers);
     return 0;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "ops_imagenet_bench: %s\n", e.what());
+    std::fprintf(stderr, "sluice_imagenet_bench: %s\n", e.what());
     return 1;
   }
 }

@@ -14,7 +14,7 @@ ROOT/train/CLASS/*.jpg. SIDE:
   the same kind of box, draft(), load(). The decode floor (WORKERS is ignored:
   one process).
 Batches of BATCH (default 64), shuffled. Prints one JSON line timed like
-ops_imagenet_bench: everything after the first batch.
+sluice_imagenet_bench: everything after the first batch.
 """
 import json
 import math

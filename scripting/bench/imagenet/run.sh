@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The ImageNet-pipeline benchmark, in one run:
-#   runtime/ops/bench/run.sh BUILD_DIR [REPEATS]
+#   scripting/bench/imagenet/run.sh BUILD_DIR [REPEATS]
 # The photo set (photos.py: real photos from Debian's python3-skimage and
 # python3-sklearn, and large JPEGs upscaled from them, 0.12-18 MP, baseline and
 # progressive) as a mix and per size class. Sides, all interleaved, REPEATS
@@ -30,7 +30,7 @@ for set in mix small medium large huge; do
 done
 
 results="$work/results.jsonl"
-bench=$build/runtime/ops/bench/ops_imagenet_bench
+bench=$build/scripting/bench/imagenet/sluice_imagenet_bench
 # run SET WORKERS EPOCHS BATCH SIDE...
 run() {
   local set=$1 workers=$2 epochs=$3 batch=$4
