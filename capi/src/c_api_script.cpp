@@ -1,6 +1,5 @@
-// The C API's pipeline-script entry points (sluice/sluice.h). They need the
-// scripting library, so they live here rather than in runtime/src/c_api.cpp,
-// and the runtime still builds alone (sanitizer and aarch64 builds).
+// The C API's pipeline-script entry points (sluice/sluice.h), built into
+// sluice_c where the scripting library is (not in runtime-only builds).
 #include <cstddef>
 #include <memory>
 #include <string>

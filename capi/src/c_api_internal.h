@@ -1,6 +1,6 @@
-// The C API's handles and its error handling, shared by runtime/src/c_api.cpp
-// and the script entry points in scripting/src/c_api_script.cpp (which need
-// the scripting library, so they live there and the runtime builds alone).
+// The C API's handles and its error handling, shared by c_api.cpp (loaders
+// from a C fill function, batches, state, stats) and c_api_script.cpp (the
+// script entry points, built where scripting is). Private to capi/.
 #pragma once
 
 #include <cstddef>
