@@ -14,8 +14,10 @@
 //
 // The code is split by concern: scheduling and delivery (loader_core.cpp),
 // the fault policy (fault_policy.cpp: blame a crash or a throw on a batch and
-// a sample, retry, skip or fail), checkpoints (resume.cpp), and the processes
-// themselves (supervisor.h: the zygote, the workers, the watchdog).
+// a sample, retry, skip or fail), checkpoints (resume.cpp: a resume applied,
+// the state taken; the LoaderState and a resume's checks are state.cpp's),
+// and the processes themselves (supervisor.h: the zygote, the workers, the
+// watchdog).
 //
 // Faults: the zygote reports a worker's death at once. The parent blames the
 // batch and sample the worker was making (WorkerChannel::busy_*), replaces the
