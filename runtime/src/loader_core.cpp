@@ -43,7 +43,10 @@ void ring_eventfd(int fd) {
 }  // namespace
 
 LoaderCore::LoaderCore(Options options)
-    : options_(std::move(options)), plan_(options_), layout_(ArenaLayout::compute(options_)) {
+    : options_(std::move(options)),
+      plan_(options_),
+      layout_(ArenaLayout::compute(options_)),
+      faults_(options_, layout_.workers) {
   made_in_generation_ = fork_generation();
   made_in_pid_ = getpid();
   if (!options_.producer) throw Error("options.producer is not set: nothing would fill the batches");
@@ -293,7 +296,6 @@ void LoaderCore::collect_from(std::uint32_t w) {
            ", sequence " + std::to_string(c.seq) + "): its shared memory was overwritten");
     }
     if (outstanding_[w] > 0) --outstanding_[w];
-    deaths_since_progress_ = 0;
     if (c.status == Status::fill_failed) {
       on_fill_failed(w, c);
       continue;

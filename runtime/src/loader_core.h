@@ -13,8 +13,9 @@
 // together, which is the prefetch limit and the backpressure.
 //
 // The code is split by concern: scheduling and delivery (loader_core.cpp),
-// the fault policy (fault_policy.cpp: blame a crash or a throw on a batch and
-// a sample, retry, skip or fail), checkpoints (resume.cpp: a resume applied,
+// the fault policy (fault_ledger.h: count a crash, a hang or a throw against a
+// batch and a sample and decide retry, skip or fail; fault_policy.cpp: find
+// the batch and sample to blame and carry the decision out), checkpoints (resume.cpp: a resume applied,
 // the state taken; the LoaderState and a resume's checks are state.cpp's),
 // and the processes themselves (supervisor.h: the zygote, the workers, the
 // watchdog).
@@ -36,11 +37,11 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "arena.h"
 #include "autotune.h"
+#include "fault_ledger.h"
 #include "shared_layout.h"
 #include "sluice/batch.h"
 #include "sluice/loader.h"
@@ -118,6 +119,8 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   void on_worker_exit(const WorkerExit& e);
   void on_batch_done(std::uint32_t slot);
   void skip_samples(std::span<const std::uint64_t> ids, const std::string& reason);
+  // Carries out the ledger's decision: fail() or skip_samples(); a retry needs nothing here.
+  void apply(const FaultDecision& decision);
   // The slot's header, if a producer left it intact enough to name its samples.
   const SlotHeader* trusted_header(std::uint32_t slot, std::uint64_t seq) const;
   const std::uint64_t* slot_ids(std::uint32_t slot) const;
@@ -177,10 +180,7 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   std::uint64_t notify_mask_ = 0;            // workers given tasks since the last notify
   moodycamel::ConcurrentQueue<std::uint32_t> released_;
 
-  // Faults: failures in a row, cleared when the sample's (or batch's) batch completes.
-  std::unordered_map<std::uint64_t, std::uint32_t> sample_failures_;
-  std::unordered_map<std::uint64_t, std::uint32_t> batch_failures_;  // when no sample was named
-  std::uint32_t deaths_since_progress_ = 0;
+  FaultLedger faults_;  // failures in a row, and what each new one means
 
   // Timing.
   std::uint64_t created_ns_ = 0;
