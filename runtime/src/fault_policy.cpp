@@ -77,7 +77,7 @@ std::string LoaderCore::describe_batch(std::uint64_t seq, std::uint32_t slot) co
 }
 
 void LoaderCore::on_batch_done(std::uint32_t slot) {
-  const std::uint64_t seq = slot_seq_[slot];
+  const std::uint64_t seq = slots_.seq(slot);
   const SlotHeader* h = trusted_header(slot, seq);
   faults_.batch_done(seq, h ? std::span<const std::uint64_t>(slot_ids(slot), h->size)
                             : std::span<const std::uint64_t>());
@@ -147,7 +147,7 @@ void LoaderCore::on_worker_exit(const WorkerExit& e) {
   const std::uint32_t position = ch.busy_position.load(std::memory_order_relaxed);
   std::vector<std::uint64_t> samples;
   for (std::uint32_t slot = 0; busy != kIdle && slot < layout_.slots; ++slot) {
-    if (slot_state_[slot] != SlotState::issued || slot_seq_[slot] != busy || slot_worker_[slot] != w) continue;
+    if (!slots_.owes(slot, w, busy)) continue;
     // A worker that died before it described the batch (announcing it to
     // the producer, say) is blamed by the plan's ids: the batch as a whole.
     const SlotHeader* h = trusted_header(slot, busy);
@@ -166,11 +166,7 @@ void LoaderCore::on_worker_exit(const WorkerExit& e) {
     fail(std::string("worker ") + std::to_string(w) + " (pid " + std::to_string(e.pid) + ") " + e.why +
          ", and could not be replaced: " + err.what());
   }
-  std::vector<std::pair<std::uint64_t, std::uint32_t>> owed;
-  for (std::uint32_t slot = 0; slot < layout_.slots; ++slot) {
-    if (slot_state_[slot] == SlotState::issued && slot_worker_[slot] == w) owed.emplace_back(slot_seq_[slot], slot);
-  }
-  std::sort(owed.begin(), owed.end());
+  const std::vector<std::pair<std::uint64_t, std::uint32_t>> owed = slots_.owed_by(w);
   for (const auto& [seq, slot] : owed) assign(slot, seq);
   stats_.batches_retried += owed.size();
   notify_workers();

@@ -18,7 +18,7 @@ void LoaderCore::resume_from(const LoaderState& s) {
   delivered_ = point.start + resumed_ahead_.size();
   delivered_seqs_ = resumed_ahead_;
   // Batches skipped over also sit between next_deliver_ and next_issue_.
-  ready_by_seq_.assign(layout_.slots + resumed_ahead_.size(), kNoSlot);
+  slots_.set_ready_window(layout_.slots + resumed_ahead_.size());
   skip_samples(s.skipped_samples, "skipped by the run this one resumes");
 }
 
