@@ -1,9 +1,8 @@
-// The fault policy: what a crash, a hang or a throw in a worker means for the
-// batch and the sample it was making. A producer that throws is deterministic,
-// so the on_error policy applies at once; a crash or a kill is retried, and a
-// sample (or a batch, when no sample was named) that fails max_retries times
-// in a row gets the policy. A success clears the count, so kills from outside
-// spread over a long run never add up against a sample.
+// The fault policy applied: what a crash, a hang or a throw in a worker means
+// for the batch and the sample it was making. The ledger (fault_ledger.h)
+// counts the failures and decides retry, skip or fail; this file gathers what
+// it needs from the slots and the worker's channel, and carries the decision
+// out: skip_samples(), fail(), a fresh worker, the batches filled again.
 //
 // Everything read from a slot's header is untrusted: a producer may have
 // scribbled on it. trusted_header() checks what is used before it is used.
@@ -78,38 +77,30 @@ std::string LoaderCore::describe_batch(std::uint64_t seq, std::uint32_t slot) co
 }
 
 void LoaderCore::on_batch_done(std::uint32_t slot) {
-  if (!batch_failures_.empty()) batch_failures_.erase(slot_seq_[slot]);
-  if (sample_failures_.empty()) return;
-  if (const SlotHeader* h = trusted_header(slot, slot_seq_[slot])) {
-    const std::uint64_t* ids = slot_ids(slot);
-    for (std::uint32_t i = 0; i < h->size; ++i) sample_failures_.erase(ids[i]);
-  }
+  const std::uint64_t seq = slots_.seq(slot);
+  const SlotHeader* h = trusted_header(slot, seq);
+  faults_.batch_done(seq, h ? std::span<const std::uint64_t>(slot_ids(slot), h->size)
+                            : std::span<const std::uint64_t>());
 }
 
-// The producer threw: the policy applies at once to the sample it was making
-// (or, if it never said, to the whole batch).
+void LoaderCore::apply(const FaultDecision& decision) {
+  if (decision.action == FaultDecision::Action::fail) fail(decision.reason);
+  if (decision.action == FaultDecision::Action::skip) skip_samples(decision.samples, decision.reason);
+}
+
+// The producer threw: the ledger skips what it named, or fails the run; the
+// batch is filled again without it.
 void LoaderCore::on_fill_failed(std::uint32_t w, const Completion& c) {
   const SlotHeader* h = trusted_header(c.slot, c.seq);
   if (!h) {
     fail("worker " + std::to_string(w) + " failed on " + describe_batch(c.seq, c.slot) +
          ", and the header of its slot was overwritten: a producer wrote outside its fields");
   }
-  const std::uint64_t* ids = slot_ids(c.slot);
-  const bool named = h->failed_position < h->size;
-  const std::string message = bounded(h->error, sizeof h->error);
-  const std::string where = named ? "sample " + std::to_string(ids[h->failed_position]) + " (" +
-                                        describe_batch(c.seq, c.slot) + ")"
-                                  : describe_batch(c.seq, c.slot);
-  if (options_.on_error == OnError::fail) fail("worker " + std::to_string(w) + " failed on " + where + ": " + message);
-  if (h->size == 0) {
-    // Every sample was skipped already: a retry would fail the same way, forever.
-    fail("worker " + std::to_string(w) + " failed on " + where + ", which on_error = skip had emptied: " + message);
-  }
-  if (named) {
-    skip_samples({ids + h->failed_position, 1}, message);
-  } else {
-    skip_samples({ids, h->size}, "its batch failed without naming a sample: " + message);
-  }
+  FillFailure failure;
+  failure.worker = w;
+  failure.batch = {c.seq, describe_batch(c.seq, c.slot), {slot_ids(c.slot), h->size}, h->failed_position};
+  failure.error = bounded(h->error, sizeof h->error);
+  apply(faults_.fill_failed(failure));
   ++stats_.batches_retried;
   assign(c.slot, c.seq);
 }
@@ -144,40 +135,28 @@ void LoaderCore::on_worker_exit(const WorkerExit& e) {
   const WorkerChannel& ch = worker_channel(*arena_, layout_, w);
   ++stats_.worker_restarts;
   if (options_.trace) trace_mark(TraceMark::Kind::restart, monotonic_ns(), w, e.why);
-  if (++deaths_since_progress_ > layout_.workers * (options_.max_retries + 1) + 2) {
-    fail("workers keep dying without finishing a batch; the last, worker " + std::to_string(w) + " (pid " +
-         std::to_string(e.pid) + "), " + e.why);
-  }
+  WorkerDeath death;
+  death.worker = w;
+  death.pid = e.pid;
+  death.why = e.why;
 
   // Blame the batch it was filling, and the sample if the producer named it.
   // Relaxed is enough: the worker is dead, and its exit, the zygote's waitpid
   // and the message that told us order all its stores before these loads.
   const std::uint64_t busy = ch.busy_seq.load(std::memory_order_relaxed);
   const std::uint32_t position = ch.busy_position.load(std::memory_order_relaxed);
+  std::vector<std::uint64_t> samples;
   for (std::uint32_t slot = 0; busy != kIdle && slot < layout_.slots; ++slot) {
-    if (slot_state_[slot] != SlotState::issued || slot_seq_[slot] != busy || slot_worker_[slot] != w) continue;
+    if (!slots_.owes(slot, w, busy)) continue;
     // A worker that died before it described the batch (announcing it to
     // the producer, say) is blamed by the plan's ids: the batch as a whole.
     const SlotHeader* h = trusted_header(slot, busy);
-    const std::vector<std::uint64_t> samples = batch_ids(busy, slot);
-    const std::uint64_t* ids = samples.data();
-    const bool named = h && position < h->size;
-    const std::uint32_t tries = named ? ++sample_failures_[ids[position]] : ++batch_failures_[busy];
-    if (tries < options_.max_retries) break;
-    const std::string culprit = named ? "sample " + std::to_string(ids[position]) + " (" +
-                                            describe_batch(busy, slot) + ")"
-                                      : describe_batch(busy, slot);
-    const std::string what = (tries == 1 ? std::string("failed once (max_retries = 1): worker ")
-                                         : "failed " + std::to_string(tries) + " times in a row; the last time worker ") +
-                             std::to_string(w) + " (pid " + std::to_string(e.pid) + ") " + e.why;
-    if (options_.on_error == OnError::fail) fail(culprit + " " + what);
-    if (named) {
-      skip_samples({ids + position, 1}, what);
-    } else {
-      skip_samples(samples, "its batch (" + describe_batch(busy, slot) + ") " + what);
-    }
+    samples = batch_ids(busy, slot);
+    death.batch = FaultBatch{busy, describe_batch(busy, slot), samples,
+                             h ? std::optional<std::uint32_t>(position) : std::nullopt};
     break;
   }
+  apply(faults_.worker_died(death));
 
   // A fresh worker, and every batch the old one owed goes out again.
   outstanding_[w] = 0;
@@ -187,11 +166,7 @@ void LoaderCore::on_worker_exit(const WorkerExit& e) {
     fail(std::string("worker ") + std::to_string(w) + " (pid " + std::to_string(e.pid) + ") " + e.why +
          ", and could not be replaced: " + err.what());
   }
-  std::vector<std::pair<std::uint64_t, std::uint32_t>> owed;
-  for (std::uint32_t slot = 0; slot < layout_.slots; ++slot) {
-    if (slot_state_[slot] == SlotState::issued && slot_worker_[slot] == w) owed.emplace_back(slot_seq_[slot], slot);
-  }
-  std::sort(owed.begin(), owed.end());
+  const std::vector<std::pair<std::uint64_t, std::uint32_t>> owed = slots_.owed_by(w);
   for (const auto& [seq, slot] : owed) assign(slot, seq);
   stats_.batches_retried += owed.size();
   notify_workers();

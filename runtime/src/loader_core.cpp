@@ -43,7 +43,11 @@ void ring_eventfd(int fd) {
 }  // namespace
 
 LoaderCore::LoaderCore(Options options)
-    : options_(std::move(options)), plan_(options_), layout_(ArenaLayout::compute(options_)) {
+    : options_(std::move(options)),
+      plan_(options_),
+      layout_(ArenaLayout::compute(options_)),
+      slots_(layout_.slots, options_.ordered),
+      faults_(options_, layout_.workers) {
   made_in_generation_ = fork_generation();
   made_in_pid_ = getpid();
   if (!options_.producer) throw Error("options.producer is not set: nothing would fill the batches");
@@ -67,10 +71,6 @@ LoaderCore::LoaderCore(Options options)
 
   total_batches_ = options_.epochs == 0 ? std::numeric_limits<std::uint64_t>::max()
                                         : options_.epochs * plan_.batches_per_epoch();
-  slot_state_.assign(layout_.slots, SlotState::free);
-  slot_seq_.assign(layout_.slots, 0);
-  slot_worker_.assign(layout_.slots, 0);
-  ready_by_seq_.assign(layout_.slots, kNoSlot);
   outstanding_.assign(layout_.workers, 0);
   active_workers_ = layout_.start_workers;
   if (options_.max_workers > options_.workers) {  // auto, even if the memory budget leaves no room to grow
@@ -78,7 +78,6 @@ LoaderCore::LoaderCore(Options options)
     const int cores = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
     tuner_.emplace(layout_.start_workers, layout_.workers, static_cast<std::uint32_t>(cores));
   }
-  for (std::uint32_t s = layout_.slots; s-- > 0;) free_slots_.push_back(s);
   if (options_.resume) resume_from(*options_.resume);
 }
 
@@ -170,11 +169,8 @@ void LoaderCore::fail_all_slots_held() {
 
 void LoaderCore::reclaim_released() {
   std::uint32_t slot;
-  while (released_.try_dequeue(slot)) {
-    slot_state_[slot] = SlotState::free;
-    free_slots_.push_back(slot);
-  }
-  if (slots_full_since_ns_ != 0 && !free_slots_.empty()) {
+  while (released_.try_dequeue(slot)) slots_.free(slot);
+  if (slots_full_since_ns_ != 0 && slots_.free_count() != 0) {
     stats_.slots_full_ns += monotonic_ns() - slots_full_since_ns_;
     slots_full_since_ns_ = 0;
   }
@@ -234,9 +230,7 @@ void LoaderCore::assign(std::uint32_t slot, std::uint64_t seq) {
     fail("the task ring of worker " + std::to_string(w) + " was full, which it never is: its shared memory "
          "was overwritten");
   }
-  slot_state_[slot] = SlotState::issued;
-  slot_seq_[slot] = seq;
-  slot_worker_[slot] = w;
+  slots_.issue(slot, seq, w);
   if (outstanding_[w]++ == 0) supervisor_->assigned(w);
   notify_mask_ |= w < 64 ? (1ULL << w) : ~0ULL;
 }
@@ -250,7 +244,7 @@ void LoaderCore::notify_workers() {
 }
 
 void LoaderCore::issue() {
-  while (!free_slots_.empty() && next_issue_ < total_batches_) {
+  while (slots_.free_count() != 0 && next_issue_ < total_batches_) {
     // Auto workers: slots are sized for the most workers, so with fewer a
     // worker would be handed a long queue that workers forked later could
     // not share; each owes at most kAutoOwed batches instead.
@@ -260,14 +254,12 @@ void LoaderCore::issue() {
       ++next_issue_;
       continue;
     }
-    const std::uint32_t slot = free_slots_.back();
-    free_slots_.pop_back();
-    assign(slot, next_issue_++);
+    assign(slots_.take_free(), next_issue_++);
   }
   notify_workers();
   stats_.max_in_flight =
-      std::max<std::uint32_t>(stats_.max_in_flight, layout_.slots - static_cast<std::uint32_t>(free_slots_.size()));
-  const bool full = free_slots_.empty() && next_issue_ < total_batches_;
+      std::max<std::uint32_t>(stats_.max_in_flight, layout_.slots - slots_.free_count());
+  const bool full = slots_.free_count() == 0 && next_issue_ < total_batches_;
   if (full && slots_full_since_ns_ == 0) slots_full_since_ns_ = monotonic_ns();
   if (options_.trace) trace_slots();
 }
@@ -287,24 +279,17 @@ void LoaderCore::collect_from(std::uint32_t w) {
     }
     // A completion is trusted only for a slot this worker owes: a worker that
     // scribbled on its ring must not make the parent index out of bounds.
-    if (c.slot >= layout_.slots || slot_state_[c.slot] != SlotState::issued || slot_worker_[c.slot] != w ||
-        slot_seq_[c.slot] != c.seq) {
+    if (!slots_.owes(c.slot, w, c.seq)) {
       fail("worker " + std::to_string(w) + " reported a batch it was not given (slot " + std::to_string(c.slot) +
            ", sequence " + std::to_string(c.seq) + "): its shared memory was overwritten");
     }
     if (outstanding_[w] > 0) --outstanding_[w];
-    deaths_since_progress_ = 0;
     if (c.status == Status::fill_failed) {
       on_fill_failed(w, c);
       continue;
     }
     on_batch_done(c.slot);
-    slot_state_[c.slot] = SlotState::ready;
-    if (options_.ordered) {
-      ready_by_seq_[c.seq % ready_by_seq_.size()] = c.slot;
-    } else {
-      ready_list_.push_back(c.slot);
-    }
+    slots_.ready(c.slot);
   }
 }
 
@@ -315,24 +300,18 @@ void LoaderCore::collect_from(std::uint32_t w) {
 std::optional<std::uint32_t> LoaderCore::pick_ready() {
   if (options_.ordered) {
     advance_delivered_prefix();
-    std::uint32_t& entry = ready_by_seq_[next_deliver_ % ready_by_seq_.size()];
-    if (entry == kNoSlot) return std::nullopt;
-    std::uint32_t slot = std::exchange(entry, kNoSlot);
-    ++next_deliver_;
+    const std::optional<std::uint32_t> slot = slots_.take_ready(next_deliver_);
+    if (slot) ++next_deliver_;
     return slot;
   }
   // Unordered: any ready batch of the current epoch, oldest completion first.
-  const std::uint64_t epoch = delivered_ / plan_.batches_per_epoch();
-  for (auto it = ready_list_.begin(); it != ready_list_.end(); ++it) {
-    if (slot_seq_[*it] / plan_.batches_per_epoch() != epoch) continue;
-    std::uint32_t slot = *it;
-    ready_list_.erase(it);
-    const std::uint64_t seq = slot_seq_[slot];
-    delivered_seqs_.insert(std::upper_bound(delivered_seqs_.begin(), delivered_seqs_.end(), seq), seq);
-    advance_delivered_prefix();
-    return slot;
-  }
-  return std::nullopt;
+  const std::uint64_t per_epoch = plan_.batches_per_epoch();
+  const std::optional<std::uint32_t> slot = slots_.take_ready_in_epoch(delivered_ / per_epoch, per_epoch);
+  if (!slot) return std::nullopt;
+  const std::uint64_t seq = slots_.seq(*slot);
+  delivered_seqs_.insert(std::upper_bound(delivered_seqs_.begin(), delivered_seqs_.end(), seq), seq);
+  advance_delivered_prefix();
+  return slot;
 }
 
 // next_deliver_ is the first batch not yet delivered; batches delivered past
@@ -369,13 +348,14 @@ std::optional<Batch> LoaderCore::deliver(std::uint32_t slot) {
   // after this check: it is read once, checked against what the options
   // make of it, and the Batch reads the parent's own copy.
   BatchHeader copy;
-  copy.epoch = slot_seq_[slot] / plan_.batches_per_epoch();
-  copy.batch = slot_seq_[slot] % plan_.batches_per_epoch();
+  const std::uint64_t seq = slots_.seq(slot);
+  copy.epoch = seq / plan_.batches_per_epoch();
+  copy.batch = seq % plan_.batches_per_epoch();
   copy.size = h.size;
   copy.field_count = static_cast<std::uint32_t>(options_.fields.size());
   copy.ids_offset = layout_.ids_offset;
   std::string wrong;
-  if (h.seq != slot_seq_[slot] || h.epoch != copy.epoch || h.batch != copy.batch) {
+  if (h.seq != seq || h.epoch != copy.epoch || h.batch != copy.batch) {
     wrong = "its batch number";
   } else if (copy.size > options_.batch_size) {
     wrong = "its size (" + std::to_string(copy.size) + " samples)";
@@ -389,17 +369,16 @@ std::optional<Batch> LoaderCore::deliver(std::uint32_t slot) {
     }
   }
   if (!wrong.empty()) {
-    fail("the header of slot " + std::to_string(slot) + " (" + describe_batch(slot_seq_[slot], slot) +
+    fail("the header of slot " + std::to_string(slot) + " (" + describe_batch(seq, slot) +
          ") was overwritten, " + wrong + ": a producer wrote outside its fields");
   }
   ++delivered_;
   if (copy.size == 0) {  // on_error = skip emptied it: nothing to hand out
     ++stats_.empty_batches;
-    slot_state_[slot] = SlotState::free;
-    free_slots_.push_back(slot);
+    slots_.free(slot);
     return std::nullopt;
   }
-  slot_state_[slot] = SlotState::held;
+  slots_.hold(slot);
   if (stats_.batches_delivered == 0) stats_.first_batch_ns = monotonic_ns() - created_ns_;
   ++stats_.batches_delivered;
   stats_.samples_delivered += copy.size;
@@ -513,7 +492,7 @@ std::optional<Batch> LoaderCore::next(std::uint64_t max_epoch, std::optional<std
 // for it, or -1 while some slot is not held.
 int LoaderCore::held_wait_left_ms() {
   if (released_.size_approx() != 0 ||
-      std::count(slot_state_.begin(), slot_state_.end(), SlotState::held) != layout_.slots) {
+      slots_.count(SlotTable::State::held) != layout_.slots) {
     all_held_since_ns_ = 0;
     return -1;
   }
@@ -565,8 +544,7 @@ int LoaderCore::ready_fd() {
 // that takes one batch per wake-up is never left with a ready batch unseen.
 void LoaderCore::rearm_ready_fd() {
   if (ready_fd_ < 0) return;
-  std::uint32_t busy = 0;
-  for (SlotState st : slot_state_) busy += st == SlotState::issued || st == SlotState::ready;
+  const std::uint32_t busy = slots_.count(SlotTable::State::issued) + slots_.count(SlotTable::State::ready);
   busy_slots_.store(busy, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_seq_cst);  // see release()
   std::uint64_t count;
@@ -582,11 +560,10 @@ bool LoaderCore::has_news() {
   }
   if (options_.ordered) {
     advance_delivered_prefix();
-    return ready_by_seq_[next_deliver_ % ready_by_seq_.size()] != kNoSlot;
+    return slots_.ready_at(next_deliver_);
   }
-  const std::uint64_t epoch = delivered_ / plan_.batches_per_epoch();
-  return std::any_of(ready_list_.begin(), ready_list_.end(),
-                     [&](std::uint32_t slot) { return slot_seq_[slot] / plan_.batches_per_epoch() == epoch; });
+  const std::uint64_t per_epoch = plan_.batches_per_epoch();
+  return slots_.any_ready_in_epoch(delivered_ / per_epoch, per_epoch);
 }
 
 std::string LoaderCore::forked_copy_message() const {

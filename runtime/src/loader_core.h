@@ -12,10 +12,19 @@
 // A slot is issued, ready, or held by the consumer; `slots` bounds all three
 // together, which is the prefetch limit and the backpressure.
 //
-// The code is split by concern: scheduling and delivery (loader_core.cpp),
-// the fault policy (fault_policy.cpp: blame a crash or a throw on a batch and
-// a sample, retry, skip or fail), checkpoints (resume.cpp), and the processes
-// themselves (supervisor.h: the zygote, the workers, the watchdog).
+// The code is split by concern:
+//   - loader_core.cpp: scheduling and delivery;
+//   - slot_table.h: each slot's state (free, issued, ready, held), its batch
+//     and worker, and the ready index batches are delivered from;
+//   - fault_ledger.h: the fault policy's counts and decisions (count a crash,
+//     a hang or a throw against a batch and a sample; retry, skip or fail);
+//   - fault_policy.cpp: finds the batch and sample to blame, and carries the
+//     ledger's decision out (skip, fail, a fresh worker, batches re-issued);
+//   - resume.cpp: a resume applied and the state taken; the LoaderState
+//     itself and a resume's checks are state.cpp's (state_internal.h);
+//   - trace.cpp: the consumer's trace marks and the Chrome trace JSON;
+//   - supervisor.h: the processes themselves (the zygote, the workers, the
+//     watchdog).
 //
 // Faults: the zygote reports a worker's death at once. The parent blames the
 // batch and sample the worker was making (WorkerChannel::busy_*), replaces the
@@ -34,12 +43,13 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "arena.h"
 #include "autotune.h"
+#include "fault_ledger.h"
 #include "shared_layout.h"
+#include "slot_table.h"
 #include "sluice/batch.h"
 #include "sluice/loader.h"
 #include "sluice/options.h"
@@ -88,8 +98,6 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   std::string trace_json() const;
 
  private:
-  enum class SlotState : std::uint8_t { free, issued, ready, held };
-
   // The consumer's side of the trace: what happened on this thread, the last
   // kTraceMarks of it (a ring: the oldest are overwritten).
   struct TraceMark {
@@ -116,6 +124,8 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   void on_worker_exit(const WorkerExit& e);
   void on_batch_done(std::uint32_t slot);
   void skip_samples(std::span<const std::uint64_t> ids, const std::string& reason);
+  // Carries out the ledger's decision: fail() or skip_samples(); a retry needs nothing here.
+  void apply(const FaultDecision& decision);
   // The slot's header, if a producer left it intact enough to name its samples.
   const SlotHeader* trusted_header(std::uint32_t slot, std::uint64_t seq) const;
   const std::uint64_t* slot_ids(std::uint32_t slot) const;
@@ -161,12 +171,7 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   std::uint64_t next_issue_ = 0;     // next sequence number to issue
   std::uint64_t next_deliver_ = 0;   // ordered: next sequence number to deliver
   std::uint64_t delivered_ = 0;      // batches handed to the consumer
-  std::vector<std::uint32_t> free_slots_;
-  std::vector<SlotState> slot_state_;
-  std::vector<std::uint64_t> slot_seq_;
-  std::vector<std::uint32_t> slot_worker_;   // issued slots: the worker that owes the batch
-  std::vector<std::uint32_t> ready_by_seq_;  // ordered: slot of seq % size, or kNoSlot
-  std::vector<std::uint32_t> ready_list_;    // unordered: ready slots in completion order
+  SlotTable slots_;                            // each slot's state, batch and worker
   std::vector<std::uint64_t> delivered_seqs_;  // unordered: delivered batches at or past next_deliver_
   std::vector<std::uint64_t> resumed_ahead_;   // unordered resume: batches not to issue again
   std::vector<std::uint32_t> outstanding_;   // per worker: tasks issued, not yet completed
@@ -175,10 +180,7 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   std::uint64_t notify_mask_ = 0;            // workers given tasks since the last notify
   moodycamel::ConcurrentQueue<std::uint32_t> released_;
 
-  // Faults: failures in a row, cleared when the sample's (or batch's) batch completes.
-  std::unordered_map<std::uint64_t, std::uint32_t> sample_failures_;
-  std::unordered_map<std::uint64_t, std::uint32_t> batch_failures_;  // when no sample was named
-  std::uint32_t deaths_since_progress_ = 0;
+  FaultLedger faults_;  // failures in a row, and what each new one means
 
   // Timing.
   std::uint64_t created_ns_ = 0;

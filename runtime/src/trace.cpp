@@ -102,12 +102,9 @@ void LoaderCore::trace_mark(TraceMark::Kind kind, std::uint64_t ts_ns, std::uint
 }
 
 void LoaderCore::trace_slots() {
-  std::uint64_t filling = 0, ready = 0, held = 0;
-  for (SlotState s : slot_state_) {
-    filling += s == SlotState::issued;
-    ready += s == SlotState::ready;
-    held += s == SlotState::held;
-  }
+  const std::uint64_t filling = slots_.count(SlotTable::State::issued);
+  const std::uint64_t ready = slots_.count(SlotTable::State::ready);
+  const std::uint64_t held = slots_.count(SlotTable::State::held);
   const std::uint64_t packed = filling | ready << 21 | held << 42;
   if (packed == traced_slots_) return;
   traced_slots_ = packed;
