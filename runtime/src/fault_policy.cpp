@@ -100,7 +100,16 @@ void LoaderCore::on_fill_failed(std::uint32_t w, const Completion& c) {
   failure.worker = w;
   failure.batch = {c.seq, describe_batch(c.seq, c.slot), {slot_ids(c.slot), h->size}, h->failed_position};
   failure.error = bounded(h->error, sizeof h->error);
-  apply(faults_.fill_failed(failure));
+  const FaultDecision decision = faults_.fill_failed(failure);
+  if (decision.action == FaultDecision::Action::fail && options_.ordered && c.seq > next_deliver_) {
+    // The batches before it come first, as they would had it not failed: the
+    // consumer (a checkpoint, `sluice peek`) gets every good batch there is.
+    // Nothing new is issued; its slot stays issued until the run fails when
+    // it is due (failure_due), or is filled again if its worker dies first.
+    if (!deferred_failure_ || c.seq < deferred_failure_->seq) deferred_failure_ = DeferredFailure{c.seq, decision.reason};
+    return;
+  }
+  apply(decision);
   ++stats_.batches_retried;
   assign(c.slot, c.seq);
 }

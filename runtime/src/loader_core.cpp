@@ -244,7 +244,7 @@ void LoaderCore::notify_workers() {
 }
 
 void LoaderCore::issue() {
-  while (slots_.free_count() != 0 && next_issue_ < total_batches_) {
+  while (slots_.free_count() != 0 && next_issue_ < total_batches_ && !deferred_failure_) {
     // Auto workers: slots are sized for the most workers, so with fewer a
     // worker would be handed a long queue that workers forked later could
     // not share; each owes at most kAutoOwed batches instead.
@@ -466,6 +466,7 @@ std::optional<Batch> LoaderCore::next(std::uint64_t max_epoch, std::optional<std
       tune();
       return batch;
     }
+    if (failure_due()) fail(deferred_failure_->reason);
     if (!wait_start) wait_start = Clock::now();
     int max_sleep_ms = held_wait_left_ms();
     if (timeout) {
@@ -560,7 +561,7 @@ bool LoaderCore::has_news() {
   }
   if (options_.ordered) {
     advance_delivered_prefix();
-    return slots_.ready_at(next_deliver_);
+    return slots_.ready_at(next_deliver_) || failure_due();
   }
   const std::uint64_t per_epoch = plan_.batches_per_epoch();
   return slots_.any_ready_in_epoch(delivered_ / per_epoch, per_epoch);

@@ -191,6 +191,15 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   std::size_t trace_next_ = 0;          // where the next mark goes once the ring is full
   std::uint64_t traced_slots_ = ~0ULL;
 
+  // Ordered delivery: a batch whose fill failed the run (on_error = fail)
+  // while batches before it were still on their way. They are delivered
+  // first; the run fails when this one is due.
+  struct DeferredFailure {
+    std::uint64_t seq;
+    std::string reason;
+  };
+  std::optional<DeferredFailure> deferred_failure_;
+  bool failure_due() const { return deferred_failure_ && next_deliver_ >= deferred_failure_->seq; }
   std::string failure_;
   std::atomic<bool> stopped_{false};
   std::atomic<bool> interrupted_{false};

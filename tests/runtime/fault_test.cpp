@@ -329,3 +329,32 @@ TEST_CASE("if the zygote is killed, its workers die with it and next() says so",
   REQUIRE_THROWS_WITH([&] { while (loader.next()) {} }(), Catch::Contains("zygote"));
   REQUIRE(test::wait_for_no_descendants(getpid(), 1000).empty());
 }
+
+TEST_CASE("a batch that fails the run comes after every batch before it, however early its worker got to it",
+          "[fault][ordered]") {
+  // Batch 5 (samples 20..23) fails. Its worker reaches it while the consumer
+  // still sleeps over batch 0, so the failure is known long before batch 5
+  // is due: batches 0 to 4 arrive anyway, then the error names sample 21.
+  for (std::uint32_t workers : {1u, 3u}) {
+    Options o = base_options(48, 4, workers);
+    o.slots = 12;
+    o.producer = per_sample([](const SampleRef& s) {
+      if (s.index == 21) throw std::runtime_error("sample 21 is bad");
+      write_sample(s);
+    });
+    Loader loader(o);
+    std::this_thread::sleep_for(100ms);  // every worker reaches its batches, batch 5 included
+    std::vector<std::uint64_t> ids;
+    std::string error;
+    try {
+      while (auto b = loader.next()) ids.insert(ids.end(), b->sample_ids().begin(), b->sample_ids().end());
+    } catch (const Error& e) {
+      error = e.what();
+    }
+    INFO("workers " << workers << ": " << error);
+    CHECK(ids.size() == 20);
+    for (std::uint64_t i = 0; i < ids.size(); ++i) CHECK(ids[i] == i);
+    CHECK(error.find("sample 21 is bad") != std::string::npos);
+    CHECK_THROWS_AS(loader.next(), Error);  // and every later call says so
+  }
+}
