@@ -140,7 +140,7 @@ void RunSettings::apply(Options& o) const {
   if (world_size_) o.world_size = *world_size_;
   if (max_retries_) o.max_retries = *max_retries_;
   if (batch_timeout_ms_) o.batch_timeout_ms = *batch_timeout_ms_;
-  if (worker_memory_mb_) o.worker_memory_limit_mb = *worker_memory_mb_;
+  if (worker_memory_mb_) o.worker_memory_mb = *worker_memory_mb_;
   if (memory_budget_mb_) o.memory_budget_mb = *memory_budget_mb_;
   if (held_timeout_ms_) o.held_timeout_ms = *held_timeout_ms_;
   if (skip_fill_) o.skip_fill = *skip_fill_;

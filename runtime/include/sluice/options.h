@@ -116,8 +116,8 @@ struct SLUICE_API Options {
   std::uint32_t batch_timeout_ms = 600'000;
   std::uint32_t max_retries = 3;       // crashes, timeouts or memory kills of one sample in a row
                                        // (a success resets the count) before on_error applies
-  std::uint64_t worker_memory_limit_mb = 0;  // a worker whose private memory (RSS less shared pages)
-                                             // passes this is killed and replaced; 0 = no limit
+  std::uint64_t worker_memory_mb = 0;  // a worker whose private memory (RSS less shared pages)
+                                       // passes this is killed and replaced; 0 = no limit
   OnError on_error = OnError::fail;
   SkipFill skip_fill = SkipFill::shrink;
 
