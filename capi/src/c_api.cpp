@@ -154,7 +154,7 @@ void sluice_options_init(sluice_options* o) {
   o->max_retries = d.max_retries;
   o->batch_timeout_ms = d.batch_timeout_ms;
   o->held_timeout_ms = d.held_timeout_ms;
-  o->worker_memory_limit_mb = d.worker_memory_limit_mb;
+  o->worker_memory_mb = d.worker_memory_mb;
   o->trace = d.trace ? 1 : 0;
 }
 
@@ -212,7 +212,7 @@ sluice_status sluice_loader_create(const sluice_options* o, sluice_loader** out)
       opt.max_retries = o->max_retries;
       opt.batch_timeout_ms = o->batch_timeout_ms;
       opt.held_timeout_ms = o->held_timeout_ms;
-      opt.worker_memory_limit_mb = o->worker_memory_limit_mb;
+      opt.worker_memory_mb = o->worker_memory_mb;
       opt.trace = o->trace != 0;
     }
     sluice::c_api::set_resume(opt, sluice::c_api::resume_json_of(*o));

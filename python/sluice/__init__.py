@@ -35,10 +35,10 @@ import warnings
 import weakref
 
 from ._sluice import Array, Batch, Error, _Loader, check_state as _check_state, merge_states as _merge_states
-from ._sluice import _current_sample, _dataset_loader, _trial
+from ._sluice import _current_sample, _dataset_loader, _trial, settings
 from . import _compat, _generators, _inline, _pinning, _structure
 
-__all__ = ["Array", "Batch", "Error", "Loader", "rng", "DEFAULT_HELD_TIMEOUT_MS"]
+__all__ = ["Array", "Batch", "Error", "Loader", "rng", "settings", "DEFAULT_HELD_TIMEOUT_MS"]
 __version__ = "0.1.0"
 
 # How long the next batch waits when the program holds every slot of the arena
@@ -115,12 +115,10 @@ class Loader:
 
     Loader(path, record=None, **overrides)
 
-    overrides are the settings of `sluice run` (the same names, '-' or '_'):
-    epochs, workers, prefetch, seed, on_error, batch_size, drop_last, shuffle,
-    ordered, rank, world_size, max_retries, batch_timeout_ms, worker_memory_mb,
-    held_timeout_ms (default here: DEFAULT_HELD_TIMEOUT_MS), skip_fill, device
-    ("cpu" or "auto": this build delivers host memory). An unknown name or a bad
-    value raises sluice.Error. record= writes a run record (JSON lines, as
+    overrides are the settings of sluice.settings() (name, what it takes,
+    default, help), the same names as `sluice run`'s options ('-' or '_');
+    held_timeout_ms defaults here to DEFAULT_HELD_TIMEOUT_MS. An unknown name
+    or a bad value raises sluice.Error. record= writes a run record (JSON lines, as
     `sluice run --record`), comparable with `sluice verify`.
 
     The script is loaded (and its sample 0 made) here; the workers start at
@@ -134,8 +132,8 @@ class Loader:
     makes n epochs. A pipeline.lua's epochs bound its loader; a loop after
     the last epoch yields nothing, with a RuntimeWarning saying so.
 
-    Python datasets, with the same settings (batch_size, shuffle, seed,
-    epochs, workers, drop_last, on_error, ...), record= and everything below:
+    Python datasets, with the same settings (those of sluice.settings()),
+    record= and everything below:
 
     Loader(dataset=ds, fields=None, worker_init=None, **settings)
         ds is map-style: len(ds) samples, ds[index] returns a dict (a Batch

@@ -17,6 +17,7 @@
 #include "dataset_loader.h"
 #include "py_loader.h"
 #include "sluice/error.h"
+#include "sluice/settings.h"
 #include "sluice/state.h"
 
 namespace py = pybind11;
@@ -44,6 +45,14 @@ PYBIND11_MODULE(_sluice, m) {
   sluice::python::bind_loader(m);
   sluice::python::bind_dataset(m);
 
+  m.def("settings", [] {
+        py::list out;
+        for (const sluice::Setting& s : sluice::settings()) {
+          out.append(py::make_tuple(s.name, s.takes, s.default_value, s.help));
+        }
+        return out;
+      }, "Every run setting as (name, takes, default, help): the keywords of sluice.Loader, the options of "
+         "`sluice run` and the C API's name=value; default \"\" = unset");
   m.def("check_state", [](const std::string& json) { (void)sluice::LoaderState::from_json(json); },
         "Raises sluice.Error if json is not a loader state");
   m.def("merge_states", [](const std::vector<std::string>& jsons) {

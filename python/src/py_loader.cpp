@@ -12,6 +12,7 @@
 #include "sluice/plan.h"
 #include "sluice/run_settings.h"
 #include "sluice/script.h"
+#include "sluice/settings.h"
 #include "sluice/state.h"
 
 namespace sluice::python {
@@ -22,27 +23,8 @@ namespace {
 constexpr std::chrono::milliseconds kWaitSlice{50};
 
 py::dict stats_dict(const sluice::Stats& s) {
-  py::dict d;
-  d["batches_delivered"] = s.batches_delivered;
-  d["samples_delivered"] = s.samples_delivered;
-  d["bytes_delivered"] = s.bytes_delivered;
-  d["consumer_wait_ns"] = s.consumer_wait_ns;
-  d["consumer_waits"] = s.consumer_waits;
-  d["max_in_flight"] = s.max_in_flight;
-  d["first_batch_ns"] = s.first_batch_ns;
-  d["slots_full_ns"] = s.slots_full_ns;
-  d["worker_fill_ns"] = s.worker_fill_ns;
-  d["worker_idle_ns"] = s.worker_idle_ns;
-  d["worker_cpu_ns"] = s.worker_cpu_ns;
-  d["worker_runqueue_ns"] = s.worker_runqueue_ns;
-  d["worker_restarts"] = s.worker_restarts;
-  d["batches_retried"] = s.batches_retried;
-  d["skipped_samples"] = s.skipped_samples;
-  d["skip_reasons"] = s.skip_reasons;
-  d["empty_batches"] = s.empty_batches;
-  d["workers"] = s.workers;
-  d["autotune"] = s.autotune;
-  return d;
+  static py::handle loads = py::object(py::module_::import("json").attr("loads")).release();  // kept for good
+  return loads(s.to_json());
 }
 
 // One thread at a time inside a Loader (sluice::Loader's rule): next()
@@ -94,15 +76,17 @@ class EpochIterator {
 py::dict options_info(const sluice::Options& o) {
   py::dict d;
   d["dataset_size"] = o.dataset_size;
-  d["batch_size"] = o.batch_size;
-  d["epochs"] = o.epochs;
-  d["workers"] = o.workers;
-  d["seed"] = o.seed;
-  d["shuffle"] = o.shuffle;
-  d["drop_last"] = o.drop_last;
-  d["rank"] = o.rank;
-  d["world_size"] = o.world_size;
-  d["held_timeout_ms"] = o.held_timeout_ms;
+  // Every setting the options hold, typed as Python passes it (4, True, "skip", "auto").
+  for (const auto& [name, text] : sluice::RunSettings::values(o)) {
+    const sluice::Setting* setting = sluice::find_setting(name);
+    if (setting->kind == sluice::SettingKind::flag) {
+      d[py::str(name)] = text == "true";
+    } else if (setting->kind == sluice::SettingKind::count && text != "auto") {
+      d[py::str(name)] = std::stoull(text);
+    } else {
+      d[py::str(name)] = text;
+    }
+  }
   py::list fields;
   for (const sluice::FieldSpec& f : o.fields) {
     fields.append(py::make_tuple(f.name, std::string(sluice::dtype_name(f.dtype)), py::tuple(py::cast(f.shape))));

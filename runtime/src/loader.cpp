@@ -3,9 +3,59 @@
 #include <algorithm>
 #include <limits>
 
+#include "json.h"
 #include "loader_core.h"
 
 namespace sluice {
+
+namespace {
+
+void member(std::string& out, const char* name, std::uint64_t value) {
+  out += out.size() > 1 ? ",\"" : "\"";
+  out += name;
+  out += "\":" + std::to_string(value);
+}
+
+void member(std::string& out, const char* name, const std::string& value) {
+  out += out.size() > 1 ? ",\"" : "\"";
+  out += name;
+  out += "\":";
+  detail::append_json_string(out, value);
+}
+
+}  // namespace
+
+std::string Stats::to_json() const {
+  std::string out = "{";
+  member(out, "batches_delivered", batches_delivered);
+  member(out, "samples_delivered", samples_delivered);
+  member(out, "bytes_delivered", bytes_delivered);
+  member(out, "consumer_wait_ns", consumer_wait_ns);
+  member(out, "consumer_waits", consumer_waits);
+  member(out, "max_in_flight", max_in_flight);
+  member(out, "first_batch_ns", first_batch_ns);
+  member(out, "slots_full_ns", slots_full_ns);
+  member(out, "worker_fill_ns", worker_fill_ns);
+  member(out, "worker_idle_ns", worker_idle_ns);
+  member(out, "worker_cpu_ns", worker_cpu_ns);
+  member(out, "worker_runqueue_ns", worker_runqueue_ns);
+  member(out, "worker_restarts", worker_restarts);
+  member(out, "batches_retried", batches_retried);
+  out += ",\"skipped_samples\":[";
+  for (std::size_t i = 0; i < skipped_samples.size(); ++i) {
+    out += (i ? "," : "") + std::to_string(skipped_samples[i]);
+  }
+  out += "],\"skip_reasons\":[";
+  for (std::size_t i = 0; i < skip_reasons.size(); ++i) {
+    if (i) out += ",";
+    detail::append_json_string(out, skip_reasons[i]);
+  }
+  out += "]";
+  member(out, "empty_batches", empty_batches);
+  member(out, "workers", workers);
+  member(out, "autotune", autotune);
+  return out + "}";
+}
 
 Loader::Loader(Options options) : core_(std::make_shared<detail::LoaderCore>(std::move(options))) {
   core_->start();

@@ -182,19 +182,19 @@ void Supervisor::check_timeout(std::uint32_t w, std::uint32_t outstanding, std::
               "; options.batch_timeout_ms = " + std::to_string(options_.batch_timeout_ms) + ") and was killed");
 }
 
-// At most every 100 ms: a worker over worker_memory_limit_mb is killed; its
+// At most every 100 ms: a worker over worker_memory_mb is killed; its
 // death is then handled like a crash, blamed on the sample it was making.
 void Supervisor::check_memory(std::uint64_t now) {
   if (now - last_memory_check_ns_ < 100'000'000ULL) return;
   last_memory_check_ns_ = now;
-  const std::uint64_t limit = options_.worker_memory_limit_mb << 20;
+  const std::uint64_t limit = options_.worker_memory_mb << 20;
   for (std::uint32_t w = 0; w < started(); ++w) {
     if (!kill_reason_[w].empty()) continue;
     const std::uint64_t used = private_bytes(pids_[w], zygote_->pid());
     if (used <= limit) continue;
     kill(w, "used " + std::to_string(used >> 20) + " MiB of private memory, over the limit of " +
-                std::to_string(options_.worker_memory_limit_mb) +
-                " MiB (worker_memory_mb, --worker-memory-mb, Options::worker_memory_limit_mb), and was killed");
+                std::to_string(options_.worker_memory_mb) +
+                " MiB (worker_memory_mb, --worker-memory-mb), and was killed");
   }
 }
 
@@ -206,7 +206,7 @@ void Supervisor::watch(std::span<const std::uint32_t> outstanding) {
       if (kill_reason_[w].empty()) check_timeout(w, outstanding[w], now);
     }
   }
-  if (options_.worker_memory_limit_mb != 0) check_memory(now);
+  if (options_.worker_memory_mb != 0) check_memory(now);
 }
 
 int Supervisor::poll_interval_ms() const {
@@ -214,7 +214,7 @@ int Supervisor::poll_interval_ms() const {
   if (options_.batch_timeout_ms != 0) {
     ms = std::min<int>(ms, std::max<int>(1, static_cast<int>(options_.batch_timeout_ms / 4)));
   }
-  if (options_.worker_memory_limit_mb != 0) ms = std::min(ms, 100);
+  if (options_.worker_memory_mb != 0) ms = std::min(ms, 100);
   return ms;
 }
 

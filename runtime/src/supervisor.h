@@ -10,7 +10,7 @@
 // - is the watchdog: with batch_timeout_ms, a worker is killed when it fills
 //   one batch for longer than that, or has batches assigned and shows no sign
 //   of life for that long (stopped between batches, or during start-up, which
-//   gets at least kStartAllowanceMs); with worker_memory_limit_mb, when its
+//   gets at least kStartAllowanceMs); with worker_memory_mb, when its
 //   private memory exceeds the limit.
 // Every failure is a sluice::Error thrown to the caller, which turns it into
 // the Loader's one failure.

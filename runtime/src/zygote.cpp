@@ -80,7 +80,7 @@ void reset_signals() {
 // allocates (and, for a progressive JPEG, zeroes) tens of MiB per large image:
 // fresh pages each time cost a page fault per 4 KiB, a third of the decode of
 // a 16 MP photo. A worker's memory so stays at its peak, as scratch does
-// (what Options::worker_memory_limit_mb sees).
+// (what Options::worker_memory_mb sees).
 void keep_freed_memory() {
 #ifdef __GLIBC__
   mallopt(M_MMAP_THRESHOLD, 32 << 20);

@@ -435,14 +435,17 @@ M.half = {
   bf16_to_float = function(b) return native.api.bf16_to_f32(b) end,
 }
 
-local OPTIONS = {
-  source = true, map = true, map_batch = true, batch_size = true, drop_last = true,
-  shuffle = true, seed = true, fields = true, workers = true, prefetch = true, memory_budget_mb = true,
-  ordered = true, epochs = true, device = true, on_error = true, skip_fill = true, read_ahead = true,
-  io_threads = true,
+-- What sluice.pipeline takes: the pipeline's own parts, then the run settings a
+-- pipeline.lua may set (the table of sluice/settings.h; settings_test checks
+-- that these are its pipeline settings).
+local OPTION_NAMES = {
+  "source", "map", "map_batch", "fields", "read_ahead", "io_threads",
+  "batch_size", "drop_last", "shuffle", "seed", "workers", "prefetch", "memory_budget_mb",
+  "ordered", "epochs", "device", "on_error", "skip_fill",
 }
-local OPTION_LIST = "source, map, map_batch, batch_size, drop_last, shuffle, seed, fields, "
-  .. "workers, prefetch, memory_budget_mb, ordered, epochs, device, on_error, skip_fill, read_ahead, io_threads"
+local OPTIONS = {}
+for _, name in ipairs(OPTION_NAMES) do OPTIONS[name] = true end
+local OPTION_LIST = table.concat(OPTION_NAMES, ", ")
 
 local Pipeline = {}
 M.Pipeline = Pipeline

@@ -432,7 +432,7 @@ TEST_CASE("C API: sluice_options holds every setting of sluice::Options, with it
   CHECK(o.max_retries == d.max_retries);
   CHECK(o.batch_timeout_ms == d.batch_timeout_ms);
   CHECK(o.held_timeout_ms == d.held_timeout_ms);
-  CHECK(o.worker_memory_limit_mb == d.worker_memory_limit_mb);
+  CHECK(o.worker_memory_mb == d.worker_memory_mb);
   CHECK(o.trace == 0);
 
   const sluice_field_spec fields[] = {{"id", SLUICE_I64, 0, nullptr}, {"square", SLUICE_F64, 0, nullptr}};

@@ -294,7 +294,7 @@ TEST_CASE("worker memory does not grow over 20 epochs", "[faults][memory]") {
 
 TEST_CASE("a sample that makes its worker balloon is killed by the memory limit, then skipped", "[faults][memory]") {
   Options o = base_options(60, 6, 2);
-  o.worker_memory_limit_mb = 64;
+  o.worker_memory_mb = 64;
   o.on_error = OnError::skip;
   o.producer = per_sample([](const SampleRef& s) {
     if (s.index == 13) {

@@ -14,6 +14,7 @@
 #include <set>
 #include <thread>
 
+#include "json.h"
 #include "sluice/error.h"
 #include "sluice/loader.h"
 #include "sluice/producer.h"
@@ -466,4 +467,27 @@ TEST_CASE("next_for bounded to an epoch stops there when the epoch's last batch 
     REQUIRE(state.batch == 0);
   }
   REQUIRE(loader.finished());
+}
+
+TEST_CASE("Stats::to_json holds every field by its name, strings escaped", "[loader]") {
+  sluice::Stats s;
+  s.batches_delivered = 7;
+  s.worker_runqueue_ns = std::uint64_t{1} << 63;  // exact: numbers stay integers
+  s.skipped_samples = {3, 9};
+  s.skip_reasons = {"map failed: \"x\"\n", "crashed"};
+  s.workers = 4;
+  s.autotune = "2 -> 4 workers";
+  const sluice::detail::JsonValue j = sluice::detail::parse_json(s.to_json());
+  CHECK(j.at("batches_delivered").as_u64("") == 7);
+  CHECK(j.at("worker_runqueue_ns").as_u64("") == std::uint64_t{1} << 63);
+  CHECK(j.at("skipped_samples").as_array("").size() == 2);
+  CHECK(j.at("skip_reasons").as_array("")[0].as_string("") == "map failed: \"x\"\n");
+  CHECK(j.at("workers").as_u64("") == 4);
+  CHECK(j.at("autotune").as_string("") == "2 -> 4 workers");
+  for (const char* key : {"samples_delivered", "bytes_delivered", "consumer_wait_ns", "consumer_waits", "max_in_flight",
+                          "first_batch_ns", "slots_full_ns", "worker_fill_ns", "worker_idle_ns", "worker_cpu_ns",
+                          "worker_restarts", "batches_retried", "empty_batches"}) {
+    CHECK(j.at(key).as_u64(key) == 0);
+  }
+  CHECK(j.members.size() == 19);
 }

@@ -88,7 +88,7 @@ TEST_CASE("a Lua map that leaks memory on one sample is stopped by the worker me
   CHECK_THAT(skipped.out, Contains("119 samples") && Contains("ids 9"));
   const CliResult failed = run(script, {"--worker-memory-mb", "300"});
   CHECK(failed.status == 1);
-  CHECK_THAT(failed.err, Contains("sample 9") && Contains("worker_memory_limit_mb"));
+  CHECK_THAT(failed.err, Contains("sample 9") && Contains("worker_memory_mb"));
   CHECK(sluice::test::wait_for_no_descendants(1000).empty());
 }
 

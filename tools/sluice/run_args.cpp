@@ -5,11 +5,13 @@
 #include <cstdint>
 #include <exception>
 #include <span>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "sluice/error.h"
+#include "sluice/settings.h"
 
 namespace sluice::cli {
 
@@ -112,6 +114,56 @@ std::pair<std::string_view, std::string_view> short_option(std::string_view arg,
 }
 
 }  // namespace
+
+std::string settings_help() {
+  constexpr std::size_t kWidth = 80, kIndent = 30;
+  std::string out;
+  for (const Setting& setting : settings()) {
+    std::string option = "--" + setting.name;
+    std::replace(option.begin(), option.end(), '_', '-');
+    std::string left = "  ";
+    for (const auto& [letter, name] : kShort) {
+      if (name == option) left += std::string("-") + letter + ", ";
+    }
+    if (setting.kind == SettingKind::flag) {
+      left += option + ", --no-" + option.substr(2);
+    } else if (setting.kind == SettingKind::choice) {
+      std::string choices = setting.takes;  // "a or b" as a|b
+      for (std::string_view sep : {", ", " or "}) {
+        for (std::size_t at; (at = choices.find(sep)) != std::string::npos;) choices.replace(at, sep.size(), "|");
+      }
+      left += option + " " + choices;
+    } else {
+      left += option + (setting.takes.ends_with(" or auto") ? " N|auto" : " N");
+    }
+    std::string help = setting.help;
+    if (!setting.default_value.empty()) help += " (default " + setting.default_value + ")";
+    // The option, then the help's words filled to kWidth, continued at kIndent.
+    std::string line = left;
+    if (line.size() + 2 > kIndent) {
+      out += line + "\n";
+      line.clear();
+    }
+    line.resize(kIndent, ' ');
+    bool first = true;
+    std::size_t at = 0;
+    while (at < help.size()) {
+      std::size_t end = help.find(' ', at);
+      if (end == std::string::npos) end = help.size();
+      const std::string word = help.substr(at, end - at);
+      if (!first && line.size() + 1 + word.size() > kWidth) {
+        out += line + "\n";
+        line = std::string(kIndent, ' ') + word;
+      } else {
+        line += (first ? "" : " ") + word;
+      }
+      first = false;
+      at = end + 1;
+    }
+    out += line + "\n";
+  }
+  return out;
+}
 
 std::string default_state_path(std::uint32_t world_size) {
   return world_size > 1 ? "sluice-state.rank{rank}.json" : "sluice-state.json";

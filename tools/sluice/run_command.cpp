@@ -35,46 +35,23 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr const char* kHelp =
+// The help, around the settings that settings_help() lists from their table.
+constexpr const char* kHelpHead =
     "usage: sluice run PIPELINE.lua [options]\n"
     "\n"
     "Runs the pipeline a Lua script describes through real worker processes and\n"
     "discards the batches, reporting progress, throughput and where the time went.\n"
-    "Options override what the script says.\n"
+    "\n"
+    "settings (they override what the script says; the same names, '-' or '_', in\n"
+    "pipeline.lua for some, the C API's \"name=value\" and Python's keywords):\n";
+
+constexpr const char* kHelpTail =
     "\n"
     "options:\n"
-    "  -e, --epochs N  epochs to run; 0 = until --batches is reached or Ctrl-C\n"
-    "  -w, --workers N worker processes (at least 1), or auto: start with the cores and\n"
-    "                  add workers while throughput rises and the CPUs are not saturated\n"
-    "  -p, --prefetch N  batch slots in flight; 0 or auto = the runtime default (2 * workers\n"
-    "                  + 2; with auto workers, 2 per worker it may grow to)\n"
-    "  --memory-budget-mb N  with auto workers: the arena's slots stay within N MiB\n"
-    "  -b, --batch-size N  samples per batch (per rank)\n"
-    "  --global-batch-size G  samples per global step: each rank takes G / world\n"
-    "                  size (it must divide); runs with the same G deliver the same\n"
-    "                  global batches on any number of ranks, and resume on another\n"
-    "                  world size (--resume with every rank's states)\n"
-    "  --shuffle, --no-shuffle      a fresh sample order every epoch, or plan order\n"
-    "  --drop-last, --no-drop-last  drop a short last batch, or deliver it\n"
-    "  --ordered, --no-ordered      deliver in plan order, or as batches complete\n"
-    "  --shard-policy pad|drop      ranks of an uneven dataset: repeat a few samples\n"
-    "                  so that every rank gets ceil(N / world), or drop the last N % world\n"
-    "  --seed N        seed of the shuffle and of ctx.rng (below 2^53)\n"
     "  --batches N     stop after N batches in all (0 = no limit)\n"
     "  --interval S    seconds between progress reports (default: 0.25 on a terminal,\n"
     "                  5 otherwise)\n"
     "  --quiet         no progress reports, only the summary\n"
-    "\n"
-    "faults:\n"
-    "  --on-error fail|skip   a sample whose map fails, or that crashes or hangs its\n"
-    "                  worker --max-retries times: stop the run, or drop the sample\n"
-    "  --max-retries N        crashes or timeouts of one sample before --on-error\n"
-    "                  applies (default 3)\n"
-    "  --batch-timeout-ms N   kill and retry a batch that takes longer (default 600000: 10 min; 0 = never)\n"
-    "  --worker-memory-mb N   kill and replace a worker whose private memory passes N\n"
-    "  --skip-fill shrink|repeat   a batch that lost samples to on_error skip is\n"
-    "                  shorter (shrink), or keeps its size by repeating its surviving\n"
-    "                  samples in order (repeat: fixed shapes for compiled models)\n"
     "  --skip-log FILE one JSON line per skipped sample: {\"sample\": ID, \"reason\":\n"
     "                  \"...\"} (the reason names the file or record, and the epoch\n"
     "                  when a map failed; the epoch is not a key), appended and\n"
@@ -92,15 +69,13 @@ constexpr const char* kHelp =
     "                  interrupted run would have delivered next. A glob (quoted:\n"
     "                  'sluice-state.rank*.json') or a directory (its *.json) names\n"
     "                  the states of every rank of a distributed run: they are merged\n"
-    "                  into the run's global position, which resumes on any world size\n"
-    "                  with the same global batch (from the slowest rank's step; the\n"
-    "                  note says how many batches the faster ranks see again)\n"
+    "                  into the run's global position, which resumes on any world\n"
+    "                  size with the same global batch (from the slowest rank's step;\n"
+    "                  the note says how many batches the faster ranks see again)\n"
     "  --trace FILE    write a Chrome trace of the run (Perfetto, chrome://tracing):\n"
     "                  a track per worker with its fills (each worker's last 4096),\n"
     "                  the consumer's waits, restarts, skips and the slots in use\n"
     "                  ({rank} in FILE becomes the rank)\n"
-    "  --rank R --world-size W   this process's shard; by default read from torchrun,\n"
-    "                  Open MPI, PMI or SLURM variables, else rank 0 of 1\n"
     "  -h, --help      show this help\n"
     "\n"
     "Progress goes to stderr: a live line on a terminal, plain lines otherwise. The\n"
@@ -110,6 +85,11 @@ constexpr const char* kHelp =
     "signal goes to the whole process group (the state is saved first, at the\n"
     "start position if no batch was delivered, and the run record is complete;\n"
     "every worker is stopped before exit).\n";
+
+const std::string& help_text() {
+  static const std::string text = kHelpHead + settings_help() + kHelpTail;
+  return text;
+}
 
 double seconds(std::uint64_t ns) { return static_cast<double>(ns) / 1e9; }
 
@@ -446,7 +426,7 @@ int run(const RunArgs& args) {
 
 }  // namespace
 
-const char* run_help() { return kHelp; }
+const char* run_help() { return help_text().c_str(); }
 
 void install_signal_handlers() {
   struct sigaction sa {};
@@ -475,7 +455,7 @@ int run_command(int argc, char** argv) {
     return 2;
   }
   if (args.help) {
-    std::fputs(kHelp, stdout);
+    std::fputs(help_text().c_str(), stdout);
     return 0;
   }
   try {

@@ -47,7 +47,7 @@
  *    the worker count and the autotune summary in stats.
  * 4: every other setting of sluice::Options in sluice_options: on_error,
  *    skip_fill, shard_policy, max_retries, batch_timeout_ms, held_timeout_ms,
- *    worker_memory_limit_mb, trace. */
+ *    worker_memory_mb, trace. */
 #define SLUICE_C_API_VERSION 4
 
 #ifdef __cplusplus
@@ -135,7 +135,7 @@ typedef struct sluice_options {
   uint32_t max_retries;              /* failures of one sample in a row before on_error applies */
   uint32_t batch_timeout_ms;         /* a worker stuck this long on a batch is replaced; 0 = never */
   uint32_t held_timeout_ms;          /* next() when the host holds every slot: wait this long, then fail */
-  uint64_t worker_memory_limit_mb;   /* a worker past this private memory is replaced; 0 = no limit */
+  uint64_t worker_memory_mb;         /* a worker past this private memory is replaced; 0 = no limit */
   int trace;                         /* non-zero: record a timeline for sluice_loader_trace_json */
 } sluice_options;
 

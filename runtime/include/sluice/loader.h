@@ -68,6 +68,10 @@ struct SLUICE_API Stats {
   std::uint32_t workers = 0;    // workers given batches now (options.workers, or what auto chose so far)
   std::string autotune;         // with options.max_workers: what was tried and chosen, e.g.
                                 // "2 -> 4 -> 8 workers, kept 8 (x1.04 over 4: no more gain)"
+
+  // Every field above as one JSON object, keyed by the fields' names (Python's
+  // Loader.stats() is this, parsed). May allocate.
+  std::string to_json() const;
 };
 
 class SLUICE_API Loader {

@@ -1,5 +1,10 @@
 // sluice/options.h: everything a Loader is built from, in one struct.
 //
+// The fields a run may set by name (`sluice run --workers 4`, Python's
+// keywords, pipeline.lua) are declared once, with their names, defaults and
+// bounds, in scripting's sluice/settings.h; the names are these fields' names,
+// but for prefetch, which sets slots.
+//
 // An Options value is plain data plus the Producer that makes batches; copy it,
 // change a field, build another Loader. Loader's constructor validates it and
 // throws sluice::Error naming the offending option.
@@ -90,6 +95,7 @@ struct SLUICE_API Options {
   // --- Workers and memory ---------------------------------------------------
   std::uint32_t workers = 2;       // persistent worker processes, 1 to kMaxWorkers
   std::uint32_t slots = 0;         // batches in flight, prefetched or held; 0 = 2 * workers + 2
+                                   // (the run setting `prefetch`: sluice/settings.h)
   // Auto workers: with max_workers > workers, the loader starts `workers` and
   // adds workers at run time (the zygote forks them), up to max_workers, while
   // more workers deliver more batches and the CPUs are not saturated; it keeps
@@ -116,8 +122,8 @@ struct SLUICE_API Options {
   std::uint32_t batch_timeout_ms = 600'000;
   std::uint32_t max_retries = 3;       // crashes, timeouts or memory kills of one sample in a row
                                        // (a success resets the count) before on_error applies
-  std::uint64_t worker_memory_limit_mb = 0;  // a worker whose private memory (RSS less shared pages)
-                                             // passes this is killed and replaced; 0 = no limit
+  std::uint64_t worker_memory_mb = 0;  // a worker whose private memory (RSS less shared pages)
+                                       // passes this is killed and replaced; 0 = no limit
   OnError on_error = OnError::fail;
   SkipFill skip_fill = SkipFill::shrink;
 

@@ -7,16 +7,12 @@
 //   sluice::Script script = settings.load();      // pipeline.lua, the launcher's rank, then the settings
 //   sluice::Loader loader(script.options);
 //
-// Names ('-' and '_' are the same): epochs, workers, prefetch, seed, on_error
-// (these also shape the load: see ScriptOptions), batch_size, drop_last,
-// shuffle, ordered, rank, world_size, max_retries, batch_timeout_ms,
-// worker_memory_mb, held_timeout_ms, skip_fill, shard_policy (pad or drop),
-// memory_budget_mb (the arena's slots with auto workers), device (cpu or auto:
-// this build delivers batches in host memory), and global_batch_size
-// (batch_size becomes global_batch_size / world_size once the world size is
-// known; an error when it does not divide). workers and prefetch also take
-// "auto" (see ScriptOptions::workers).
-// drop_last, shuffle and ordered take true/false (or 1/0).
+// The names, what each takes and its default are sluice/settings.h's table
+// (`sluice run --help` lists them). epochs, workers, prefetch, seed and on_error
+// also shape the load (see ScriptOptions); prefetch sets Options::slots.
+// global_batch_size sets batch_size to global_batch_size / world_size once the
+// world size is known (an error when it does not divide); device is checked
+// only (this build delivers batches in host memory).
 //
 // Thread safety: plain data.
 #pragma once
@@ -28,6 +24,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "sluice/options.h"
@@ -47,7 +44,7 @@ class SLUICE_API RunSettings {
   void set(std::string_view name_value);
   // Whether `name` is a setting (for command lines that mix settings with other flags).
   static bool known(std::string_view name);
-  // Whether `name` is a true/false setting (drop_last, shuffle, ordered).
+  // Whether `name` is a true/false setting (SettingKind::flag: drop_last, shuffle, ordered).
   static bool is_flag(std::string_view name);
   // Every setting's name, with '_'.
   static std::vector<std::string> names();
@@ -64,17 +61,21 @@ class SLUICE_API RunSettings {
   // Error if the launcher's variables are malformed.
   void apply_all(Options& options) const;
 
+  // The settings that options hold, by name with their values as text (as
+  // set() reads them back), in the table's order: every setting but device and
+  // global_batch_size, which Options do not hold.
+  static std::vector<std::pair<std::string, std::string>> values(const Options& options);
+
   const std::string& path() const { return script_.path; }
-  bool sets_shard() const { return rank_ || world_size_; }
+  bool sets_shard() const;
 
  private:
+  std::optional<std::uint64_t> given(std::string_view name) const;
+
   ScriptOptions script_;
-  std::optional<std::uint32_t> batch_size_, global_batch_size_, rank_, world_size_, max_retries_, batch_timeout_ms_,
-      held_timeout_ms_;
-  std::optional<std::uint64_t> worker_memory_mb_, memory_budget_mb_;
-  std::optional<bool> drop_last_, shuffle_, ordered_;
-  std::optional<SkipFill> skip_fill_;
-  std::optional<ShardPolicy> shard_policy_;
+  // Every setting given, by its index in the table, with its value parsed
+  // (see scripting/src/setting_rows.h); the last one given of a name counts.
+  std::vector<std::pair<std::size_t, std::uint64_t>> given_;
 };
 
 }  // namespace sluice
