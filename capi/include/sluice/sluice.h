@@ -142,7 +142,7 @@ typedef struct sluice_options {
 /* Options for sluice_loader_open_script_with. */
 typedef struct sluice_script_options {
   size_t size;                       /* sizeof(sluice_script_options): set by sluice_script_options_init */
-  const char* const* overrides;      /* NULL, or a NULL-terminated list of "name=value" (sluice/run_settings.h) */
+  const char* const* overrides;      /* NULL, or a NULL-terminated list of "name=value" (sluice/settings.h) */
   const char* resume_json;           /* NULL, or a state from sluice_loader_state_json: continue that run */
 } sluice_script_options;
 
@@ -204,12 +204,11 @@ SLUICE_API sluice_status sluice_loader_create(const sluice_options* options, slu
 
 /* A loader for a pipeline.lua (sluice/script.h): the script is run and checked
  * here, in the calling process, before any worker starts. `overrides` is NULL
- * or a NULL-terminated list of "name=value" strings with the names of
- * `sluice run`'s options (epochs, workers, prefetch, seed, on_error,
- * batch_size, drop_last, shuffle, ordered, rank, world_size, max_retries,
- * batch_timeout_ms, worker_memory_mb, held_timeout_ms, skip_fill, device);
- * an unknown name or a bad value is SLUICE_INVALID_ARGUMENT. Present in
- * libsluice; in the static libraries, sluice_scripting defines these. */
+ * or a NULL-terminated list of "name=value" strings, the run settings of
+ * sluice/settings.h (the names of `sluice run`'s options; the table in
+ * docs/command-line.md); an unknown name or a bad value is
+ * SLUICE_INVALID_ARGUMENT. Present in libsluice; in the static libraries,
+ * sluice_c defines these where it is built with scripting. */
 SLUICE_API sluice_status sluice_loader_open_script(const char* path, const char* const* overrides, sluice_loader** out);
 SLUICE_API void sluice_script_options_init(sluice_script_options* options);
 SLUICE_API sluice_status sluice_loader_open_script_with(const char* path, const sluice_script_options* options,
