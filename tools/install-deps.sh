@@ -3,33 +3,44 @@
 # Every dependency is a Debian package; the CUDA Toolkit is optional and is
 # picked up from /usr/local/cuda when present.
 #
+# --cli installs only what the command line is built from (tools/demo.sh).
 # Extra Debian packages may be named as arguments; tools/cross-test.sh passes
 # the aarch64 cross compiler and qemu-user that way, so a plain run (amd64
 # only) neither installs nor checks them.
 set -euo pipefail
 
-packages=(
+# What the `sluice` command line is built from (tools/demo.sh installs only these).
+cli_packages=(
   build-essential cmake ninja-build pkg-config
   libluajit2-5.1-dev      # LuaJIT 2.1 (OpenResty branch), GC64 on amd64
   libconcurrentqueue-dev  # moodycamel::ConcurrentQueue
   libuv1-dev
-  catch2                  # Catch2 v2, with CMake integration for CTest
   libdlpack-dev
   libxxhash-dev
   zlib1g-dev              # gzip-compressed tar shards
   libprotobuf-dev protobuf-compiler  # tf.train.Example (lite runtime)
   libjpeg62-turbo-dev libspng-dev    # image decode ops (libjpeg-turbo's jpeglib.h API)
+  liburing-dev            # small-file reads in one io_uring submission per job
+)
+# The rest: tests, the Python package, fuzzing (tools/test.sh).
+test_packages=(
+  catch2                  # Catch2 v2, with CMake integration for CTest
   libjpeg-turbo-progs     # cjpeg/djpeg: JPEG test files and reference pixels (ops tests)
   python3-pil             # PIL reference pixels (ops tests; compared when present)
-  liburing-dev            # small-file reads in one io_uring submission per job
   clang libclang-rt-14-dev  # libFuzzer for tools/fuzz.sh
   openmpi-bin             # mpirun, for the distributed test
   python3-dev pybind11-dev  # the Python extension module sluice._sluice (pip install ., tools/python-test.sh)
   python3-venv python3-pip python3-setuptools python3-pytest python3-torch  # its venv, offline build and tests
   python3-numpy           # .npz/.npy test files written by numpy itself (tests skip without it)
   python3-torchvision     # real torchvision transforms in the Python tests (augmentation seeding)
-  "$@"
 )
+
+if [ "${1:-}" = "--cli" ]; then
+  shift
+  packages=("${cli_packages[@]}" "$@")
+else
+  packages=("${cli_packages[@]}" "${test_packages[@]}" "$@")
+fi
 
 missing=()
 for p in "${packages[@]}"; do
