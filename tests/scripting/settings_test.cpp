@@ -14,6 +14,7 @@
 #include "sluice/run_settings.h"
 #include "sluice/script.h"
 #include "sluice/settings.h"
+#include "sluice/sluice.h"
 #include "support.h"
 
 using Catch::Contains;
@@ -190,3 +191,32 @@ TEST_CASE("sluice run --help lists every setting from the table", "[settings][cl
   }
 }
 #endif
+
+TEST_CASE("a bad value of every setting gets the same message from C, the command line and C++", "[settings][cli]") {
+  TempDir dir;
+  const std::string script = dir.write("p.lua", pipeline(""));
+  for (const Setting& s : sluice::settings()) {
+    INFO(s.name);
+    std::string expected;
+    try {
+      sluice::RunSettings().set(s.name, "bogus");
+    } catch (const sluice::Error& e) {
+      expected = e.what();
+    }
+    REQUIRE(!expected.empty());
+
+    const std::string override = s.name + "=bogus";
+    const char* overrides[] = {override.c_str(), nullptr};
+    sluice_loader* loader = nullptr;
+    CHECK(sluice_loader_open_script(script.c_str(), overrides, &loader) == SLUICE_INVALID_ARGUMENT);
+    CHECK(loader == nullptr);
+    CHECK(std::string(sluice_last_error()) == expected);
+
+    // A flag alone means true (--shuffle): its value goes with '='.
+    const sluice::test::CliResult r = s.kind == SettingKind::flag
+                                          ? sluice::test::run_cli({"run", script, "--" + s.name + "=bogus"})
+                                          : sluice::test::run_cli({"run", script, "--" + s.name, "bogus"});
+    CHECK(r.status == 2);
+    CHECK_THAT(r.err, Contains(expected));
+  }
+}
