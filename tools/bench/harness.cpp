@@ -5,6 +5,10 @@
 #include <cstdio>
 #include <cstring>
 
+#include <sys/mman.h>
+
+#include <stdexcept>
+
 namespace sluice::bench {
 
 std::uint64_t touch_pages(const void* data, std::size_t nbytes) {
@@ -16,6 +20,21 @@ std::uint64_t touch_pages(const void* data, std::size_t nbytes) {
     sum += word;
   }
   return sum;
+}
+
+double first_touch_us() {
+  constexpr std::size_t kBytes = std::size_t{64} << 20;
+  std::vector<double> costs;
+  for (int run = 0; run < 3; ++run) {
+    void* fresh = mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (fresh == MAP_FAILED) throw std::runtime_error("mmap of 64 MiB for the first-touch probe failed");
+    auto* bytes = static_cast<volatile unsigned char*>(fresh);
+    const Stopwatch clock;
+    for (std::size_t offset = 0; offset < kBytes; offset += kPageBytes) bytes[offset] = 1;
+    costs.push_back(clock.seconds() / (kBytes / kPageBytes) * 1e6);
+    munmap(fresh, kBytes);
+  }
+  return median(costs);
 }
 
 double median(std::vector<double> values) {
