@@ -104,9 +104,11 @@ void LoaderCore::on_fill_failed(std::uint32_t w, const Completion& c) {
   if (decision.action == FaultDecision::Action::fail && options_.ordered && c.seq > next_deliver_) {
     // The batches before it come first, as they would had it not failed: the
     // consumer (a checkpoint, `sluice peek`) gets every good batch there is.
-    // Nothing new is issued; its slot stays issued until the run fails when
-    // it is due (failure_due), or is filled again if its worker dies first.
+    // Nothing new is issued (issue() stops) and its slot is retired: no worker
+    // owes it, so a later death does not fill it again. The run fails when
+    // it is due (failure_due).
     if (!deferred_failure_ || c.seq < deferred_failure_->seq) deferred_failure_ = DeferredFailure{c.seq, decision.reason};
+    slots_.retire(c.slot);
     return;
   }
   apply(decision);

@@ -32,7 +32,11 @@
 // function of the plan, so the re-issued batch comes out the same. A sample
 // that crashes or hangs its worker max_retries times in a row, or whose
 // producer throws, gets the on_error policy. Every failure goes through fail():
-// it stops the processes, and every later next() raises the same error.
+// it stops the processes, and every later next() raises the same error. One
+// exception, in plan order: a batch whose producer threw and failed the run
+// while batches before it were on their way is deferred (deferred_failure_):
+// issuing stops, the batches before it are delivered, and fail() runs when
+// it is due.
 #pragma once
 
 #include <concurrentqueue/concurrentqueue.h>

@@ -91,6 +91,12 @@ void SlotTable::free(std::uint32_t slot) {
   free_.push_back(slot);
 }
 
+void SlotTable::retire(std::uint32_t slot) {
+  assert(state_[slot] == State::issued);
+  state_[slot] = State::free;
+  free_.push_back(slot);
+}
+
 void SlotTable::set_ready_window(std::size_t entries) {
   assert(count(State::ready) == 0 && entries >= size());
   ready_by_seq_.assign(entries, kNoSlot);

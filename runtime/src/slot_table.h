@@ -3,8 +3,9 @@
 // A slot moves through
 //     free --take_free()+issue()--> issued --ready()--> ready --hold()--> held --free()--> free
 // and may also go issued -> issued (issue() again: the batch is re-issued to
-// another worker after a death or a failed fill) and ready -> free (free(): a
-// batch whose samples were all skipped is never handed out).
+// another worker after a death or a failed fill), ready -> free (free(): a
+// batch whose samples were all skipped is never handed out) and issued ->
+// free (retire(): a batch that will not be filled, its failure deferred).
 //
 // Invariants (the caller keeps to the transitions above; they are asserted in
 // debug builds):
@@ -73,6 +74,8 @@ class SlotTable {
   void hold(std::uint32_t slot);
   // Held, or ready and taken from the index -> free.
   void free(std::uint32_t slot);
+  // Issued -> free: its batch will not be filled; no worker owes it any more.
+  void retire(std::uint32_t slot);
 
   // Ordered: the ready index's length; at least size(), more when a resume
   // leaves batches delivered ahead between those issued. Only while no slot
