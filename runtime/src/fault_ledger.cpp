@@ -62,7 +62,7 @@ FaultDecision FaultLedger::fill_failed(const FillFailure& f) {
 
 FaultDecision FaultLedger::worker_died(const WorkerDeath& d) {
   const std::string who = "worker " + std::to_string(d.worker) + " (pid " + std::to_string(d.pid) + ")";
-  if (++deaths_since_progress_ > workers_ * (max_retries_ + 1) + 2) {
+  if (++deaths_since_progress_ > std::uint64_t{workers_} * (std::uint64_t{max_retries_} + 1) + 2) {
     return fail("workers keep dying without finishing a batch; the last, " + who + ", " + d.why);
   }
   if (!d.batch) return {};

@@ -152,6 +152,9 @@ LoaderState LoaderState::merge(std::span<const LoaderState> ranks, std::string* 
     }
   }
 
+  const std::optional<ShardPolicy> policy = parse_shard_policy(first.shard_policy);
+  if (!policy) fail("the states' shard_policy is '" + first.shard_policy + "', neither pad nor drop");
+
   // The slowest rank's position; the steps past it that every rank delivered.
   auto position = [](const LoaderState& s) { return std::pair(s.epoch, s.batch); };
   const LoaderState& slowest =
@@ -187,8 +190,6 @@ LoaderState LoaderState::merge(std::span<const LoaderState> ranks, std::string* 
   plan.shuffle = first.shuffle;
   plan.drop_last = first.drop_last;
   plan.world_size = world;
-  const std::optional<ShardPolicy> policy = parse_shard_policy(first.shard_policy);
-  if (!policy) fail("the states' shard_policy is '" + first.shard_policy + "', neither pad nor drop");
   plan.shard_policy = *policy;
   const std::uint64_t per_epoch = EpochPlan(plan).batches_per_epoch();
   std::uint64_t again = 0;
