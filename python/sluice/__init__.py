@@ -180,6 +180,8 @@ class Loader:
             path, dataset = None, path  # Loader(ds, batch_size=32), as DataLoader(ds, batch_size=32)
         overrides, worker_init, pin_memory = _compat.translate(overrides, worker_init)
         self._pinning = _pinning.Pinning() if pin_memory else None
+        if self._pinning is not None:
+            weakref.finalize(self, self._pinning.unpin)  # a Loader collected without close()
         inline = str(overrides.get("workers", "")) == "0"
         if inline:
             if path is not None:
@@ -323,12 +325,15 @@ class Loader:
                     stream.flush()
                 except Exception:
                     pass
+        if self._pinning is not None:
+            self._pinning.unpin()  # before the old arena may be unmapped
         self._core.start(resume_json)
         if self._pinning is not None:
             if isinstance(self._core, _inline.InlineCore):
                 self._pinning.pin(None, "workers=0 makes fresh NumPy batches, which")
             else:
                 self._pinning.pin(self._core.memory(), "the loader's arena")
+
     # --- Checkpoints (torchdata StatefulDataLoader style) -------------------
     def state_dict(self):
         """Where the run stands, as a dict of plain values (torch.save-able).

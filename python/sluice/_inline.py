@@ -100,12 +100,9 @@ class InlineCore:
         self._started = False
         self._closed = False
         self._worker_init = worker_init
-        batch_size = int(names.get("batch_size", 1))
-        self._info = {"path": description, "kind": kind, "device": "cpu", "workers": 0, "seed": self._seed,
-                      "epochs": self._plan.epochs(), "dataset_size": size, "batch_size": batch_size,
-                      "shuffle": names.get("shuffle", "false") == "true",
-                      "drop_last": names.get("drop_last", "false") == "true",
-                      "fields": [(name, dtype, tuple(shape)) for name, dtype, shape in fields], "notes": []}
+        self._info = self._plan.info()  # every setting's value, as a loader with workers has it
+        self._info.update({"path": description, "kind": kind, "device": "cpu", "workers": 0,
+                           "fields": [(name, dtype, tuple(shape)) for name, dtype, shape in fields], "notes": []})
         if kind == "sequence":
             self._info["batch_size"] = fields[0][2][0]
 

@@ -4,8 +4,10 @@ Every batch lives in one arena (Loader.memory()), so pinning is one
 cudaHostRegister of it when the workers start (through torch's binding of the
 CUDA runtime), not a copy per batch as DataLoader's pin thread makes: a
 tensor from a slot is then pinned memory, and .cuda(non_blocking=True) copies
-it asynchronously. The registration ends at close(), before the arena goes
-(batches still alive stay valid, as pageable memory).
+it asynchronously. The registration ends before the arena may go: at close(),
+before a restart (load_state_dict maps a new arena, often at the same
+address), and when the Loader is collected (batches still alive stay valid,
+as pageable memory).
 
 Where torch has no CUDA device (this build's CI, a CPU-only torch) the batches
 stay pageable and a RuntimeWarning says so once, as DataLoader warns.
@@ -21,10 +23,9 @@ class Pinning:
         self._warned = False
 
     def pin(self, region, what):
-        """Page-locks region = (address, size), once; None: nothing to pin
-        (workers=0). what: the memory, for the warning."""
-        if region is not None and region == self._region:
-            return
+        """Page-locks region = (address, size); None: nothing to pin
+        (workers=0). what: the memory, for the warning. Call unpin() before
+        the memory goes: a restart maps a new arena, often at the same address."""
         self.unpin()
         try:
             import torch

@@ -148,6 +148,7 @@ class InlinePlan {
   std::uint64_t batches_per_epoch() const { return plan_->batches_per_epoch(); }
   std::uint32_t epochs() const { return options_.epochs; }
   std::uint64_t seed() const { return options_.seed; }
+  py::dict info() const { return options_info(options_); }  // as a worker loader's, before its fields
   std::vector<std::uint64_t> batch(std::uint64_t epoch, std::uint64_t b) const {
     std::vector<std::uint64_t> ids(plan_->batch_length(b));
     plan_->batch_samples(epoch, b, ids);
@@ -188,6 +189,7 @@ void bind_dataset(py::module_& m) {
       .def("batches_per_epoch", &InlinePlan::batches_per_epoch)
       .def("epochs", &InlinePlan::epochs)
       .def("seed", &InlinePlan::seed)
+      .def("info", &InlinePlan::info)
       .def("batch", &InlinePlan::batch, py::arg("epoch"), py::arg("batch"))
       .def("state_json", &InlinePlan::state_json, py::arg("epoch"), py::arg("batch"))
       .def("position", &InlinePlan::position, py::arg("json"));
