@@ -20,7 +20,7 @@
 #include "sluice/record.h"
 
 #ifndef SLUICE_VERSION
-#error "SLUICE_VERSION is defined by runtime/CMakeLists.txt"
+#error "SLUICE_VERSION is defined by capi/CMakeLists.txt"
 #endif
 
 static_assert(SLUICE_U8 == static_cast<int>(sluice::DType::u8) && SLUICE_F32 == static_cast<int>(sluice::DType::f32) &&

@@ -23,7 +23,4 @@ int peek_command(int argc, char** argv);
 void install_signal_handlers();
 void release_signal_handlers();
 
-// The text of `sluice run --help`.
-const char* run_help();
-
 }  // namespace sluice::cli

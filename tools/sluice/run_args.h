@@ -57,7 +57,7 @@ SettingsLine parse_settings_line(int argc, char** argv, std::string_view command
 // The count an option takes: an integer in [0, max]. Throws UsageError.
 std::uint64_t parse_count(std::string_view option, std::string_view text, std::uint64_t max);
 
-// The settings part of `sluice run --help` (and peek's), from the table of
+// The settings part of `sluice run --help`, from the table of
 // sluice/settings.h: each setting's option, short form, what it takes, help
 // and default, wrapped to 80 columns.
 std::string settings_help();

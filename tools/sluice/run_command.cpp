@@ -426,8 +426,6 @@ int run(const RunArgs& args) {
 
 }  // namespace
 
-const char* run_help() { return help_text().c_str(); }
-
 void install_signal_handlers() {
   struct sigaction sa {};
   sa.sa_handler = on_signal;

@@ -27,7 +27,9 @@
  * Versions: SLUICE_C_API_VERSION grows with every addition. Structs that may
  * grow start with a `size` field that their _init function sets to the size
  * the caller was compiled with; the library reads and writes only that many
- * bytes, so a program built against an older sluice.h keeps working.
+ * bytes, so a program built against an older sluice.h keeps working. Structs
+ * the library writes for the caller's callbacks (sluice_fill) grow at the
+ * end; their comments say from which version a field may be read.
  *
  * Thread safety: as the C++ Loader: one thread drives a loader at a time;
  * batches may be released, and DLPack deleters run, on any thread.
@@ -94,9 +96,11 @@ typedef struct sluice_fill {
   size_t field_count;
   void* const* data;          /* data[f]: field f for the whole batch, C order */
   const size_t* sample_bytes; /* sample_bytes[f]: bytes of one sample of field f */
-  /* Version 4. Call begin_sample(batch, j) before making sample j: a failure,
-     crash or hang is then blamed on that sample (on_error = skip drops it
-     alone) rather than on the batch's first. Cheap: one store. */
+  /* Version 4 (the library writes this struct: a fill function that may be
+     loaded by an older library checks sluice_c_api_version() >= 4 before it
+     reads these). Call begin_sample(batch, j) before making sample j: a
+     failure, crash or hang is then blamed on that sample (on_error = skip
+     drops it alone) rather than on the batch's first. Cheap: one store. */
   void (*begin_sample)(const struct sluice_fill* batch, size_t j);
   void* runtime;              /* for begin_sample */
 } sluice_fill;

@@ -1,9 +1,7 @@
 // sluice/options.h: everything a Loader is built from, in one struct.
 //
-// The fields a run may set by name (`sluice run --workers 4`, Python's
-// keywords, pipeline.lua) are declared once, with their names, defaults and
-// bounds, in scripting's sluice/settings.h; the names are these fields' names,
-// but for prefetch, which sets slots.
+// A run's settings by name (`sluice run --workers 4`, Python's keywords,
+// pipeline.lua) are these fields' names, but for prefetch, which sets slots.
 //
 // An Options value is plain data plus the Producer that makes batches; copy it,
 // change a field, build another Loader. Loader's constructor validates it and
