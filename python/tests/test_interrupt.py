@@ -66,8 +66,12 @@ def alive(pid):
 @pytest.mark.parametrize("to_group", [False, True], ids=["kill-pid", "kill-process-group"])
 def test_ctrl_c_raises_keyboard_interrupt_and_leaves_no_worker(to_group, source):
     what = pipeline("slow.lua") if source == "lua" else "dataset"
+    # SIGINT as a terminal's program has it: a job started with '&' by a
+    # non-interactive shell (a CI script) inherits it ignored, and Python then
+    # never raises KeyboardInterrupt.
     child = subprocess.Popen([sys.executable, "-c", CHILD, what], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+                             stderr=subprocess.PIPE, text=True, start_new_session=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         assert child.stdout.readline().strip() == "READY"
         time.sleep(0.3)
