@@ -148,9 +148,9 @@ void sluice_options_init(sluice_options* o) {
   o->workers = d.workers;
   o->ordered = d.ordered ? 1 : 0;
   o->memory_budget_mb = d.memory_budget_mb;
-  o->on_error = static_cast<sluice_on_error>(d.on_error);
-  o->skip_fill = static_cast<sluice_skip_fill>(d.skip_fill);
-  o->shard_policy = static_cast<sluice_shard_policy>(d.shard_policy);
+  o->on_error = static_cast<int>(d.on_error);
+  o->skip_fill = static_cast<int>(d.skip_fill);
+  o->shard_policy = static_cast<int>(d.shard_policy);
   o->max_retries = d.max_retries;
   o->batch_timeout_ms = d.batch_timeout_ms;
   o->held_timeout_ms = d.held_timeout_ms;

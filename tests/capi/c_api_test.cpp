@@ -463,7 +463,7 @@ TEST_CASE("C API: sluice_options holds every setting of sluice::Options, with it
   }
   SECTION("a value outside an enum is INVALID_ARGUMENT") {
     o = square_options(fields, nullptr);
-    o.on_error = static_cast<sluice_on_error>(7);
+    o.on_error = 7;
     CHECK(sluice_loader_create(&o, &loader) == SLUICE_INVALID_ARGUMENT);
     CHECK(std::string(sluice_last_error()).find("options.on_error is 7") != std::string::npos);
     loader = nullptr;
@@ -472,7 +472,7 @@ TEST_CASE("C API: sluice_options holds every setting of sluice::Options, with it
     std::uint64_t never = ~0ULL;
     o = square_options(fields, &never);
     o.size = offsetof(sluice_options, memory_budget_mb) + sizeof o.memory_budget_mb;
-    o.on_error = static_cast<sluice_on_error>(7);  // past the caller's struct: not read
+    o.on_error = 7;  // past the caller's struct: not read
     REQUIRE(sluice_loader_create(&o, &loader) == SLUICE_OK);
     CHECK(drain(loader).size() == 7);
   }

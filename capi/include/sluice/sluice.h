@@ -133,9 +133,11 @@ typedef struct sluice_options {
   uint64_t memory_budget_mb;  /* with max_workers and slots = 0: the arena's slots stay within this */
   /* Version 4: the rest of sluice::Options, the same names and defaults
      (sluice_options_init sets them). */
-  sluice_on_error on_error;          /* a sample whose fill keeps failing: fail the run, or skip it */
-  sluice_skip_fill skip_fill;        /* what a batch holds in place of skipped samples */
-  sluice_shard_policy shard_policy;  /* ranks and an epoch that does not divide evenly */
+  /* The three policies are ints holding a value of their enum, so that a
+     wrong value is an error the library reports, not undefined behaviour. */
+  int on_error;                      /* sluice_on_error: a sample whose fill keeps failing: fail the run, or skip it */
+  int skip_fill;                     /* sluice_skip_fill: what a batch holds in place of skipped samples */
+  int shard_policy;                  /* sluice_shard_policy: ranks and an epoch that does not divide evenly */
   uint32_t max_retries;              /* failures of one sample in a row before on_error applies */
   uint32_t batch_timeout_ms;         /* a worker stuck this long on a batch is replaced; 0 = never */
   uint32_t held_timeout_ms;          /* next() when the host holds every slot: wait this long, then fail */
