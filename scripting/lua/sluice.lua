@@ -443,8 +443,9 @@ local OPTION_NAMES = {
   "batch_size", "drop_last", "shuffle", "seed", "workers", "prefetch", "memory_budget_mb",
   "ordered", "epochs", "device", "on_error", "skip_fill",
 }
-local OPTIONS = {}
-for _, name in ipairs(OPTION_NAMES) do OPTIONS[name] = true end
+local PARTS = { source = true, map = true, map_batch = true, fields = true, read_ahead = true, io_threads = true }
+local OPTIONS = {}  -- name -> "part" (the pipeline's own) or "setting" (a run setting)
+for _, name in ipairs(OPTION_NAMES) do OPTIONS[name] = PARTS[name] and "part" or "setting" end
 local OPTION_LIST = table.concat(OPTION_NAMES, ", ")
 
 local Pipeline = {}
@@ -532,9 +533,17 @@ function M.pipeline(spec)
       .. "turns one into fields", source.kind)
   end
   p.source = source
+  -- A run setting's value is checked by the table of settings first, so that
+  -- a bad one gets the words every other surface gives (sluice/settings.h);
+  -- then for its Lua type. device is the pipeline's own: it may ask for cuda.
   local function option(key, check, default, what)
     local v = spec[key]
     if v == nil then return default end
+    local kind = type(v)
+    if key ~= "device" and OPTIONS[key] == "setting" and (kind == "number" or kind == "string" or kind == "boolean") then
+      local err = native.api.setting_error(key, tostring(v))
+      if err ~= nil then fail(2, "sluice.pipeline: %s", ffi.string(err)) end
+    end
     if not check(v) then fail(2, "sluice.pipeline: %s must be %s, got %s", key, what, tostring(v)) end
     return v
   end

@@ -31,6 +31,7 @@ typedef struct sluice_ffi_api {
   int32_t (*example_copy)(void* example, const char* name, int64_t step, int32_t dtype, void* dst, uint64_t bytes);
   int32_t (*example_steps)(void* example, const char* name, uint64_t* steps);
   void (*copy_to_batch)(void* dst, const void* src, uint64_t bytes);
+  const char* (*setting_error)(const char* name, const char* value);
 } sluice_ffi_api;
 
 typedef struct sluice_record_field {

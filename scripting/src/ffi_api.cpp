@@ -10,6 +10,7 @@
 #include "record_feed.h"
 #include "sluice/dtype.h"
 #include "sluice/io/example.h"
+#include "sluice/run_settings.h"
 
 namespace sluice::scripting {
 namespace {
@@ -142,13 +143,28 @@ std::int32_t ffi_example_copy(void* handle, const char* name, std::int64_t step,
   });
 }
 
+const char* ffi_setting_error(const char* name, const char* value) noexcept {
+  thread_local std::string message;
+  try {
+    RunSettings().set(name, value);
+    return nullptr;
+  } catch (const std::exception& e) {
+    try {
+      message = e.what();
+      return message.c_str();
+    } catch (...) {
+    }
+  }
+  return "a value this setting does not take";
+}
+
 constexpr sluice_ffi_api kApi = {
     ffi_rng_key,        ffi_rng_next,      ffi_rng_uniform,    ffi_rng_normal,
     ffi_f32_to_f16,     ffi_f16_to_f32,    ffi_f32_to_bf16,    ffi_bf16_to_f32,
     ffi_alloc,          ffi_release,       ffi_feed_begin,     ffi_feed_take,
     ffi_example_new,    ffi_example_free,  ffi_example_error,  ffi_example_parse,
     ffi_example_info,   ffi_example_values, ffi_example_bytes, ffi_example_copy,
-    ffi_example_steps,  ffi_copy_to_batch,
+    ffi_example_steps,  ffi_copy_to_batch, ffi_setting_error,
 };
 
 }  // namespace

@@ -62,6 +62,10 @@ struct sluice_ffi_api {
   std::int32_t (*example_steps)(void* example, const char* name, std::uint64_t* steps);
   // sluice::copy_to_batch: a tensor's bytes into its field in the slot.
   void (*copy_to_batch)(void* dst, const void* src, std::uint64_t bytes);
+  // What is wrong with `value` (as text) for the run setting `name`, in the
+  // words of the table of settings (sluice/settings.h), or NULL if it is fine.
+  // The text lives until the thread's next call.
+  const char* (*setting_error)(const char* name, const char* value);
 };
 
 // One part of a record (sluice/io/sample.h Field). dtype < 0: raw bytes;
