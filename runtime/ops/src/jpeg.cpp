@@ -232,6 +232,20 @@ class Decompressor {
   int imcu_width() const { return s_.cinfo.min_DCT_scaled_size * s_.cinfo.max_h_samp_factor; }
   int imcu_height() const { return s_.cinfo.min_DCT_scaled_size * s_.cinfo.max_v_samp_factor; }
 
+  // Whether crop_columns gives the columns of the whole decode. Not when
+  // libjpeg smooths the blocks of a progressive JPEG whose coefficients are
+  // not all refined (a file cut short, or ended early by its own EOI): a
+  // cropped output pass smooths the bottom block rows differently. After start().
+  bool may_crop_columns() const {
+    if (!s_.cinfo.progressive_mode || !s_.cinfo.do_block_smoothing || s_.cinfo.coef_bits == nullptr) return true;
+    for (int c = 0; c < s_.cinfo.num_components; ++c) {
+      for (int k = 0; k < DCTSIZE2; ++k) {
+        if (s_.cinfo.coef_bits[c][k] != 0) return false;
+      }
+    }
+    return true;
+  }
+
   // Narrows the output to columns [x, x + width), widened left to an iMCU
   // boundary: returns the first column, and the output width becomes the
   // widened width. Between start() and the first scanline.
@@ -358,7 +372,8 @@ Image decode(const std::uint8_t* bytes, std::size_t size, std::string_view name,
   const int right = std::min(full_width, r.x + r.width + d.imcu_width());
   const int top = std::max(0, r.y - d.imcu_height());
   const int bottom = r.y + r.height;
-  const int first_column = right - left < full_width ? d.crop_columns(left, right - left) : 0;
+  const int first_column =
+      right - left < full_width && d.may_crop_columns() ? d.crop_columns(left, right - left) : 0;
   // The band of rows decoded, and one spare row for the image's last scanline.
   Image band = packed_image(nullptr, bottom - top, d.output_width(), d.output_components());
   band.data = out.reserve(band.stride * static_cast<std::size_t>(band.height + 1), name);
