@@ -118,6 +118,9 @@ scripting::SourceSpec read_source_spec(lua_State* L, int table) {
   spec.index = lua_isnil(L, -1) ? -1 : (lua_toboolean(L, -1) ? 1 : 0);
   lua_pop(L, 1);
   spec.index_dir = string_field(L, table, "index_dir");
+  lua_getfield(L, table, "field");
+  if (lua_isstring(L, -1)) spec.field = lua_tostring(L, -1);
+  lua_pop(L, 1);
   lua_getfield(L, table, "verify_crc");
   spec.verify_crc = lua_isnil(L, -1) || lua_toboolean(L, -1);
   lua_pop(L, 1);
