@@ -467,7 +467,7 @@ M.half = {
 -- that these are its pipeline settings).
 local OPTION_NAMES = {
   "source", "map", "map_batch", "fields", "read_ahead", "io_threads",
-  "batch_size", "drop_last", "shuffle", "seed", "workers", "prefetch", "memory_budget_mb",
+  "batch_size", "drop_last", "shuffle", "shuffle_window", "seed", "workers", "prefetch", "memory_budget_mb",
   "ordered", "epochs", "device", "on_error", "skip_fill",
 }
 local PARTS = { source = true, map = true, map_batch = true, fields = true, read_ahead = true, io_threads = true }
@@ -524,6 +524,9 @@ end
 --   map_batch   function(batch, ctx), in place on the whole batch       (optional)
 --   fields      declared fields; default: inferred from sample 0
 --   batch_size  1          drop_last  false     shuffle  false     seed  0
+--   shuffle_window  0: with shuffle, k > 0 shuffles the source's shards (tfrecord,
+--               tar, jsonl files) per epoch and samples only within windows of k
+--               shards: a node reads k shards at a time (sluice/shard_shuffle.h)
 --   epochs      1 (0 = until stopped)           workers  2
 --   workers     "auto": start with the cores, add workers at run time while
 --               throughput rises and the CPUs are not saturated
@@ -583,6 +586,7 @@ function M.pipeline(spec)
   p.batch_size = option("batch_size", positive, 1, "a positive integer")
   p.drop_last = option("drop_last", boolean, false, "true or false")
   p.shuffle = option("shuffle", boolean, false, "true or false")
+  p.shuffle_window = option("shuffle_window", count, 0, "a non-negative integer")
   p.seed = option("seed", function(v) return is_integer(v) and v >= 0 end, 0, "an integer in [0, 2^53)")
   p.epochs = option("epochs", count, 1, "a non-negative integer")
   local function or_auto(check) return function(v) return v == "auto" or check(v) end end

@@ -508,6 +508,7 @@ function M.describe(epochs, workers, prefetch, seed_override, source_size, the_h
     batch_size = P.batch_size,
     drop_last = P.drop_last,
     shuffle = P.shuffle,
+    shuffle_window = P.shuffle_window,
     seed = the_seed,
     epochs = epochs or P.epochs,
     workers = auto_zero(workers or P.workers),    -- 0: auto (kAutoWorkers)

@@ -90,6 +90,13 @@ std::string DataSource::origin(std::uint64_t id) const {
   return where.whole_file ? file : file + " at byte " + std::to_string(where.offset);
 }
 
+std::vector<std::uint64_t> DataSource::shard_sizes() const {
+  if (mode_ != Mode::indexed) return {};
+  std::vector<std::uint64_t> sizes(records_->files().size(), 0);
+  for (std::uint64_t id = 0; id < size_; ++id) ++sizes[records_->locate(id).file];
+  return sizes;
+}
+
 std::vector<std::string> DataSource::classes() const {
   const auto* files = dynamic_cast<const io::FileSource*>(records_.get());
   return files ? files->classes() : std::vector<std::string>{};

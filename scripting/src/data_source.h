@@ -78,6 +78,10 @@ class DataSource {
   // npy
   const std::vector<NpyColumn>& columns() const { return columns_; }
 
+  // Samples per file of an indexed source, in dataset order (Options::shard_sizes,
+  // for the locality shuffle); empty for streams and npy, which have no such order.
+  std::vector<std::uint64_t> shard_sizes() const;
+
   // For people looking at samples (sluice peek): where dataset sample `id`
   // lies ("DIR/cat/1.jpg", "shard.tar at byte 1536", "x.npy row 7"), or "" when
   // the source cannot say (streaming); the class names of sluice.folders by

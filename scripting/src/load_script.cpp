@@ -251,6 +251,7 @@ Script load_script(const ScriptOptions& options) {
   o.batch_size = static_cast<std::uint32_t>(number_field(L, description, "batch_size"));
   o.drop_last = bool_field(L, description, "drop_last");
   o.shuffle = bool_field(L, description, "shuffle");
+  o.shuffle_window = static_cast<std::uint32_t>(number_field(L, description, "shuffle_window"));
   o.seed = static_cast<std::uint64_t>(number_field(L, description, "seed"));
   o.epochs = static_cast<std::uint32_t>(number_field(L, description, "epochs"));
   o.workers = static_cast<std::uint32_t>(number_field(L, description, "workers"));
@@ -287,6 +288,7 @@ Script load_script(const ScriptOptions& options) {
     }
   }
 
+  if (spec.source) o.shard_sizes = spec.source->shard_sizes();
   script.source = spec.source;
   spec.seed = o.seed;
   spec.dataset_size = o.dataset_size;

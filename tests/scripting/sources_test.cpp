@@ -461,3 +461,52 @@ TEST_CASE("jsonl: gzip JSON lines reach map as bytes; a broken line fails by fil
   CHECK(seen.count(13) == 0);
   CHECK(loader.stats().skipped_samples.size() == 1);
 }
+
+TEST_CASE("shuffle_window: a pipeline over JSON lines files reads them a window of files at a time", "[sources]") {
+  TempDir dir;
+  // 8 files of 3 to 10 lines: line j of file f is {"f": f, "text": "f-j"}.
+  std::vector<std::uint64_t> sizes;
+  for (int f = 0; f < 8; ++f) {
+    std::string text;
+    const int lines = 3 + (f * 5) % 8;
+    for (int j = 0; j < lines; ++j)
+      text += "{\"f\": " + std::to_string(f) + ", \"text\": \"" + std::to_string(f) + "-" + std::to_string(j) + "\"}\n";
+    dir.write("part-" + std::to_string(f) + ".jsonl", text);
+    sizes.push_back(static_cast<std::uint64_t>(lines));
+  }
+  const std::string path = dir.write("w.lua", pipeline("sluice.jsonl { 'part-*.jsonl' }", R"(
+  fields = { { "file", "int64" } },
+  map = function(s, ctx)
+    local ffi = require('ffi')
+    return { file = tonumber(ffi.string(s.fields.f.data, s.fields.f.nbytes)) }
+  end,
+  batch_size = 4, workers = 2, shuffle = true, shuffle_window = 2, epochs = 2, seed = 5,
+)"));
+  sluice::Script script = sluice::load_script({.path = path});
+  CHECK(script.options.shuffle_window == 2);
+  CHECK(script.options.shard_sizes == sizes);
+  const sluice::EpochPlan plan(script.options);
+  REQUIRE(plan.shard_shuffle() != nullptr);
+  sluice::Loader loader(script.options);
+  std::map<std::uint64_t, std::vector<std::int64_t>> files;  // epoch -> file of each position
+  std::map<std::uint64_t, std::multiset<std::uint64_t>> ids;
+  while (auto batch = loader.next()) {
+    const auto file = values<std::int64_t>(*batch, "file");
+    for (std::size_t j = 0; j < batch->size(); ++j) {
+      files[batch->epoch()].push_back(file[j]);
+      ids[batch->epoch()].insert(batch->sample_ids()[j]);
+    }
+  }
+  for (std::uint64_t epoch : {0u, 1u}) {
+    INFO("epoch " << epoch);
+    CHECK(ids[epoch].size() == 52);
+    CHECK(std::set<std::uint64_t>(ids[epoch].begin(), ids[epoch].end()).size() == 52);
+    // Each window's positions read only its 2 files, and all of each file's lines are there.
+    const auto order = plan.shard_shuffle()->epoch(epoch);
+    for (std::uint64_t p = 0; p < files[epoch].size(); ++p) {
+      const auto window = order->shards_between(p, p + 1);
+      CHECK(window.size() <= 2);
+      CHECK(std::count(window.begin(), window.end(), static_cast<std::uint32_t>(files[epoch][p])) == 1);
+    }
+  }
+}
