@@ -137,7 +137,7 @@ TEST_CASE("jsonl: the sidecar index and the decompressed copy are reused, and re
   check_corpus(g2, gz);
 }
 
-TEST_CASE("jsonl: a malformed line is an error naming the file and line; the others still read", "[jsonl]") {
+TEST_CASE("jsonl: a malformed line is an error naming the file and line, and the other lines still read", "[jsonl]") {
   test::TempDir dir;
   const std::string path = write_text(dir, "bad.jsonl",
                                       "{\"text\": \"good\"}\n"
@@ -191,7 +191,7 @@ TEST_CASE("jsonl: field selects a nested key, or a top-level key spelled with a 
   CHECK(field(s, "meta.body") == "[\"a\", {\"k\": 1}]");
 }
 
-TEST_CASE("jsonl: a cut file: plain ends in a bad last line; compressed stops at load, or keeps its whole lines", "[jsonl]") {
+TEST_CASE("jsonl: a cut plain file ends in a bad last line, a cut compressed one stops at load or keeps its whole lines", "[jsonl]") {
   test::TempDir dir;
   std::string text;
   for (int i = 0; i < 6000; ++i) text += "{\"text\": \"line " + std::to_string(i) + " " + std::string(40, 'x') + "\"}\n";

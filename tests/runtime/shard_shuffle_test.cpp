@@ -231,7 +231,7 @@ TEST_CASE("shard shuffle: 3 ranks stopped mid-epoch resume on 2 with the same gl
   REQUIRE(test::descendants(getpid()).empty());
 }
 
-TEST_CASE("shard shuffle: a state names its window and shard layout; another one is refused", "[shard_shuffle][state]") {
+TEST_CASE("shard shuffle: a state names its window and shard layout, and another one is refused", "[shard_shuffle][state]") {
   Options o = locality_options();
   std::string saved;
   {

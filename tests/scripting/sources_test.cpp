@@ -413,7 +413,7 @@ TEST_CASE("a missing file under skip is dropped, a corrupt tar header names its 
   CHECK(noted);
 }
 
-TEST_CASE("jsonl: gzip JSON lines reach map as bytes; a broken line fails by file and line, or is skipped", "[sources]") {
+TEST_CASE("jsonl: gzip JSON lines reach map as bytes, a broken line fails by file and line or is skipped", "[sources]") {
   if (std::system("command -v gzip >/dev/null") != 0) SKIP_TEST("the gzip command is absent (it writes the test file)");
   TempDir dir;
   std::string text;
