@@ -2,7 +2,11 @@
 #include <filesystem>
 #include <chrono>
 #include <fstream>
+#include <set>
 #include <thread>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "io_test_support.h"
 #include "sluice/error.h"
@@ -230,5 +234,48 @@ TEST_CASE("jsonl: a cut plain file ends in a bad last line, a cut compressed one
     const std::string corrupt = dir.file("corrupt." + tool);
     test::write_file(corrupt, bytes);
     CHECK_THROWS_WITH(JsonlSource({corrupt}), Contains(corrupt + ": corrupt " + tool + " data"));
+  }
+}
+
+TEST_CASE("jsonl: processes that open one compressed file at once all read it whole, and leave no temp file", "[jsonl]") {
+  if (!have("zstd")) SKIP_TEST("the zstd command is absent (it writes the test file)");
+  test::TempDir dir;
+  std::string text;
+  for (int i = 0; i < 20000; ++i) text += "{\"text\": \"line " + std::to_string(i) + "\"}\n";
+  const std::string zst = compress(dir, "zstd", "shared.jsonl.zst", text);
+  std::filesystem::remove(dir.file("slice"));
+  for (int round = 0; round < 3; ++round) {
+    INFO("round " << round);
+    std::vector<pid_t> children;
+    for (int c = 0; c < 6; ++c) {
+      const pid_t pid = fork();
+      REQUIRE(pid >= 0);
+      if (pid == 0) {
+        int status = 0;
+        try {
+          JsonlSource source({zst});
+          std::vector<std::byte> buf;
+          Sample s;
+          if (source.size() != 20000) status = 2;
+          for (std::uint64_t id = 0; id < source.size() && status == 0; id += 997) {
+            read_sample(source, id, buf, s);
+            if (field(s, "text") != "line " + std::to_string(id)) status = 3;
+          }
+        } catch (...) {
+          status = 4;
+        }
+        _exit(status);
+      }
+      children.push_back(pid);
+    }
+    for (pid_t pid : children) {
+      int status = 0;
+      REQUIRE(waitpid(pid, &status, 0) == pid);
+      CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+    }
+    std::set<std::string> left;
+    for (const auto& e : fs::directory_iterator(dir.path())) left.insert(e.path().filename().string());
+    CHECK(left == std::set<std::string>{"shared.jsonl.zst", "shared.jsonl.zst.idx", "shared.jsonl.zst.plain"});
+    if (round == 1) fs::remove(dir.file("shared.jsonl.zst.idx"));  // the next round rebuilds it, racing
   }
 }

@@ -1,5 +1,6 @@
 // JSON lines indexes and decompressed copies (see sluice/io/jsonl.h).
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 #include <zstd.h>
 
@@ -206,17 +207,21 @@ DecompressedCopy decompress_jsonl(const std::string& path, Compression compressi
     out.write(tail.data(), static_cast<std::streamsize>(tail.size()));
     result.complete_bytes += tail.size();
   };
-  // The copy is written as COPY.cut and renamed to COPY only when whole, so a
-  // damaged file's copy is never taken for a good one.
-  const std::string cut_path = copy_path + ".cut";
-  write_atomically(cut_path, run);
+  // The copy is written under a name of this process's own, then renamed to
+  // COPY when whole or COPY.cut when damaged (never taken for a good copy).
+  // Processes that decompress one file at once each rename their own whole
+  // copy into place: rename is atomic, so a reader opens one whole copy, and
+  // every copy of one compressed file has the same bytes.
+  const std::string own_path = copy_path + ".part" + std::to_string(::getpid());
+  write_atomically(own_path, run);
   JsonlIndex index = scanner.finish();
-  if (result.damage.empty()) {
-    if (std::rename(cut_path.c_str(), copy_path.c_str()) != 0)
-      throw Error("cannot write " + copy_path + ": " + std::strerror(errno));
-    result.copy_path = copy_path;
-  } else {
-    result.copy_path = cut_path;
+  result.copy_path = result.damage.empty() ? copy_path : copy_path + ".cut";
+  if (std::rename(own_path.c_str(), result.copy_path.c_str()) != 0) {
+    const int err = errno;
+    std::remove(own_path.c_str());
+    throw Error("cannot write " + result.copy_path + ": " + std::strerror(err));
+  }
+  if (!result.damage.empty()) {
     // The index keeps the lines written: those a newline ended.
     while (!index.offsets.empty() && index.offsets.back() + index.lengths.back() >= result.complete_bytes) {
       index.offsets.pop_back();

@@ -36,6 +36,13 @@
 // stays visible. A last line with no newline is a sample (a cut plain file's
 // last line then fails to parse, naming its line).
 //
+// Processes (ranks, runs) that open one file at once each build what is
+// missing under a name of their own and rename it into place; rename is
+// atomic, every build of one file has the same bytes, and an index older than
+// the copy it describes is not used, so each process reads a whole, matching
+// pair (tests/io/jsonl_test.cpp races six processes). `sluice index` builds
+// them ahead of a run.
+//
 // Thread safety: JsonlSource is immutable after construction. It holds no
 // descriptors, so it may cross fork().
 #pragma once
