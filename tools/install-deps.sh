@@ -17,7 +17,8 @@ cli_packages=(
   libuv1-dev
   libdlpack-dev
   libxxhash-dev
-  zlib1g-dev              # gzip-compressed tar shards
+  zlib1g-dev              # gzip-compressed tar shards and JSON lines
+  libzstd-dev             # zstd-compressed JSON lines
   libprotobuf-dev protobuf-compiler  # tf.train.Example (lite runtime)
   libjpeg62-turbo-dev libspng-dev    # image decode ops (libjpeg-turbo's jpeglib.h API)
   liburing-dev            # small-file reads in one io_uring submission per job

@@ -3,20 +3,13 @@
 #include <bit>
 #include <string>
 
+#include "mix64.h"
 #include "sluice/error.h"
 
 namespace sluice {
 namespace {
 
-// splitmix64's finalizer: a bijective 64-bit mixer with full avalanche.
-std::uint64_t mix64(std::uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return x;
-}
+using detail::mix64;
 
 constexpr int kFeistelRounds = 6;
 
@@ -71,6 +64,18 @@ EpochPlan::EpochPlan(const Options& o)
                   std::to_string(world_) + " with shard_policy = drop: a rank would get no sample");
     }
   }
+  if (shuffle_ && o.shuffle_window > 0) {
+    if (o.shard_sizes.empty())
+      throw Error("options.shuffle_window is " + std::to_string(o.shuffle_window) +
+                  " but the data set has no shards (options.shard_sizes is empty): the locality shuffle "
+                  "needs a source with shards (tfrecord, tar, jsonl)");
+    std::uint64_t total = 0;
+    for (std::uint64_t n : o.shard_sizes) total += n;
+    if (total != n_)
+      throw Error("options.shard_sizes add up to " + std::to_string(total) + " samples, options.dataset_size is " +
+                  std::to_string(n_));
+    locality_ = std::make_shared<const ShardShuffle>(o.shard_sizes, o.shuffle_window, o.seed);
+  }
   batches_ = o.drop_last ? per_rank_ / batch_size_ : (per_rank_ + batch_size_ - 1) / batch_size_;
   if (batches_ == 0) {
     throw Error("options.batch_size " + std::to_string(batch_size_) + " exceeds the " +
@@ -105,6 +110,7 @@ Permutation EpochPlan::epoch_permutation(std::uint64_t epoch) const {
 
 std::uint64_t EpochPlan::sample(std::uint64_t epoch, std::uint64_t position) const {
   std::uint64_t global = global_index(position);
+  if (locality_) return locality_->epoch(epoch)->sample(global);
   return shuffle_ ? epoch_permutation(epoch)(global) : global;
 }
 
@@ -115,6 +121,11 @@ void EpochPlan::batch_samples(std::uint64_t epoch, std::uint64_t batch,
   std::uint64_t start = batch * batch_size_;
   if (!shuffle_) {
     for (std::uint32_t j = 0; j < len; ++j) out[j] = global_index(start + j);
+    return;
+  }
+  if (locality_) {
+    const auto order = locality_->epoch(epoch);
+    for (std::uint32_t j = 0; j < len; ++j) out[j] = order->sample(global_index(start + j));
     return;
   }
   Permutation perm = epoch_permutation(epoch);

@@ -13,6 +13,7 @@
 #include "sluice/error.h"
 #include "sluice/options.h"
 #include "sluice/plan.h"
+#include "sluice/shard_shuffle.h"
 #include "state_internal.h"
 
 namespace sluice {
@@ -41,12 +42,14 @@ std::vector<std::pair<const char*, std::string>> plan_fields(const LoaderState& 
   return {{"seed", std::to_string(s.seed)},
           {"dataset_size", std::to_string(s.dataset_size)},
           {"shuffle", s.shuffle ? "true" : "false"},
+          {"shuffle_window", std::to_string(s.shuffle_window)},
+          {"shard_layout", std::to_string(s.shard_layout)},
           {"drop_last", s.drop_last ? "true" : "false"},
           {"shard_policy", s.shard_policy},
           {"batch_size", std::to_string(s.batch_size)},
           {"world_size", std::to_string(s.world_size)}};
 }
-constexpr std::size_t kSharedFields = 5;  // plan_fields() before batch_size and world_size
+constexpr std::size_t kSharedFields = 7;  // plan_fields() before batch_size and world_size
 
 }  // namespace
 
@@ -62,6 +65,10 @@ std::string LoaderState::to_json() const {
   field("dataset_size", std::to_string(dataset_size));
   field("batch_size", std::to_string(batch_size));
   field("shuffle", shuffle ? "true" : "false");
+  if (shuffle_window > 0) {
+    field("shuffle_window", std::to_string(shuffle_window));
+    field("shard_layout", std::to_string(shard_layout));
+  }
   field("drop_last", drop_last ? "true" : "false");
   field("rank", std::to_string(rank));
   field("world_size", std::to_string(world_size));
@@ -88,6 +95,10 @@ LoaderState LoaderState::from_json(std::string_view json) {
     s.dataset_size = v.at("dataset_size").as_u64("dataset_size");
     s.batch_size = static_cast<std::uint32_t>(v.at("batch_size").as_u64("batch_size"));
     s.shuffle = v.at("shuffle").as_bool("shuffle");
+    if (const detail::JsonValue* w = v.find("shuffle_window")) {
+      s.shuffle_window = static_cast<std::uint32_t>(w->as_u64("shuffle_window"));
+      s.shard_layout = v.at("shard_layout").as_u64("shard_layout");
+    }
     s.drop_last = v.at("drop_last").as_bool("drop_last");
     s.rank = static_cast<std::uint32_t>(v.at("rank").as_u64("rank"));
     s.world_size = static_cast<std::uint32_t>(v.at("world_size").as_u64("world_size"));
@@ -230,6 +241,10 @@ LoaderState plan_identity(const Options& o) {
   s.dataset_size = o.dataset_size;
   s.batch_size = o.batch_size;
   s.shuffle = o.shuffle;
+  if (o.shuffle && o.shuffle_window > 0) {
+    s.shuffle_window = o.shuffle_window;
+    s.shard_layout = ShardShuffle::hash_layout(o.shard_sizes);
+  }
   s.drop_last = o.drop_last;
   s.rank = o.rank;
   s.world_size = o.world_size;

@@ -23,11 +23,14 @@
 --   sluice.folders("train")                       ImageNet layout: train/CLASS/...; sample.label = class index
 --   sluice.tfrecord{ "shards/*.tfrecord" }        one record per sample; index = true (default) or false
 --   sluice.tar{ "shards/*.tar" }                  WebDataset: sample.fields.jpg, .cls, ... by extension
+--   sluice.jsonl{ "corpus/*.jsonl.zst" }          JSON lines (plain, gzip, zstd): sample.bytes = the "text" value
 --   sluice.npy{ "x.npy", "y.npy" }                rows along axis 0: sample.fields.x, sample.fields.y
 --   sluice.npy{ { "d.npz", member = "x" } }       a .npz archive's member: sample.fields.x
 -- A record reaches map(sample, ctx) as (valid during that call only):
---   sample.bytes     uint8 tensor over the record (files, folders, tfrecord): .data, .nbytes
---   sample.fields    name -> tensor: "data" for files and tfrecord, extensions for tar
+--   sample.bytes     uint8 tensor over the record (files, folders, tfrecord), or over
+--                    the `field` string of a JSON line (jsonl): .data, .nbytes
+--   sample.fields    name -> tensor: "data" for files and tfrecord, extensions for tar,
+--                    the top-level keys and `field` for jsonl
 --                    (uint8, read-only), array names for npy (typed rows, read-only)
 --   sample.index     the dataset index          sample.path    the file it came from
 --   sample.label     class index (folders), -1 otherwise
@@ -45,7 +48,7 @@
 -- files (npy arrays are mapped; their pages are page cache).
 --
 -- Ordering and guarantees. Indexed sources (files, folders, tfrecord with
--- index = true, uncompressed tar, npy) are random access: `shuffle = true`
+-- index = true, uncompressed tar, jsonl, npy) are random access: `shuffle = true`
 -- shuffles globally across files and shards, every sample appears exactly
 -- once per epoch, and batches are the same on every run and after a worker
 -- crash. Streaming sources (tfrecord with index = false, gzip tar, or tar with
@@ -63,7 +66,8 @@
 -- worker crash. Use index = true where those matter.
 --
 -- Bad records (missing file, truncated record, CRC mismatch, corrupt tar
--- header, bad npy header, malformed Example) raise an error naming the file
+-- header, bad npy header, malformed Example, malformed JSON line: named by
+-- file and line) raise an error naming the file
 -- and the byte offset or record; on_error (below) says whether it stops the
 -- run or drops the sample. A length CRC mismatch or a truncated record found
 -- while indexing or streaming loses the rest of its shard (noted at load).
@@ -139,7 +143,7 @@ end
 local function native_source(kind, spec, paths)
   local parts = { kind }
   for _, p in ipairs(paths) do parts[#parts + 1] = p end
-  for _, key in ipairs({ "index", "index_dir", "verify_crc", "shuffle_shards", "shuffle_buffer", "size" }) do
+  for _, key in ipairs({ "index", "index_dir", "verify_crc", "shuffle_shards", "shuffle_buffer", "size", "field" }) do
     if spec[key] ~= nil then parts[#parts + 1] = key .. "=" .. tostring(spec[key]) end
   end
   for _, list in ipairs({ spec.names or {}, spec.members or {}, spec.extensions or {} }) do
@@ -259,6 +263,29 @@ function M.tar(spec)
   check_stream("sluice.tar", spec)
   return native_source("tar", { index = spec.index, shuffle_shards = spec.shuffle_shards,
     shuffle_buffer = spec.shuffle_buffer, size = spec.size }, paths)
+end
+
+-- Source: JSON lines, one object per line; plain, gzip or zstd (by content:
+-- .jsonl, .jsonl.gz, .jsonl.zst). Random access through an offset index kept
+-- in a sidecar (FILE.idx, or in index_dir); a compressed file is decompressed
+-- once, at load, into FILE.plain beside it (or in index_dir) and read there.
+--   sluice.jsonl{ "corpus/*.jsonl.gz" }                  sample.bytes = the "text" string's UTF-8 bytes
+--   sluice.jsonl{ "c.jsonl", field = "meta.body" }       a nested key (or a top-level key "meta.body")
+-- Every line must hold `field`; every top-level key also reaches map as
+-- sample.fields.KEY: a string's bytes, or any other value's JSON text. A
+-- malformed line is an error naming the file and line (on_error = "skip"
+-- drops it); a cut or corrupt compressed file stops at load (with skip: its
+-- whole lines before the damage are kept, with a note).
+function M.jsonl(spec)
+  local paths
+  paths, spec = path_list("sluice.jsonl", spec)
+  if #paths == 0 then fail(1, "sluice.jsonl: no file given") end
+  check_keys("sluice.jsonl", spec, { field = true, index_dir = true })
+  check_type("sluice.jsonl", spec, "field", "string")
+  check_type("sluice.jsonl", spec, "index_dir", "string")
+  if spec.field == "" then fail(1, "sluice.jsonl: field must name a key") end
+  return native_source("jsonl", { field = spec.field or "text",
+    index_dir = spec.index_dir and M.path(spec.index_dir) or nil }, paths)
 end
 
 -- Source: rows (along axis 0) of .npy arrays of equal length, memory-mapped.
@@ -440,7 +467,7 @@ M.half = {
 -- that these are its pipeline settings).
 local OPTION_NAMES = {
   "source", "map", "map_batch", "fields", "read_ahead", "io_threads",
-  "batch_size", "drop_last", "shuffle", "seed", "workers", "prefetch", "memory_budget_mb",
+  "batch_size", "drop_last", "shuffle", "shuffle_window", "seed", "workers", "prefetch", "memory_budget_mb",
   "ordered", "epochs", "device", "on_error", "skip_fill",
 }
 local PARTS = { source = true, map = true, map_batch = true, fields = true, read_ahead = true, io_threads = true }
@@ -491,12 +518,15 @@ local function normalize_fields(fields)
 end
 
 -- The pipeline: what pipeline.lua returns. Every option but source has a default:
---   source      sluice.range, .files, .folders, .tfrecord, .tar, .npy   (required)
+--   source      sluice.range, .files, .folders, .tfrecord, .tar, .jsonl, .npy   (required)
 --   map         function(sample, ctx) -> {field = value, ...}; default: the sample
---               (required for files, folders, tfrecord and tar)
+--               (required for files, folders, tfrecord, tar and jsonl)
 --   map_batch   function(batch, ctx), in place on the whole batch       (optional)
 --   fields      declared fields; default: inferred from sample 0
 --   batch_size  1          drop_last  false     shuffle  false     seed  0
+--   shuffle_window  0: with shuffle, k > 0 shuffles the source's shards (tfrecord,
+--               tar, jsonl files) per epoch and samples only within windows of k
+--               shards: a node reads k shards at a time (sluice/shard_shuffle.h)
 --   epochs      1 (0 = until stopped)           workers  2
 --   workers     "auto": start with the cores, add workers at run time while
 --               throughput rises and the CPUs are not saturated
@@ -526,7 +556,7 @@ function M.pipeline(spec)
   local source = spec.source
   if type(source) ~= "table" or (source.kind ~= "range" and not source.native) then
     fail(1, "sluice.pipeline: source must be sluice.range(n, fn), sluice.files{...}, sluice.folders(...), "
-      .. "sluice.tfrecord{...}, sluice.tar{...} or sluice.npy{...}")
+      .. "sluice.tfrecord{...}, sluice.tar{...}, sluice.jsonl{...} or sluice.npy{...}")
   end
   if source.native and source.kind ~= "npy" and spec.map == nil then
     fail(1, "sluice.pipeline: sluice.%s gives records of bytes; add map = function(sample, ctx) that "
@@ -556,6 +586,7 @@ function M.pipeline(spec)
   p.batch_size = option("batch_size", positive, 1, "a positive integer")
   p.drop_last = option("drop_last", boolean, false, "true or false")
   p.shuffle = option("shuffle", boolean, false, "true or false")
+  p.shuffle_window = option("shuffle_window", count, 0, "a non-negative integer")
   p.seed = option("seed", function(v) return is_integer(v) and v >= 0 end, 0, "an integer in [0, 2^53)")
   p.epochs = option("epochs", count, 1, "a non-negative integer")
   local function or_auto(check) return function(v) return v == "auto" or check(v) end end

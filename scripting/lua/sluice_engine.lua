@@ -3,7 +3,7 @@
 -- In the launching process:
 --   load(path, dir)                          run pipeline.lua, keep its pipeline
 --   source_spec() -> plain table describing a native source (sluice.files,
---                    .folders, .tfrecord, .tar, .npy), or nil for sluice.range;
+--                    .folders, .tfrecord, .tar, .jsonl, .npy), or nil for sluice.range;
 --                    the host opens it and learns its size
 --   describe(epochs, workers, prefetch, seed, size, host, on_error) -> plain
 --                    table for sluice::Options (the first four and on_error:
@@ -251,7 +251,7 @@ local function take_record(index, row)
   end
   if P.source.kind == "npy" and P.map == nil then return fields end
   return {
-    index = index, fields = fields, bytes = fields.data,
+    index = index, fields = fields, bytes = P.source.kind == "jsonl" and fields[P.source.spec.field] or fields.data,
     path = ffi.string(record.path, record.path_len),
     key = record.key_len > 0 and ffi.string(record.key, record.key_len) or nil,
     label = tonumber(record.label), record = tonumber(record.record), offset = tonumber(record.offset),
@@ -508,6 +508,7 @@ function M.describe(epochs, workers, prefetch, seed_override, source_size, the_h
     batch_size = P.batch_size,
     drop_last = P.drop_last,
     shuffle = P.shuffle,
+    shuffle_window = P.shuffle_window,
     seed = the_seed,
     epochs = epochs or P.epochs,
     workers = auto_zero(workers or P.workers),    -- 0: auto (kAutoWorkers)

@@ -8,6 +8,7 @@
 #include "sluice/error.h"
 #include "sluice/io/file_source.h"
 #include "sluice/io/glob.h"
+#include "sluice/io/jsonl.h"
 #include "sluice/io/tar.h"
 #include "sluice/io/tar_stream.h"
 #include "sluice/io/tfrecord.h"
@@ -58,6 +59,7 @@ std::shared_ptr<const DataSource> DataSource::open(const SourceSpec& spec, OnErr
     if (spec.kind == "files" || spec.kind == "folders") source->open_files();
     else if (spec.kind == "tfrecord") source->open_tfrecord();
     else if (spec.kind == "tar") source->open_tar();
+    else if (spec.kind == "jsonl") source->open_jsonl();
     else if (spec.kind == "npy") source->open_npy();
     else throw Error("unknown source kind '" + spec.kind + "'");
   } catch (const Error& e) {
@@ -82,9 +84,17 @@ std::string DataSource::origin(std::uint64_t id) const {
   if (id >= size_) return "";
   if (mode_ == Mode::npy) return columns_.empty() ? "" : columns_[0].array.path() + " row " + std::to_string(id);
   if (mode_ != Mode::indexed) return "";
+  if (const auto* jsonl = dynamic_cast<const io::JsonlSource*>(records_.get())) return jsonl->where(id);
   const io::SampleLocation where = records_->locate(id);
   const std::string& file = records_->files().at(where.file);
   return where.whole_file ? file : file + " at byte " + std::to_string(where.offset);
+}
+
+std::vector<std::uint64_t> DataSource::shard_sizes() const {
+  if (mode_ != Mode::indexed) return {};
+  std::vector<std::uint64_t> sizes(records_->files().size(), 0);
+  for (std::uint64_t id = 0; id < size_; ++id) ++sizes[records_->locate(id).file];
+  return sizes;
 }
 
 std::vector<std::string> DataSource::classes() const {
@@ -121,6 +131,18 @@ void DataSource::open_tar() {
   auto source = std::make_shared<io::TarSource>(shards_, io::TarOptions{.on_error = on_error_});
   for (const io::SkippedSample& s : source->index_skips().entries())
     notes_.push_back("on_error = \"skip\": " + s.reason + "; the shard is read up to there");
+  size_ = source->size();
+  records_ = std::move(source);
+}
+
+void DataSource::open_jsonl() {
+  io::JsonlOptions options;
+  options.field = spec_.field;
+  options.index_dir = spec_.index_dir;
+  options.on_error = on_error_;
+  auto source = std::make_shared<io::JsonlSource>(expand("sluice.jsonl", spec_.paths), options);
+  for (const io::SkippedSample& s : source->index_skips().entries())
+    notes_.push_back("on_error = \"skip\": " + s.reason + "; the file is read up to its last whole line there");
   size_ = source->size();
   records_ = std::move(source);
 }

@@ -1,15 +1,17 @@
 // data_source.h: the data set a pipeline's native source names (sluice.files,
-// sluice.folders, sluice.tfrecord, sluice.tar, sluice.npy), opened once.
+// sluice.folders, sluice.tfrecord, sluice.tar, sluice.jsonl, sluice.npy),
+// opened once.
 //
 // load_script opens it in the launching process: file lists and globs are
-// expanded, TFRecord shards indexed (sidecars loaded or built), tar headers
+// expanded, TFRecord shards and JSON lines indexed (sidecars loaded or built;
+// compressed JSON lines decompressed once), tar headers
 // scanned, .npy files mapped. The Loader forks it into every worker with the
 // ScriptProducer, so workers neither re-scan nor re-index; each reads through
 // its own RecordFeed (record_feed.h).
 //
 // Three ways to reach records:
 //   indexed  random access by dataset index (files, folders, TFRecord with an
-//            index, uncompressed tar): an io::RecordSource read by an AsyncReader;
+//            index, uncompressed tar, JSON lines): an io::RecordSource read by an AsyncReader;
 //   stream   front to back (TFRecord without an index, gzip tar): each worker
 //            streams its own partition of the shards (see sluice.lua);
 //   npy      rows of memory-mapped arrays, by dataset index.
@@ -33,13 +35,14 @@ namespace sluice::scripting {
 
 // A native source as the pipeline describes it (read from its Lua table).
 struct SourceSpec {
-  std::string kind;                     // files, folders, tfrecord, tar, npy
+  std::string kind;                     // files, folders, tfrecord, tar, jsonl, npy
   std::vector<std::string> paths;       // files, patterns, shards or arrays; folders: the root
   std::vector<std::string> names;       // npy: one field name per array
   std::vector<std::string> members;     // npy: the .npz member per array; "" for a .npy file
   std::vector<std::string> extensions;  // folders: kept extensions; empty keeps all
   int index = -1;                       // tfrecord, tar: 1 indexed, 0 streaming, -1 automatic
-  std::string index_dir;                // tfrecord: where sidecar indexes live
+  std::string index_dir;                // tfrecord, jsonl: where sidecar indexes live
+  std::string field = "text";            // jsonl: the key every line must have (dotted: nested)
   bool verify_crc = true;               // tfrecord
   bool shuffle_shards = false;          // streaming: a fresh shard order per pass
   std::uint64_t shuffle_buffer = 0;     // streaming: records to shuffle among
@@ -75,6 +78,10 @@ class DataSource {
   // npy
   const std::vector<NpyColumn>& columns() const { return columns_; }
 
+  // Samples per file of an indexed source, in dataset order (Options::shard_sizes,
+  // for the locality shuffle); empty for streams and npy, which have no such order.
+  std::vector<std::uint64_t> shard_sizes() const;
+
   // For people looking at samples (sluice peek): where dataset sample `id`
   // lies ("DIR/cat/1.jpg", "shard.tar at byte 1536", "x.npy row 7"), or "" when
   // the source cannot say (streaming); the class names of sluice.folders by
@@ -88,6 +95,7 @@ class DataSource {
   void open_files();
   void open_tfrecord();
   void open_tar();
+  void open_jsonl();
   void open_npy();
   void count_stream();
 

@@ -118,6 +118,9 @@ scripting::SourceSpec read_source_spec(lua_State* L, int table) {
   spec.index = lua_isnil(L, -1) ? -1 : (lua_toboolean(L, -1) ? 1 : 0);
   lua_pop(L, 1);
   spec.index_dir = string_field(L, table, "index_dir");
+  lua_getfield(L, table, "field");
+  if (lua_isstring(L, -1)) spec.field = lua_tostring(L, -1);
+  lua_pop(L, 1);
   lua_getfield(L, table, "verify_crc");
   spec.verify_crc = lua_isnil(L, -1) || lua_toboolean(L, -1);
   lua_pop(L, 1);
@@ -248,6 +251,7 @@ Script load_script(const ScriptOptions& options) {
   o.batch_size = static_cast<std::uint32_t>(number_field(L, description, "batch_size"));
   o.drop_last = bool_field(L, description, "drop_last");
   o.shuffle = bool_field(L, description, "shuffle");
+  o.shuffle_window = static_cast<std::uint32_t>(number_field(L, description, "shuffle_window"));
   o.seed = static_cast<std::uint64_t>(number_field(L, description, "seed"));
   o.epochs = static_cast<std::uint32_t>(number_field(L, description, "epochs"));
   o.workers = static_cast<std::uint32_t>(number_field(L, description, "workers"));
@@ -284,6 +288,7 @@ Script load_script(const ScriptOptions& options) {
     }
   }
 
+  if (spec.source) o.shard_sizes = spec.source->shard_sizes();
   script.source = spec.source;
   spec.seed = o.seed;
   spec.dataset_size = o.dataset_size;

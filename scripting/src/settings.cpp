@@ -128,6 +128,12 @@ std::vector<SettingRow> make_rows() {
       flag("shuffle", "false", "a fresh sample order every epoch (from seed and epoch) instead of plan order"));
   rows.push_back(to<&Options::shuffle>(r));
 
+  r = in_pipeline(count("shuffle_window", 0, kU32, "0",
+                        "with shuffle: 0 shuffles globally; k > 0 keeps shard locality: the source's shards are "
+                        "shuffled per epoch and samples only within windows of k shards (a cache of k to 2k shards "
+                        "then loads each shard once per epoch)"));
+  rows.push_back(to<&Options::shuffle_window>(r));
+
   r = in_pipeline(flag("ordered", "true", "deliver in plan order; false: as batches complete (epoch by epoch)"));
   rows.push_back(to<&Options::ordered>(r));
 

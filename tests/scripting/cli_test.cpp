@@ -209,3 +209,17 @@ return sluice.pipeline {
   CHECK(count("PRINT 0\n") == 2);  // the host's trial of sample 0, then its worker
   for (int i = 1; i < 6; ++i) CHECK(count("PRINT " + std::to_string(i) + "\n") == 1);
 }
+
+TEST_CASE("sluice index builds JSON lines indexes and the decompressed copy of a gzip file", "[cli]") {
+  if (std::system("command -v gzip >/dev/null") != 0) SKIP_TEST("the gzip command is absent (it writes the test file)");
+  TempDir dir;
+  const std::string plain = dir.write("a.jsonl", "{\"text\": \"x\"}\n\n{\"text\": \"y\"}\n");
+  dir.write("b.jsonl", "{\"text\": \"z\"}\n");
+  REQUIRE(std::system(("gzip -f " + dir.path() + "/b.jsonl").c_str()) == 0);
+  const std::string gz = dir.path() + "/b.jsonl.gz";
+  const CliResult r = sluice::test::run_cli({"index", plain, gz});
+  CHECK(r.status == 0);
+  CHECK_THAT(r.out, Contains(plain + ": 2 lines -> its index") && Contains(gz + ": 1 line -> its index and " + gz + ".plain"));
+  CHECK(std::filesystem::exists(plain + ".idx"));
+  CHECK(std::filesystem::exists(gz + ".idx"));
+}

@@ -412,3 +412,101 @@ TEST_CASE("a missing file under skip is dropped, a corrupt tar header names its 
   });
   CHECK(noted);
 }
+
+TEST_CASE("jsonl: gzip JSON lines reach map as bytes, a broken line fails by file and line or is skipped", "[sources]") {
+  if (std::system("command -v gzip >/dev/null") != 0) SKIP_TEST("the gzip command is absent (it writes the test file)");
+  TempDir dir;
+  std::string text;
+  for (int i = 0; i < 20; ++i) {
+    if (i == 13) text += "{\"id\": 13, \"text\": \"cut\n";  // line 14: a string left open
+    else text += "{\"id\": " + std::to_string(i) + ", \"doc\": {\"text\": \"sample-" + std::to_string(i) +
+                 (i % 3 == 0 ? "\\u00e9" : "") + "\"}}\n";
+  }
+  dir.write("c.jsonl", text);
+  REQUIRE(std::system(("gzip -f " + dir.path() + "/c.jsonl").c_str()) == 0);
+  const std::string source = "sluice.jsonl { 'c.jsonl.gz', field = 'doc.text' }";
+  const std::string rest = R"(
+  fields = { { "id", "int64" }, { "len", "int64" }, { "last", "int64" } },
+  map = function(s, ctx)
+    local ffi = require('ffi')
+    local id = tonumber(ffi.string(s.fields.id.data, s.fields.id.nbytes))
+    assert(s.path:find("c%.jsonl%.gz$"))
+    return { id = id, len = s.bytes.nbytes, last = s.bytes.data[s.bytes.nbytes - 1] }
+  end,
+  batch_size = 4, workers = 2, shuffle = true,
+)";
+  const std::string fail = dir.write("fail.lua", pipeline(source, rest));
+  const std::string skip = dir.write("skip.lua", pipeline(source, rest + "  on_error = 'skip',\n"));
+  const sluice::test::CliResult failed = sluice::test::run_cli({"run", fail, "--quiet"});
+  CHECK(failed.status == 1);
+  CHECK_THAT(failed.err, Contains(dir.path() + "/c.jsonl.gz: line 14: column"));
+  CHECK(sluice::test::wait_for_no_descendants(5000).empty());
+
+  sluice::Script script = sluice::load_script({.path = skip});
+  CHECK(script.options.dataset_size == 20);
+  sluice::Loader loader(script.options);
+  std::set<std::int64_t> seen;
+  while (auto batch = loader.next()) {
+    const auto id = values<std::int64_t>(*batch, "id");
+    const auto len = values<std::int64_t>(*batch, "len");
+    const auto last = values<std::int64_t>(*batch, "last");
+    for (std::size_t j = 0; j < batch->size(); ++j) {
+      const std::string expect = "sample-" + std::to_string(id[j]) + (id[j] % 3 == 0 ? "\xc3\xa9" : "");
+      CHECK(len[j] == static_cast<std::int64_t>(expect.size()));
+      CHECK(last[j] == static_cast<unsigned char>(expect.back()));
+      CHECK(seen.insert(id[j]).second);
+    }
+  }
+  CHECK(seen.size() == 19);
+  CHECK(seen.count(13) == 0);
+  CHECK(loader.stats().skipped_samples.size() == 1);
+}
+
+TEST_CASE("shuffle_window: a pipeline over JSON lines files reads them a window of files at a time", "[sources]") {
+  TempDir dir;
+  // 8 files of 3 to 10 lines: line j of file f is {"f": f, "text": "f-j"}.
+  std::vector<std::uint64_t> sizes;
+  for (int f = 0; f < 8; ++f) {
+    std::string text;
+    const int lines = 3 + (f * 5) % 8;
+    for (int j = 0; j < lines; ++j)
+      text += "{\"f\": " + std::to_string(f) + ", \"text\": \"" + std::to_string(f) + "-" + std::to_string(j) + "\"}\n";
+    dir.write("part-" + std::to_string(f) + ".jsonl", text);
+    sizes.push_back(static_cast<std::uint64_t>(lines));
+  }
+  const std::string path = dir.write("w.lua", pipeline("sluice.jsonl { 'part-*.jsonl' }", R"(
+  fields = { { "file", "int64" } },
+  map = function(s, ctx)
+    local ffi = require('ffi')
+    return { file = tonumber(ffi.string(s.fields.f.data, s.fields.f.nbytes)) }
+  end,
+  batch_size = 4, workers = 2, shuffle = true, shuffle_window = 2, epochs = 2, seed = 5,
+)"));
+  sluice::Script script = sluice::load_script({.path = path});
+  CHECK(script.options.shuffle_window == 2);
+  CHECK(script.options.shard_sizes == sizes);
+  const sluice::EpochPlan plan(script.options);
+  REQUIRE(plan.shard_shuffle() != nullptr);
+  sluice::Loader loader(script.options);
+  std::map<std::uint64_t, std::vector<std::int64_t>> files;  // epoch -> file of each position
+  std::map<std::uint64_t, std::multiset<std::uint64_t>> ids;
+  while (auto batch = loader.next()) {
+    const auto file = values<std::int64_t>(*batch, "file");
+    for (std::size_t j = 0; j < batch->size(); ++j) {
+      files[batch->epoch()].push_back(file[j]);
+      ids[batch->epoch()].insert(batch->sample_ids()[j]);
+    }
+  }
+  for (std::uint64_t epoch : {0u, 1u}) {
+    INFO("epoch " << epoch);
+    CHECK(ids[epoch].size() == 52);
+    CHECK(std::set<std::uint64_t>(ids[epoch].begin(), ids[epoch].end()).size() == 52);
+    // Each window's positions read only its 2 files, and all of each file's lines are there.
+    const auto order = plan.shard_shuffle()->epoch(epoch);
+    for (std::uint64_t p = 0; p < files[epoch].size(); ++p) {
+      const auto window = order->shards_between(p, p + 1);
+      CHECK(window.size() <= 2);
+      CHECK(std::count(window.begin(), window.end(), static_cast<std::uint32_t>(files[epoch][p])) == 1);
+    }
+  }
+}

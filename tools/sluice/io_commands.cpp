@@ -14,6 +14,7 @@
 #include "sluice/error.h"
 #include "sluice/io/example.h"
 #include "sluice/io/file_source.h"
+#include "sluice/io/jsonl.h"
 #include "sluice/io/npy.h"
 #include "sluice/io/tar.h"
 #include "sluice/io/tar_stream.h"
@@ -45,6 +46,9 @@ constexpr const char* kIndexUsage = R"(usage: sluice index [--index-dir DIR] FIL
 Builds the offset index of each TFRecord file: a sidecar FILE.idx with one
 "offset frame_size" line per record (the format of DALI's tfrecord2idx), which
 gives random access and global shuffling. Reads only record headers.
+A JSON lines file (.jsonl, .ndjson, plain, gzip or zstd) gets the index that
+sluice.jsonl loads, and a compressed one its decompressed copy FILE.plain, so
+that no run (and no rank) has to build them at start-up.
 
 options:
   --index-dir DIR   write the indexes in DIR instead of beside each file
@@ -298,6 +302,12 @@ int index_command(int argc, char** argv) {
   int status = 0;
   for (const std::string& path : files) {
     try {
+      if (path.find(".jsonl") != std::string::npos || path.find(".ndjson") != std::string::npos) {
+        const JsonlSource source({path}, JsonlOptions{.index_dir = index_dir});
+        std::printf("%s: %llu line%s -> %s\n", path.c_str(), static_cast<unsigned long long>(source.size()),
+                    source.size() == 1 ? "" : "s", source.files()[0] == path ? "its index" : ("its index and " + source.files()[0]).c_str());
+        continue;
+      }
       TFRecordIndex index = scan_tfrecord(path);
       const std::string out = tfrecord_index_path(path, index_dir);
       write_tfrecord_index(out, index);

@@ -76,6 +76,13 @@ struct SLUICE_API Options {
   std::uint32_t batch_size = 1;    // B
   bool drop_last = false;          // drop a ragged last batch instead of delivering it short
   bool shuffle = false;            // a fresh permutation per (seed, epoch); O(1) memory
+  // With shuffle: 0 shuffles globally; k > 0 keeps shard locality
+  // (sluice/shard_shuffle.h): shards are shuffled per epoch and samples only
+  // within windows of k consecutive shards. Needs shard_sizes.
+  std::uint32_t shuffle_window = 0;
+  // Samples per shard, in dataset order (they sum to dataset_size). Set by
+  // sources with shards (sluice.tfrecord, .tar, .jsonl); read with shuffle_window.
+  std::vector<std::uint64_t> shard_sizes;
   std::uint64_t seed = 0;
   std::uint32_t epochs = 1;        // 0 = until the loader is destroyed
   std::uint32_t rank = 0;          // this process's shard of every epoch
@@ -83,7 +90,8 @@ struct SLUICE_API Options {
   ShardPolicy shard_policy = ShardPolicy::pad;
 
   // Continue a run from Loader::state() instead of its first batch. The plan
-  // (seed, dataset_size, batch_size, shuffle, drop_last, shard) must match.
+  // (seed, dataset_size, batch_size, shuffle, shuffle_window and the shard
+  // layout, drop_last, shard) must match.
   std::optional<LoaderState> resume;
 
   // --- What a batch holds ---------------------------------------------------

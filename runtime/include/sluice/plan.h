@@ -18,15 +18,22 @@
 // keeps floor(per_rank / batch_size) whole steps. The order itself does not
 // depend on W (one rank's plan is unchanged).
 //
+// With shuffle_window = k > 0 (and shuffle), the epoch's order is the
+// locality shuffle of sluice/shard_shuffle.h instead of the global
+// permutation: shards shuffled per epoch, samples shuffled within windows of k
+// shards. Everything above (ranks, padding, steps) applies to it unchanged.
+//
 // Thread safety: const methods are safe to call concurrently.
 #pragma once
 
 #include "sluice/export.h"
 
 #include <cstdint>
+#include <memory>
 #include <span>
 
 #include "sluice/options.h"
+#include "sluice/shard_shuffle.h"
 
 namespace sluice {
 
@@ -60,6 +67,14 @@ class SLUICE_API EpochPlan {
   // Fills out[0 .. batch_length(batch)) with the batch's dataset indices.
   void batch_samples(std::uint64_t epoch, std::uint64_t batch, std::span<std::uint64_t> out) const;
 
+  // The position in the epoch's global order (all ranks) of this rank's
+  // `position`: what ShardShuffle::Epoch's questions take.
+  std::uint64_t global_position(std::uint64_t position) const { return global_index(position); }
+  // The locality shuffle, or null when the order is the global permutation or
+  // the plan order. For a cache: shard_shuffle()->epoch(e)->next_use(shard,
+  // global_position(p)).
+  const ShardShuffle* shard_shuffle() const { return locality_.get(); }
+
  private:
   std::uint64_t global_index(std::uint64_t position) const;
   Permutation epoch_permutation(std::uint64_t epoch) const;
@@ -72,6 +87,7 @@ class SLUICE_API EpochPlan {
   std::uint32_t world_;
   std::uint64_t per_rank_;  // samples this rank sees per epoch
   std::uint64_t batches_;
+  std::shared_ptr<const ShardShuffle> locality_;  // shuffle with shuffle_window > 0
 };
 
 }  // namespace sluice

@@ -34,6 +34,8 @@ struct SLUICE_API LoaderState {
   std::uint64_t dataset_size = 0;
   std::uint32_t batch_size = 0;
   bool shuffle = false;
+  std::uint32_t shuffle_window = 0;  // with shuffle: the locality shuffle's window (0: global)
+  std::uint64_t shard_layout = 0;    // with shuffle_window: ShardShuffle::hash_layout of the shards
   bool drop_last = false;
   std::uint32_t rank = 0;
   std::uint32_t world_size = 1;

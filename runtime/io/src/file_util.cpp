@@ -5,7 +5,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
 #include <new>
 
 #include "sluice/error.h"
@@ -71,6 +75,50 @@ std::shared_ptr<const std::byte> map_read_only(int fd, std::size_t bytes, const 
   if (p == MAP_FAILED) throw Error("cannot map " + path + ": " + std::strerror(errno));
   return {static_cast<const std::byte*>(p),
           [bytes](const std::byte* m) { ::munmap(const_cast<std::byte*>(m), bytes); }};
+}
+
+std::string sidecar_path(const std::string& file, const std::string& dir, const std::string& suffix) {
+  if (dir.empty()) return file + suffix;
+  std::error_code ec;
+  std::string absolute = std::filesystem::absolute(file, ec).lexically_normal().string();
+  char hash[24];
+  std::snprintf(hash, sizeof hash, "%016zx", std::hash<std::string>{}(absolute));
+  return (std::filesystem::path(dir) / (std::filesystem::path(file).filename().string() + "." + hash + suffix))
+      .string();
+}
+
+void write_atomically(const std::string& path, const std::function<void(std::ostream&)>& write) {
+  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc | std::ios::binary);
+    if (!out) throw Error("cannot write " + tmp + ": " + std::strerror(errno));
+    try {
+      write(out);
+    } catch (...) {
+      out.close();
+      std::remove(tmp.c_str());
+      throw;
+    }
+    out.flush();
+    if (!out) {
+      const int err = errno;
+      out.close();
+      std::remove(tmp.c_str());
+      throw Error("cannot write " + tmp + ": " + std::strerror(err));
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    std::remove(tmp.c_str());
+    throw Error("cannot write " + path + ": " + std::strerror(err));
+  }
+}
+
+bool not_older(const std::string& a, const std::string& b) {
+  struct stat as, bs;
+  if (::stat(a.c_str(), &as) != 0 || ::stat(b.c_str(), &bs) != 0) return false;
+  if (as.st_mtim.tv_sec != bs.st_mtim.tv_sec) return as.st_mtim.tv_sec > bs.st_mtim.tv_sec;
+  return as.st_mtim.tv_nsec >= bs.st_mtim.tv_nsec;
 }
 
 std::string at_offset(const std::string& path, std::uint64_t offset, const std::string& what) {

@@ -8,6 +8,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <iosfwd>
 #include <memory>
 #include <span>
 #include <string>
@@ -80,6 +82,19 @@ std::size_t pread_full(int fd, std::span<std::byte> out, std::uint64_t offset,
 // Maps `bytes` (> 0) of `fd` read-only and shared; unmapped when the last
 // owner lets go. Throws sluice::Error "cannot map PATH: reason".
 std::shared_ptr<const std::byte> map_read_only(int fd, std::size_t bytes, const std::string& path);
+
+// A file kept beside `file`: FILE + suffix, or with a `dir`,
+// dir/BASENAME.<hash of FILE's absolute path> + suffix (TFRecord and JSON
+// lines indexes, decompressed copies).
+std::string sidecar_path(const std::string& file, const std::string& dir, const std::string& suffix);
+
+// Writes `path` through `write` into PATH.tmpPID, then renames it over `path`,
+// so readers see the old file or the whole new one. Throws sluice::Error
+// "cannot write PATH: reason" (the temp file is removed).
+void write_atomically(const std::string& path, const std::function<void(std::ostream&)>& write);
+
+// True when `a` was modified no earlier than `b` (both exist).
+bool not_older(const std::string& a, const std::string& b);
 
 // "PATH: byte offset N: what".
 std::string at_offset(const std::string& path, std::uint64_t offset, const std::string& what);

@@ -7,9 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
-#include <functional>
 
 #include "file_util.h"
 #include "sluice/error.h"
@@ -54,43 +52,20 @@ TFRecordIndex scan_tfrecord(const std::string& path, OnError on_error, SkipLog* 
 }
 
 std::string tfrecord_index_path(const std::string& shard, const std::string& index_dir) {
-  if (index_dir.empty()) return shard + ".idx";
-  std::error_code ec;
-  std::string absolute = std::filesystem::absolute(shard, ec).lexically_normal().string();
-  char hash[24];
-  std::snprintf(hash, sizeof hash, "%016zx", std::hash<std::string>{}(absolute));
-  return (std::filesystem::path(index_dir) /
-          (std::filesystem::path(shard).filename().string() + "." + hash + ".idx"))
-      .string();
+  return detail::sidecar_path(shard, index_dir, ".idx");
 }
 
 void write_tfrecord_index(const std::string& index_path, const TFRecordIndex& index) {
-  const std::string tmp = index_path + ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out) throw Error("cannot write index " + tmp + ": " + std::strerror(errno));
+  detail::write_atomically(index_path, [&](std::ostream& out) {
     for (std::uint64_t i = 0; i < index.records(); ++i)
       out << index.offsets[i] << ' ' << index.offsets[i + 1] - index.offsets[i] << '\n';
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw Error("cannot write index " + tmp + ": " + std::strerror(errno));
-    }
-  }
-  if (std::rename(tmp.c_str(), index_path.c_str()) != 0) {
-    int err = errno;
-    std::remove(tmp.c_str());
-    throw Error("cannot write index " + index_path + ": " + std::strerror(err));
-  }
+  });
 }
 
 std::optional<TFRecordIndex> load_tfrecord_index(const std::string& index_path,
                                                  const std::string& shard) {
-  struct stat is, ss;
-  if (::stat(index_path.c_str(), &is) != 0 || ::stat(shard.c_str(), &ss) != 0) return std::nullopt;
-  if (is.st_mtim.tv_sec < ss.st_mtim.tv_sec ||
-      (is.st_mtim.tv_sec == ss.st_mtim.tv_sec && is.st_mtim.tv_nsec < ss.st_mtim.tv_nsec))
-    return std::nullopt;
+  struct stat ss;
+  if (!detail::not_older(index_path, shard) || ::stat(shard.c_str(), &ss) != 0) return std::nullopt;
   std::ifstream in(index_path);
   if (!in) return std::nullopt;
   TFRecordIndex index;

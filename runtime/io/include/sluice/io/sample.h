@@ -36,6 +36,9 @@ struct SLUICE_API Sample {
   std::vector<Field> fields;
   bool skipped = false;          // on_error = skip: the sample was bad and has no fields
   std::string error;             // why it was skipped (names file and offset or record)
+  // Bytes a decoder had to rewrite (unescaped JSON strings); fields may point
+  // here. Its capacity is kept from one sample to the next.
+  std::vector<std::byte> storage;
 
   // Starts the sample over as a good one with this metadata and no field yet
   // (the field list keeps its capacity, so refilling allocates nothing).

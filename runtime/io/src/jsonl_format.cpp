@@ -1,0 +1,276 @@
+#include "jsonl_format.h"
+
+#include <cstring>
+
+#include "sluice/error.h"
+
+namespace sluice::io::detail {
+namespace {
+
+constexpr int kMaxDepth = 256;
+
+class LineParser {
+ public:
+  LineParser(std::span<const std::byte> line, Sample& out)
+      : begin_(reinterpret_cast<const char*>(line.data())), p_(begin_), end_(begin_ + line.size()), out_(out) {}
+
+  // The line's one object; its members go to out.fields, and the value at
+  // `path` (when reached) to *selected.
+  void object_line(const std::vector<std::string>& path, std::span<const std::byte>* selected, bool* found) {
+    ws();
+    if (p_ == end_ || *p_ != '{') fail(p_ == end_ ? "an empty line" : "the line is not a JSON object");
+    object(1, &path, 0, selected, found, true);
+    ws();
+    if (p_ != end_) fail("text after the object");
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& why) const {
+    throw Error("column " + std::to_string(p_ - begin_ + 1) + ": " + why);
+  }
+
+  void ws() {
+    while (p_ != end_ && (*p_ == ' ' || *p_ == '\t' || *p_ == '\r' || *p_ == '\n')) ++p_;
+  }
+
+  void expect(char c) {
+    ws();
+    if (p_ == end_) fail(std::string("the line ends where '") + c + "' is expected");
+    if (*p_ != c) fail(std::string("expected '") + c + "'");
+    ++p_;
+  }
+
+  // Members of an object (at '{'). Along `path` (from component `follow`),
+  // the value of the last component goes to *selected. `top`: members become
+  // fields.
+  void object(int depth, const std::vector<std::string>* path, std::size_t follow,
+              std::span<const std::byte>* selected, bool* found, bool top) {
+    ++p_;  // '{'
+    ws();
+    if (p_ != end_ && *p_ == '}') {
+      ++p_;
+      return;
+    }
+    for (;;) {
+      ws();
+      if (p_ == end_ || *p_ != '"') fail(p_ == end_ ? "the line ends inside an object" : "expected a key in quotes");
+      const std::span<const std::byte> key = string();
+      expect(':');
+      ws();
+      const std::string_view name(reinterpret_cast<const char*>(key.data()), key.size());
+      const bool on_path = path && !*found && name == (*path)[follow];
+      const bool last = on_path && follow + 1 == path->size();
+      const std::span<const std::byte> v =
+          value(depth, on_path && !last ? path : nullptr, follow + 1, selected, found);
+      if (last) {
+        *selected = v;
+        *found = true;
+      }
+      if (top) out_.fields.push_back({name, v});
+      ws();
+      if (p_ == end_) fail("the line ends inside an object");
+      if (*p_ == '}') {
+        ++p_;
+        return;
+      }
+      if (*p_ != ',') fail("expected ',' or '}'");
+      ++p_;
+    }
+  }
+
+  // One value: a string's unescaped bytes, or any other value's JSON text.
+  std::span<const std::byte> value(int depth, const std::vector<std::string>* path, std::size_t follow,
+                                   std::span<const std::byte>* selected, bool* found) {
+    if (p_ == end_) fail("the line ends where a value is expected");
+    const char* start = p_;
+    switch (*p_) {
+      case '"':
+        return string();
+      case '{':
+        if (depth >= kMaxDepth) fail("nested deeper than " + std::to_string(kMaxDepth));
+        object(depth + 1, path, follow, selected, found, false);
+        break;
+      case '[':
+        if (depth >= kMaxDepth) fail("nested deeper than " + std::to_string(kMaxDepth));
+        array(depth + 1);
+        break;
+      case 't': literal("true"); break;
+      case 'f': literal("false"); break;
+      case 'n': literal("null"); break;
+      default:
+        number();
+    }
+    return {reinterpret_cast<const std::byte*>(start), static_cast<std::size_t>(p_ - start)};
+  }
+
+  void array(int depth) {
+    ++p_;  // '['
+    ws();
+    if (p_ != end_ && *p_ == ']') {
+      ++p_;
+      return;
+    }
+    for (;;) {
+      ws();
+      value(depth, nullptr, 0, nullptr, nullptr);
+      ws();
+      if (p_ == end_) fail("the line ends inside an array");
+      if (*p_ == ']') {
+        ++p_;
+        return;
+      }
+      if (*p_ != ',') fail("expected ',' or ']'");
+      ++p_;
+    }
+  }
+
+  void literal(const char* word) {
+    const std::size_t n = std::strlen(word);
+    if (static_cast<std::size_t>(end_ - p_) < n || std::memcmp(p_, word, n) != 0) fail("not a JSON value");
+    p_ += n;
+  }
+
+  static bool digit(char c) { return c >= '0' && c <= '9'; }
+
+  void number() {
+    if (p_ != end_ && *p_ == '-') ++p_;
+    if (p_ == end_ || !digit(*p_)) fail("not a JSON value");
+    if (*p_ == '0') ++p_;
+    else while (p_ != end_ && digit(*p_)) ++p_;
+    if (p_ != end_ && *p_ == '.') {
+      ++p_;
+      if (p_ == end_ || !digit(*p_)) fail("a digit must follow the decimal point");
+      while (p_ != end_ && digit(*p_)) ++p_;
+    }
+    if (p_ != end_ && (*p_ == 'e' || *p_ == 'E')) {
+      ++p_;
+      if (p_ != end_ && (*p_ == '+' || *p_ == '-')) ++p_;
+      if (p_ == end_ || !digit(*p_)) fail("a digit must follow the exponent");
+      while (p_ != end_ && digit(*p_)) ++p_;
+    }
+  }
+
+  unsigned hex4() {
+    if (end_ - p_ < 4) fail("a \\u escape needs four hex digits");
+    unsigned v = 0;
+    for (int i = 0; i < 4; ++i, ++p_) {
+      const char c = *p_;
+      v <<= 4;
+      if (digit(c)) v |= static_cast<unsigned>(c - '0');
+      else if (c >= 'a' && c <= 'f') v |= static_cast<unsigned>(c - 'a' + 10);
+      else if (c >= 'A' && c <= 'F') v |= static_cast<unsigned>(c - 'A' + 10);
+      else fail("a \\u escape needs four hex digits");
+    }
+    return v;
+  }
+
+  void put(char c) { out_.storage.push_back(static_cast<std::byte>(c)); }
+
+  void put_utf8(unsigned cp) {
+    if (cp < 0x80) {
+      put(static_cast<char>(cp));
+    } else if (cp < 0x800) {
+      put(static_cast<char>(0xC0 | (cp >> 6)));
+      put(static_cast<char>(0x80 | (cp & 0x3F)));
+    } else if (cp < 0x10000) {
+      put(static_cast<char>(0xE0 | (cp >> 12)));
+      put(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+      put(static_cast<char>(0x80 | (cp & 0x3F)));
+    } else {
+      put(static_cast<char>(0xF0 | (cp >> 18)));
+      put(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+      put(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+      put(static_cast<char>(0x80 | (cp & 0x3F)));
+    }
+  }
+
+  // A string (at '"'): a view into the line when it has no escape, else its
+  // unescaped bytes appended to storage.
+  std::span<const std::byte> string() {
+    ++p_;  // '"'
+    const char* start = p_;
+    while (p_ != end_ && *p_ != '"' && *p_ != '\\') {
+      if (static_cast<unsigned char>(*p_) < 0x20) fail("a control character inside a string");
+      ++p_;
+    }
+    if (p_ == end_) fail("the line ends inside a string");
+    if (*p_ == '"') {
+      ++p_;
+      return {reinterpret_cast<const std::byte*>(start), static_cast<std::size_t>(p_ - 1 - start)};
+    }
+    const std::size_t first = out_.storage.size();
+    out_.storage.insert(out_.storage.end(), reinterpret_cast<const std::byte*>(start),
+                        reinterpret_cast<const std::byte*>(p_));
+    for (;;) {
+      if (p_ == end_) fail("the line ends inside a string");
+      const char c = *p_;
+      if (c == '"') {
+        ++p_;
+        break;
+      }
+      if (static_cast<unsigned char>(c) < 0x20) fail("a control character inside a string");
+      if (c != '\\') {
+        put(c);
+        ++p_;
+        continue;
+      }
+      if (++p_ == end_) fail("the line ends inside a string");
+      const char e = *p_++;
+      switch (e) {
+        case '"': put('"'); break;
+        case '\\': put('\\'); break;
+        case '/': put('/'); break;
+        case 'b': put('\b'); break;
+        case 'f': put('\f'); break;
+        case 'n': put('\n'); break;
+        case 'r': put('\r'); break;
+        case 't': put('\t'); break;
+        case 'u': {
+          unsigned cp = hex4();
+          if (cp >= 0xDC00 && cp <= 0xDFFF) fail("a \\u escape of a low surrogate without a high one");
+          if (cp >= 0xD800 && cp <= 0xDBFF) {
+            if (end_ - p_ < 2 || p_[0] != '\\' || p_[1] != 'u') fail("a high surrogate without its low one");
+            p_ += 2;
+            const unsigned low = hex4();
+            if (low < 0xDC00 || low > 0xDFFF) fail("a high surrogate without its low one");
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+          }
+          put_utf8(cp);
+          break;
+        }
+        default:
+          --p_;
+          fail(std::string("an unknown escape \\") + e);
+      }
+    }
+    return {out_.storage.data() + first, out_.storage.size() - first};
+  }
+
+  const char* begin_;
+  const char* p_;
+  const char* end_;
+  Sample& out_;
+};
+
+}  // namespace
+
+void parse_jsonl_line(std::span<const std::byte> line, std::string_view name,
+                      const std::vector<std::string>& path, Sample& out) {
+  out.storage.clear();
+  out.storage.reserve(line.size());  // never outgrown: spans into it stay valid
+  LineParser parser(line, out);
+  std::span<const std::byte> selected;
+  bool found = false;
+  parser.object_line(path, &selected, &found);
+  // A top-level key spelled exactly as `name` wins over a dotted path.
+  for (std::size_t k = 0; k < out.fields.size(); ++k) {
+    if (out.fields[k].name == name) {
+      if (k > 0) std::swap(out.fields[0], out.fields[k]);
+      return;
+    }
+  }
+  if (!found) throw Error("no key '" + std::string(name) + "'");
+  out.fields.insert(out.fields.begin(), Field{name, selected});
+}
+
+}  // namespace sluice::io::detail

@@ -1,0 +1,110 @@
+#include <algorithm>
+
+#include "file_util.h"
+#include "jsonl_format.h"
+#include "jsonl_index.h"
+#include "sluice/error.h"
+#include "sluice/io/jsonl.h"
+
+namespace sluice::io {
+namespace {
+
+std::vector<std::string> split_path(const std::string& field) {
+  std::vector<std::string> path;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t dot = field.find('.', start);
+    path.push_back(field.substr(start, dot - start));
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  return path;
+}
+
+}  // namespace
+
+JsonlSource::JsonlSource(std::vector<std::string> files, JsonlOptions options)
+    : files_(std::move(files)), options_(std::move(options)), path_(split_path(options_.field)) {
+  if (options_.field.empty()) throw Error("jsonl: field must name a key");
+  starts_.push_back(0);
+  for (const std::string& file : files_) {
+    const detail::Compression compression = detail::sniff_compression(file);
+    const std::string index_path = detail::sidecar_path(file, options_.index_dir, ".idx");
+    std::string plain = file;
+    std::optional<JsonlIndex> index;
+    if (compression == detail::Compression::none) {
+      index = load_jsonl_index(index_path, file);
+      if (!index) {
+        index = scan_jsonl(file);
+        if (options_.write_index) {
+          try {
+            write_jsonl_index(index_path, *index);
+          } catch (const Error&) {
+            // A read-only folder: the index stays in memory.
+          }
+        }
+      }
+    } else {
+      plain = detail::sidecar_path(file, options_.index_dir, ".plain");
+      if (detail::not_older(plain, file)) index = load_jsonl_index(index_path, plain);
+      if (!index) {
+        detail::DecompressedCopy copy;
+        try {
+          copy = detail::decompress_jsonl(file, compression, plain, options_.on_error);
+        } catch (const Error& e) {
+          const std::string what = e.what();
+          if (what.rfind(file + ":", 0) == 0) throw;  // damage, named by file
+          throw Error(what + " (a compressed file is decompressed once into FILE.plain for random access; "
+                      "give index_dir = a writable folder)");
+        }
+        plain = copy.copy_path;
+        index = std::move(copy.index);
+        if (!copy.damage.empty()) {
+          index_skips_.add(starts_.back() + index->records(), copy.damage);
+        } else if (options_.write_index) {
+          try {
+            write_jsonl_index(index_path, *index);
+          } catch (const Error&) {
+            // The copy is rebuilt next time.
+          }
+        }
+      }
+    }
+    plain_.push_back(plain);
+    starts_.push_back(starts_.back() + index->records());
+    indexes_.push_back(std::move(*index));
+  }
+}
+
+SampleLocation JsonlSource::locate(std::uint64_t id) const {
+  auto it = std::upper_bound(starts_.begin(), starts_.end(), id);
+  const auto file = static_cast<std::size_t>(it - starts_.begin() - 1);
+  const std::uint64_t r = id - starts_[file];
+  SampleLocation where;
+  where.id = id;
+  where.file = static_cast<std::uint32_t>(file);
+  where.offset = indexes_[file].offsets[r];
+  where.length = indexes_[file].lengths[r];
+  return where;
+}
+
+std::string JsonlSource::where(std::uint64_t id) const {
+  const SampleLocation at = locate(id);
+  return files_[at.file] + ": line " + std::to_string(indexes_[at.file].lines[id - starts_[at.file]]);
+}
+
+void JsonlSource::decode(const SampleLocation& where, std::span<const std::byte> raw, Sample& out) const {
+  const std::uint64_t record = where.id - starts_[where.file];
+  out.reset(where.id, files_[where.file], {}, -1, record, where.offset);
+  try {
+    if (raw.size() != where.length)
+      throw Error("read " + std::to_string(raw.size()) + " bytes where the index says " +
+                  std::to_string(where.length) + "; the file changed since it was indexed");
+    detail::parse_jsonl_line(raw, options_.field, path_, out);
+  } catch (const Error& e) {
+    out.fields.clear();
+    throw Error(this->where(where.id) + ": " + e.what());
+  }
+}
+
+}  // namespace sluice::io

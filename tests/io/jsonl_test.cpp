@@ -1,0 +1,281 @@
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <chrono>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "io_test_support.h"
+#include "sluice/error.h"
+#include "sluice/io/jsonl.h"
+#include "skip.h"
+
+using namespace sluice::io;
+namespace fs = std::filesystem;
+using Catch::Matchers::Contains;
+
+namespace {
+
+// Blank lines, a CRLF line, escapes and a last line without a newline: the
+// samples are lines 1, 2, 4, 5 and 6.
+const std::string kCorpus =
+    "{\"text\": \"hello\", \"id\": 1, \"meta\": {\"lang\": \"en\", \"body\": \"inner\"}}\n"
+    "{\"id\": 2, \"text\": \"caf\\u00e9 \\ud83d\\ude00 \\\"q\\\"\\n\", \"tags\": [1, 2]}\n"
+    "   \n"
+    "{\"text\": \"third\", \"id\": 3, \"meta\": {\"body\": \"b3\"}}\r\n"
+    "{\"text\": \"\", \"id\": 4, \"ok\": true, \"none\": null}\n"
+    "{\"text\": \"last\", \"id\": -5.5e3}";
+
+std::string write_text(const test::TempDir& dir, const std::string& name, const std::string& text) {
+  std::ofstream(dir.file(name), std::ios::binary) << text;
+  return dir.file(name);
+}
+
+// Compresses `plain` with the gzip or zstd command (an independent writer);
+// `parts` > 1 writes that many members/frames, one per slice of the lines.
+std::string compress(const test::TempDir& dir, const std::string& tool, const std::string& name,
+                     const std::string& text, int parts = 1) {
+  const std::string out = dir.file(name);
+  std::ofstream(out, std::ios::binary | std::ios::trunc);
+  const std::size_t step = text.size() / static_cast<std::size_t>(parts) + 1;
+  for (int p = 0; p < parts; ++p) {
+    const std::string slice = text.substr(std::min(text.size(), p * step), step);
+    const std::string in = write_text(dir, "slice", slice);
+    const std::string cmd = tool + " -c -q " + in + " >> " + out;
+    REQUIRE(std::system(cmd.c_str()) == 0);
+  }
+  return out;
+}
+
+bool have(const std::string& tool) { return std::system(("command -v " + tool + " >/dev/null").c_str()) == 0; }
+
+std::string field(const Sample& s, std::string_view name) {
+  const Field* f = s.field(name);
+  return f ? test::text_of(f->bytes) : "<absent>";
+}
+
+void check_corpus(const JsonlSource& source, const std::string& given) {
+  REQUIRE(source.size() == 5);
+  std::vector<std::byte> buf;
+  Sample s;
+  read_sample(source, 0, buf, s);
+  CHECK(s.fields[0].name == "text");
+  CHECK(field(s, "text") == "hello");
+  CHECK(field(s, "id") == "1");
+  CHECK(field(s, "meta") == "{\"lang\": \"en\", \"body\": \"inner\"}");
+  CHECK(s.path == given);
+  read_sample(source, 1, buf, s);
+  CHECK(field(s, "text") == "caf\xc3\xa9 \xf0\x9f\x98\x80 \"q\"\n");
+  CHECK(field(s, "tags") == "[1, 2]");
+  CHECK(source.where(2) == given + ": line 4");
+  read_sample(source, 2, buf, s);
+  CHECK(field(s, "text") == "third");
+  read_sample(source, 3, buf, s);
+  CHECK(field(s, "text") == "");
+  CHECK(field(s, "ok") == "true");
+  CHECK(field(s, "none") == "null");
+  read_sample(source, 4, buf, s);
+  CHECK(field(s, "text") == "last");
+  CHECK(field(s, "id") == "-5.5e3");
+  CHECK(source.where(4) == given + ": line 6");
+}
+
+}  // namespace
+
+TEST_CASE("jsonl: plain, gzip and zstd files give the same samples, line numbers and keys", "[jsonl]") {
+  test::TempDir dir;
+  const std::string plain = write_text(dir, "a.jsonl", kCorpus);
+  check_corpus(JsonlSource({plain}), plain);
+  CHECK(fs::exists(plain + ".idx"));
+  if (!have("gzip") || !have("zstd")) SKIP_TEST("the gzip or zstd command is absent (they write the test files)");
+  for (int parts : {1, 3}) {
+    INFO("members/frames: " << parts);
+    const std::string gz = compress(dir, "gzip", "b" + std::to_string(parts) + ".jsonl.gz", kCorpus, parts);
+    const std::string zst = compress(dir, "zstd", "c" + std::to_string(parts) + ".jsonl.zst", kCorpus, parts);
+    check_corpus(JsonlSource({gz}), gz);
+    check_corpus(JsonlSource({zst}), zst);
+    CHECK(fs::exists(gz + ".plain"));
+    CHECK(fs::exists(zst + ".idx"));
+  }
+  // Several files number their samples one after the other.
+  const std::string gz = dir.file("b1.jsonl.gz");
+  JsonlSource both({plain, gz});
+  CHECK(both.size() == 10);
+  CHECK(both.where(7) == gz + ": line 4");
+}
+
+TEST_CASE("jsonl: the sidecar index and the decompressed copy are reused, and rebuilt when stale", "[jsonl]") {
+  test::TempDir dir;
+  const std::string plain = write_text(dir, "a.jsonl", kCorpus);
+  JsonlSource first({plain});
+  const auto stamp = fs::last_write_time(plain + ".idx");
+  JsonlSource second({plain});
+  CHECK(fs::last_write_time(plain + ".idx") == stamp);
+  CHECK(second.size() == 5);
+  // A changed file: the index is older than it, so the file is scanned again.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  write_text(dir, "a.jsonl", "{\"text\": \"only\"}\n");
+  JsonlSource third({plain});
+  CHECK(third.size() == 1);
+  // A sidecar that disagrees with the file's size is ignored.
+  write_text(dir, "a.jsonl.idx", "sluice-jsonl-index 1 999 1\n0 10 1\n");
+  CHECK(!load_jsonl_index(plain + ".idx", plain));
+  CHECK(JsonlSource({plain}).size() == 1);
+  // index_dir keeps sidecars (and copies) elsewhere.
+  test::TempDir other;
+  JsonlOptions options;
+  options.index_dir = other.path().string();
+  const std::string fresh = write_text(dir, "fresh.jsonl", kCorpus);
+  CHECK(JsonlSource({fresh}, options).size() == 5);
+  CHECK(!fs::exists(fresh + ".idx"));
+  CHECK(std::distance(fs::directory_iterator(other.path()), fs::directory_iterator()) == 1);
+  if (!have("gzip")) SKIP_TEST("the gzip command is absent");
+  const std::string gz = compress(dir, "gzip", "b.jsonl.gz", kCorpus);
+  JsonlSource g1({gz});
+  const auto copy_stamp = fs::last_write_time(gz + ".plain");
+  JsonlSource g2({gz});
+  CHECK(fs::last_write_time(gz + ".plain") == copy_stamp);
+  check_corpus(g2, gz);
+}
+
+TEST_CASE("jsonl: a malformed line is an error naming the file and line, and the other lines still read", "[jsonl]") {
+  test::TempDir dir;
+  const std::string path = write_text(dir, "bad.jsonl",
+                                      "{\"text\": \"good\"}\n"
+                                      "{\"text\": \"broken\", \"id\": }\n"
+                                      "{\"id\": 3}\n"
+                                      "[1, 2]\n"
+                                      "{\"text\": \"ctl\x01\"}\n"
+                                      "{\"text\": \"\\ud800\"}\n"
+                                      "{\"text\": \"x\"} trailing\n"
+                                      "{\"text\": \"fine\"}\n");
+  JsonlSource source({path});
+  REQUIRE(source.size() == 8);
+  std::vector<std::byte> buf;
+  Sample s;
+  read_sample(source, 0, buf, s);
+  CHECK(field(s, "text") == "good");
+  CHECK_THROWS_WITH(read_sample(source, 1, buf, s), Contains(path + ": line 2: column 26: not a JSON value"));
+  CHECK_THROWS_WITH(read_sample(source, 2, buf, s), Contains(path + ": line 3: no key 'text'"));
+  CHECK_THROWS_WITH(read_sample(source, 3, buf, s), Contains(path + ": line 4: column 1: the line is not a JSON object"));
+  CHECK_THROWS_WITH(read_sample(source, 4, buf, s), Contains("line 5: column 14: a control character inside a string"));
+  CHECK_THROWS_WITH(read_sample(source, 5, buf, s), Contains("line 6: column 17: a high surrogate without its low one"));
+  CHECK_THROWS_WITH(read_sample(source, 6, buf, s), Contains("line 7: column 15: text after the object"));
+  read_sample(source, 7, buf, s);
+  CHECK(field(s, "text") == "fine");
+  // Nesting is bounded, not a stack overflow.
+  const std::string deep = write_text(dir, "deep.jsonl", "{\"text\": " + std::string(100000, '[') + "}\n");
+  CHECK_THROWS_WITH(read_sample(JsonlSource({deep}), 0, buf, s), Contains("nested deeper than 256"));
+}
+
+TEST_CASE("jsonl: field selects a nested key, or a top-level key spelled with a dot", "[jsonl]") {
+  test::TempDir dir;
+  const std::string path = write_text(dir, "n.jsonl",
+                                      "{\"meta\": {\"body\": \"deep\", \"n\": 1}, \"id\": 1}\n"
+                                      "{\"meta.body\": \"flat\", \"meta\": {\"body\": \"deep\"}}\n"
+                                      "{\"meta\": {\"n\": 2}}\n"
+                                      "{\"meta\": {\"body\": [\"a\", {\"k\": 1}]}}\n");
+  JsonlOptions options;
+  options.field = "meta.body";
+  JsonlSource source({path}, options);
+  std::vector<std::byte> buf;
+  Sample s;
+  read_sample(source, 0, buf, s);
+  CHECK(s.fields[0].name == "meta.body");
+  CHECK(field(s, "meta.body") == "deep");
+  CHECK(field(s, "id") == "1");
+  CHECK(field(s, "meta") == "{\"body\": \"deep\", \"n\": 1}");
+  read_sample(source, 1, buf, s);
+  CHECK(field(s, "meta.body") == "flat");
+  CHECK_THROWS_WITH(read_sample(source, 2, buf, s), Contains(path + ": line 3: no key 'meta.body'"));
+  read_sample(source, 3, buf, s);
+  CHECK(field(s, "meta.body") == "[\"a\", {\"k\": 1}]");
+}
+
+TEST_CASE("jsonl: a cut plain file ends in a bad last line, a cut compressed one stops at load or keeps its whole lines", "[jsonl]") {
+  test::TempDir dir;
+  std::string text;
+  for (int i = 0; i < 6000; ++i) text += "{\"text\": \"line " + std::to_string(i) + " " + std::string(40, 'x') + "\"}\n";
+  const std::string plain = write_text(dir, "cut.jsonl", text.substr(0, text.size() - 10));
+  JsonlSource source({plain});
+  REQUIRE(source.size() == 6000);
+  std::vector<std::byte> buf;
+  Sample s;
+  read_sample(source, 5998, buf, s);
+  CHECK_THROWS_WITH(read_sample(source, 5999, buf, s), Contains(plain + ": line 6000: column"));
+  if (!have("gzip") || !have("zstd")) SKIP_TEST("the gzip or zstd command is absent (they write the test files)");
+  for (const std::string tool : {"gzip", "zstd"}) {
+    INFO(tool);
+    const std::string whole = compress(dir, tool, "whole." + tool, text);
+    std::vector<std::byte> bytes = test::read_file(whole);
+    bytes.resize(bytes.size() * 2 / 3);
+    const std::string cut = dir.file("cut." + tool);
+    test::write_file(cut, bytes);
+    CHECK_THROWS_WITH(JsonlSource({cut}), Contains(cut + ": the " + tool + " stream is cut short after"));
+    CHECK(!fs::exists(cut + ".plain"));
+    JsonlOptions skip;
+    skip.on_error = sluice::OnError::skip;
+    JsonlSource kept({cut}, skip);
+    CHECK(kept.size() > 0);
+    CHECK(kept.size() < 6000);
+    REQUIRE(kept.index_skips().count() == 1);
+    CHECK_THAT(kept.index_skips().entries()[0].reason, Contains("cut short"));
+    CHECK(kept.files()[0] == cut + ".plain.cut");
+    for (std::uint64_t i = 0; i < kept.size(); ++i) {
+      read_sample(kept, i, buf, s);
+      CHECK(field(s, "text").rfind("line " + std::to_string(i) + " ", 0) == 0);
+    }
+    // Corrupt bytes in the middle: an error naming the file, not garbage.
+    bytes = test::read_file(whole);
+    for (std::size_t k = bytes.size() / 3; k < bytes.size() / 3 + 64; ++k) bytes[k] = std::byte{0x55};
+    const std::string corrupt = dir.file("corrupt." + tool);
+    test::write_file(corrupt, bytes);
+    CHECK_THROWS_WITH(JsonlSource({corrupt}), Contains(corrupt + ": corrupt " + tool + " data"));
+  }
+}
+
+TEST_CASE("jsonl: processes that open one compressed file at once all read it whole, and leave no temp file", "[jsonl]") {
+  if (!have("zstd")) SKIP_TEST("the zstd command is absent (it writes the test file)");
+  test::TempDir dir;
+  std::string text;
+  for (int i = 0; i < 20000; ++i) text += "{\"text\": \"line " + std::to_string(i) + "\"}\n";
+  const std::string zst = compress(dir, "zstd", "shared.jsonl.zst", text);
+  std::filesystem::remove(dir.file("slice"));
+  for (int round = 0; round < 3; ++round) {
+    INFO("round " << round);
+    std::vector<pid_t> children;
+    for (int c = 0; c < 6; ++c) {
+      const pid_t pid = fork();
+      REQUIRE(pid >= 0);
+      if (pid == 0) {
+        int status = 0;
+        try {
+          JsonlSource source({zst});
+          std::vector<std::byte> buf;
+          Sample s;
+          if (source.size() != 20000) status = 2;
+          for (std::uint64_t id = 0; id < source.size() && status == 0; id += 997) {
+            read_sample(source, id, buf, s);
+            if (field(s, "text") != "line " + std::to_string(id)) status = 3;
+          }
+        } catch (...) {
+          status = 4;
+        }
+        _exit(status);
+      }
+      children.push_back(pid);
+    }
+    for (pid_t pid : children) {
+      int status = 0;
+      REQUIRE(waitpid(pid, &status, 0) == pid);
+      CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+    }
+    std::set<std::string> left;
+    for (const auto& e : fs::directory_iterator(dir.path())) left.insert(e.path().filename().string());
+    CHECK(left == std::set<std::string>{"shared.jsonl.zst", "shared.jsonl.zst.idx", "shared.jsonl.zst.plain"});
+    if (round == 1) fs::remove(dir.file("shared.jsonl.zst.idx"));  // the next round rebuilds it, racing
+  }
+}
