@@ -206,7 +206,9 @@ S3rver::~S3rver() { stop(); }
 
 void S3rver::start() {
   if (pid_ > 0) return;
-  pid_ = spawn({"/usr/bin/node", s3rver_js(), "-d", dir_, "-p", std::to_string(port_), "-a", "127.0.0.1", "--silent",
+  // s3rver makes ListObjectsV2 continuation tokens with DES, which Node's
+  // OpenSSL 3 keeps in its legacy provider.
+  pid_ = spawn({"/usr/bin/node", "--openssl-legacy-provider", s3rver_js(), "-d", dir_, "-p", std::to_string(port_), "-a", "127.0.0.1", "--silent",
                 "--configure-bucket", bucket_},
                dir_ + ".log");
   wait_ready(pid_, port_, "s3rver", dir_ + ".log");
