@@ -134,7 +134,7 @@ std::string Nginx::why_not() {
   return file_exists("/usr/sbin/nginx") ? "" : "nginx is not installed (tools/install-deps.sh installs nginx-light)";
 }
 
-Nginx::Nginx(std::string root) : root_(std::move(root)), dir_(temp_dir("nginx")), port_(free_port()) {
+Nginx::Nginx(std::string root, const std::string& limit_rate) : root_(std::move(root)), dir_(temp_dir("nginx")), port_(free_port()) {
   ::mkdir((dir_ + "/tmp").c_str(), 0755);
   std::ofstream conf(dir_ + "/nginx.conf");
   conf << "daemon off;\nmaster_process off;\nworker_processes 1;\npid " << dir_ << "/nginx.pid;\n"
@@ -147,6 +147,7 @@ Nginx::Nginx(std::string root) : root_(std::move(root)), dir_(temp_dir("nginx"))
        << "  fastcgi_temp_path " << dir_ << "/tmp;\n  uwsgi_temp_path " << dir_ << "/tmp;\n"
        << "  scgi_temp_path " << dir_ << "/tmp;\n"
        << "  keepalive_requests 10000;\n"
+       << (limit_rate.empty() ? "" : "  limit_rate " + limit_rate + ";\n")
        << "  server {\n    listen 127.0.0.1:" << port_ << ";\n    root " << root_ << ";\n"
        << "    location / { }\n  }\n}\n";
   conf.close();

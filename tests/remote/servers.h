@@ -30,7 +30,8 @@ std::string random_bytes(std::size_t n, std::uint64_t seed);
 
 class Nginx {
  public:
-  explicit Nginx(std::string root);
+  // limit_rate: nginx's per-connection rate ("200k"), "" for none.
+  explicit Nginx(std::string root, const std::string& limit_rate = "");
   ~Nginx();
   static std::string why_not();  // "" when nginx is installed
   void start();
