@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 
 #include "sluice/error.h"
 #include "sluice/io/file_source.h"
@@ -12,6 +14,9 @@
 #include "sluice/io/tar_stream.h"
 #include "sluice/io/tfrecord.h"
 #include "sluice/io/tfrecord_stream.h"
+#include "sluice/remote/cache.h"
+#include "sluice/remote/s3_listing.h"
+#include "sluice/remote/url.h"
 
 namespace sluice::scripting {
 namespace {
@@ -47,6 +52,19 @@ bool is_gzip(const std::string& path) {
 
 }  // namespace
 
+remote::CacheOptions remote_cache_options() {
+  remote::CacheOptions options;
+  options.dir = remote::default_cache_dir();
+  if (const char* limit = std::getenv("SLUICE_CACHE_LIMIT"); limit && *limit) {
+    char* end = nullptr;
+    errno = 0;
+    options.limit = std::strtoull(limit, &end, 10);
+    if (errno != 0 || *end != '\0' || limit[0] == '-')
+      throw Error(std::string("SLUICE_CACHE_LIMIT expects a count of bytes, got '") + limit + "'");
+  }
+  return options;
+}
+
 std::shared_ptr<const DataSource> DataSource::open(const SourceSpec& spec, OnError on_error,
                                                    std::uint64_t seed) {
   std::shared_ptr<DataSource> source(new DataSource());
@@ -55,6 +73,7 @@ std::shared_ptr<const DataSource> DataSource::open(const SourceSpec& spec, OnErr
   source->seed_ = seed;
   const std::string what = "sluice." + spec.kind;
   try {
+    source->fetch_remote();
     if (spec.kind == "files" || spec.kind == "folders") source->open_files();
     else if (spec.kind == "tfrecord") source->open_tfrecord();
     else if (spec.kind == "tar") source->open_tar();
@@ -76,6 +95,47 @@ void DataSource::open_files() {
   }
   size_ = files->size();
   records_ = std::move(files);
+}
+
+// Remote entries (s3://, http(s)://, with brace ranges and S3 globs) become
+// the cached copies of their objects, downloaded first where the node cache
+// (remote/cache.h) lacks them; the readers then open local files.
+void DataSource::fetch_remote() {
+  if (std::none_of(spec_.paths.begin(), spec_.paths.end(), [](const std::string& p) { return remote::is_remote(p); }))
+    return;
+  if (spec_.kind == "folders") throw Error("a folder tree cannot be remote; name the files: sluice.files{ \"s3://...\" }");
+  remote::CacheOptions options = remote_cache_options();
+  std::vector<std::string> urls;
+  std::vector<std::string> local;
+  std::vector<std::size_t> at;  // where each URL goes in `local`
+  for (const std::string& entry : spec_.paths) {
+    if (!remote::is_remote(entry)) {
+      local.push_back(entry);
+      continue;
+    }
+    // npy pairs each path with a field name: one object each, no expansion.
+    const std::vector<std::string> names =
+        spec_.kind == "npy" ? std::vector<std::string>{entry} : remote::expand_remote(entry, options.transfer);
+    for (const std::string& url : names) {
+      at.push_back(local.size());
+      local.emplace_back();
+      urls.push_back(url);
+    }
+  }
+  remote::Cache cache(options);
+  const std::vector<std::string> paths = cache.get_all(urls);
+  for (std::size_t i = 0; i < urls.size(); ++i) local[at[i]] = paths[i];
+  // The readers open the files by name; the pins would not survive into the
+  // workers, so a budget shared with other jobs may evict a shard mid-run.
+  for (const std::string& url : urls) cache.release(url);
+  spec_.paths = std::move(local);
+  const remote::CacheStats& s = cache.stats();
+  remote_ = s;
+  notes_.push_back("sluice." + spec_.kind + ": " + std::to_string(urls.size()) + " remote object" +
+                   (urls.size() == 1 ? "" : "s") + ": " + std::to_string(s.hits) + " from the cache " + options.dir +
+                   ", " + std::to_string(s.misses) + " downloaded (" + std::to_string(s.transfer.bytes) + " bytes, " +
+                   std::to_string(s.transfer.requests) + " requests, " + std::to_string(s.wait_ns / 1'000'000) +
+                   " ms waiting on the network)");
 }
 
 std::string DataSource::origin(std::uint64_t id) const {

@@ -5,7 +5,9 @@
 // expanded, TFRecord shards indexed (sidecars loaded or built), tar headers
 // scanned, .npy files mapped. The Loader forks it into every worker with the
 // ScriptProducer, so workers neither re-scan nor re-index; each reads through
-// its own RecordFeed (record_feed.h).
+// its own RecordFeed (record_feed.h). Remote paths (s3://, http(s)://, brace
+// ranges, S3 globs) are fetched into the node cache (remote/cache.h) first:
+// every reader then opens a local, whole file.
 //
 // Three ways to reach records:
 //   indexed  random access by dataset index (files, folders, TFRecord with an
@@ -28,6 +30,7 @@
 #include "sluice/io/record_source.h"
 #include "sluice/io/record_stream.h"
 #include "sluice/options.h"
+#include "sluice/remote/cache.h"
 
 namespace sluice::scripting {
 
@@ -64,6 +67,9 @@ class DataSource {
   // What opening found worth telling the user (indexes cut short, counted records).
   const std::vector<std::string>& notes() const { return notes_; }
 
+  // What fetching remote objects took (all zero for local data).
+  const remote::CacheStats& remote_stats() const { return remote_; }
+
   // indexed
   const std::shared_ptr<const io::RecordSource>& records() const { return records_; }
 
@@ -85,6 +91,7 @@ class DataSource {
 
  private:
   DataSource() = default;
+  void fetch_remote();
   void open_files();
   void open_tfrecord();
   void open_tar();
@@ -100,6 +107,12 @@ class DataSource {
   std::shared_ptr<const io::RecordSource> records_;
   std::vector<std::string> shards_;
   std::vector<NpyColumn> columns_;
+  remote::CacheStats remote_;
 };
+
+// The node cache's options for this process: SLUICE_CACHE_DIR (else
+// $XDG_CACHE_HOME/sluice), SLUICE_CACHE_LIMIT in bytes (0 or unset: no limit),
+// credentials and endpoint from the AWS variables (remote/credentials.h).
+remote::CacheOptions remote_cache_options();
 
 }  // namespace sluice::scripting

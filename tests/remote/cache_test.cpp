@@ -48,7 +48,7 @@ std::string shard_name(int i) { return "s" + std::to_string(i) + ".bin"; }
 
 }  // namespace
 
-TEST_CASE("Cache: a miss downloads and publishes the whole object; the next Cache finds it") {
+TEST_CASE("Cache: a miss downloads and publishes the whole object, and the next Cache finds it") {
   if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
   const std::string root = temp_dir("www"), dir = temp_dir("cache") + "/nested/cache";
   for (int i = 0; i < 5; ++i) write_file(root + "/" + shard_name(i), random_bytes(50'000 + i, i));

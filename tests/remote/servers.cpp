@@ -170,6 +170,15 @@ std::string Nginx::url(const std::string& path) const {
 }
 
 std::vector<std::string> Nginx::log() const {
+  // nginx writes a request's line after sending the response, so a client
+  // may be done before the line is: wait until the log has been still for 50 ms.
+  std::string last = read_file(dir_ + "/access.log");
+  for (int i = 0; i < 40; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::string now = read_file(dir_ + "/access.log");
+    if (now == last) break;
+    last = std::move(now);
+  }
   std::vector<std::string> lines;
   std::ifstream in(dir_ + "/access.log");
   for (std::string line; std::getline(in, line);) lines.push_back(line);

@@ -91,6 +91,7 @@ struct Transfer {
   std::uint64_t attempt_bytes = 0;
   long attempt_status = 0;
   bool range_sent = false;
+  bool message_probe = false;    // a GET after a failed HEAD, for the store's message
   std::string error_body;        // the body of a status >= 300, for its message
   uv_timer_t* backoff = nullptr;
   std::list<std::unique_ptr<Transfer>>::iterator self;
@@ -349,6 +350,13 @@ void TransferEngine::Impl::finish(Transfer& t, CURLcode code) {
   } else if (status == 429 || status >= 500) {
     why = "HTTP " + std::to_string(status) + store_message(t.error_body);
     retry = true;
+  } else if (status >= 300 && t.request.head && !closing) {
+    // A HEAD answer has no body, so no message from the store: ask for its
+    // first byte to hear why (the error document comes with the same status).
+    t.request.head = false;
+    t.request.length = 1;
+    t.message_probe = true;
+    return begin(t);
   } else if (status >= 300) {
     why = "HTTP " + std::to_string(status) + store_message(t.error_body);
     if (status == 301 || status == 307) why += " (a wrong region or endpoint? AWS_REGION is " + options.s3.region + ")";
@@ -362,6 +370,7 @@ void TransferEngine::Impl::finish(Transfer& t, CURLcode code) {
   } else {
     t.response.object_size = t.announced;
   }
+  if (why.empty() && t.message_probe) why = "HTTP " + std::to_string(status) + " to HEAD, then not to GET";
   if (why.empty()) {
     t.response.bytes = t.received;
     return complete(t);

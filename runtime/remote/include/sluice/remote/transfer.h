@@ -26,7 +26,8 @@
 // at once. A failed Response has `error` set: "URL: HTTP 404 (NoSuchKey: The
 // specified key does not exist.)", naming the store's own code and message
 // when its body has them; a Response without error holds the whole body
-// asked for (length checked against Content-Length / Content-Range).
+// asked for (length checked against Content-Length / Content-Range). A HEAD
+// that fails is followed by a one-byte GET, whose body carries the message.
 //
 // Lifetime: the loop must outlive the engine. Destroying the engine cancels
 // what is in flight (their callbacks are not called) and closes its handles;
