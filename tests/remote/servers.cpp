@@ -26,14 +26,9 @@ bool file_exists(const std::string& p) {
 }
 
 bool port_open(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<std::uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  ::close(fd);
-  return ok;
+  const int fd = connect_local(port);
+  if (fd >= 0) ::close(fd);
+  return fd >= 0;
 }
 
 pid_t spawn(const std::vector<std::string>& argv, const std::string& log) {
@@ -94,6 +89,19 @@ std::string temp_dir(const std::string& tag) {
   std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/sluice-" + tag + "-XXXXXX";
   if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp " + pattern);
   return pattern;
+}
+
+int connect_local(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
 }
 
 int free_port() {

@@ -23,6 +23,8 @@ namespace sluice::test {
 // A fresh directory under $TMPDIR (not removed: tests inspect it on failure).
 std::string temp_dir(const std::string& tag);
 int free_port();
+// A connected TCP socket to 127.0.0.1:port, or -1.
+int connect_local(int port);
 void write_file(const std::string& path, const std::string& bytes);
 std::string read_file(const std::string& path);
 // `n` bytes that differ from one seed to another.

@@ -61,7 +61,8 @@ struct TransferEngine::Impl {
   uv_loop_t* loop;
   TransferOptions options;
   CURLM* multi = nullptr;
-  uv_timer_t* timer = nullptr;  // freed by its close callback
+  uv_timer_t* timer = nullptr;     // curl's timeouts; freed by its close callback
+  uv_timer_t* watchdog = nullptr;  // stalls; unreferenced, so it never keeps the loop alive
   TransferStats stats;
   std::list<std::unique_ptr<Transfer>> active;   // in curl, or waiting out a backoff
   std::deque<std::unique_ptr<Transfer>> queued;  // beyond max_in_flight
@@ -74,6 +75,7 @@ struct TransferEngine::Impl {
   void finish(Transfer& t, CURLcode code);
   void complete(Transfer& t);
   void check_done();
+  void check_stalls();
 };
 
 namespace {
@@ -94,6 +96,7 @@ struct Transfer {
   bool message_probe = false;    // a GET after a failed HEAD, for the store's message
   std::string error_body;        // the body of a status >= 300, for its message
   uv_timer_t* backoff = nullptr;
+  std::uint64_t last_byte_ms = 0;  // uv_now when this attempt began or last received a byte
   std::list<std::unique_ptr<Transfer>>::iterator self;
 
   ~Transfer() {
@@ -119,6 +122,7 @@ std::string lower(std::string s) {
 
 size_t header_cb(char* data, size_t size, size_t n, void* user) {
   auto* t = static_cast<Transfer*>(user);
+  t->last_byte_ms = uv_now(t->engine->loop);
   const std::string line(data, size * n);
   if (line.rfind("HTTP/", 0) == 0) {  // a new response (after a redirect or 100): forget the last
     t->announced = 0;
@@ -143,6 +147,7 @@ size_t header_cb(char* data, size_t size, size_t n, void* user) {
 
 size_t write_cb(char* data, size_t size, size_t n, void* user) {
   auto* t = static_cast<Transfer*>(user);
+  t->last_byte_ms = uv_now(t->engine->loop);
   const size_t bytes = size * n;
   if (t->attempt_bytes == 0 && t->attempt_status == 0) {
     curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &t->attempt_status);
@@ -267,6 +272,7 @@ void TransferEngine::Impl::start_next() {
 
 void TransferEngine::Impl::begin(Transfer& t) {
   ++stats.requests;
+  t.last_byte_ms = uv_now(loop);
   t.attempt_bytes = 0;
   t.attempt_status = 0;
   t.announced = 0;
@@ -295,8 +301,6 @@ void TransferEngine::Impl::begin(Transfer& t) {
   curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, s3 ? 0L : 1L);  // S3 says a wrong region with 301
   curl_easy_setopt(e, CURLOPT_MAXREDIRS, 5L);
   curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options.connect_timeout_ms));
-  curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, static_cast<long>((options.stall_timeout_ms + 999) / 1000));
   curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
   curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, nullptr);  // bytes as stored: lengths must match
   if (t.request.head) curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
@@ -337,6 +341,21 @@ void TransferEngine::Impl::check_done() {
   }
 }
 
+// A transfer in curl that has received nothing for stall_timeout_ms is
+// taken out and handled as a timeout (retried, resumed). curl's own
+// low-speed limit averages over several seconds, so a stall right after the
+// headers would go unseen for that long.
+void TransferEngine::Impl::check_stalls() {
+  const std::uint64_t now = uv_now(loop);
+  std::vector<Transfer*> stalled;
+  for (auto& t : active)
+    if (!t->backoff && t->easy && now - t->last_byte_ms >= options.stall_timeout_ms) stalled.push_back(t.get());
+  for (Transfer* t : stalled) {
+    curl_multi_remove_handle(multi, t->easy);
+    finish(*t, CURLE_OPERATION_TIMEDOUT);
+  }
+}
+
 void TransferEngine::Impl::finish(Transfer& t, CURLcode code) {
   long status = 0;
   curl_easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &status);
@@ -345,6 +364,8 @@ void TransferEngine::Impl::finish(Transfer& t, CURLcode code) {
   bool retry = false;
   if (code != CURLE_OK && !(code == CURLE_WRITE_ERROR && status >= 300)) {
     why = curl_easy_strerror(code);
+    if (code == CURLE_OPERATION_TIMEDOUT)
+      why = "no byte for " + std::to_string(options.stall_timeout_ms) + " ms (stall_timeout_ms)";
     retry = transient(code) || (code == CURLE_WRITE_ERROR && t.attempt_status == 200 && t.request.offset > 0);
     if (code == CURLE_WRITE_ERROR && !retry) why = "cannot write " + t.request.file + ": " + std::strerror(errno);
   } else if (status == 429 || status >= 500) {
@@ -418,6 +439,12 @@ TransferEngine::TransferEngine(uv_loop_t* loop, TransferOptions options) : impl_
   curl_multi_setopt(impl_->multi, CURLMOPT_SOCKETDATA, impl_.get());
   curl_multi_setopt(impl_->multi, CURLMOPT_TIMERFUNCTION, timer_cb);
   curl_multi_setopt(impl_->multi, CURLMOPT_TIMERDATA, impl_.get());
+  impl_->watchdog = new uv_timer_t;
+  uv_timer_init(loop, impl_->watchdog);
+  impl_->watchdog->data = impl_.get();
+  const std::uint64_t tick = std::clamp<std::uint64_t>(impl_->options.stall_timeout_ms / 4, 10, 1000);
+  uv_timer_start(impl_->watchdog, [](uv_timer_t* w) { static_cast<Impl*>(w->data)->check_stalls(); }, tick, tick);
+  uv_unref(reinterpret_cast<uv_handle_t*>(impl_->watchdog));
   curl_multi_setopt(impl_->multi, CURLMOPT_MAX_HOST_CONNECTIONS, static_cast<long>(impl_->options.max_in_flight));
 }
 
@@ -432,6 +459,8 @@ TransferEngine::~TransferEngine() {
   curl_multi_cleanup(impl_->multi);  // closes the cached connections, and their polls
   uv_timer_stop(impl_->timer);
   uv_close(reinterpret_cast<uv_handle_t*>(impl_->timer), close_free);
+  uv_timer_stop(impl_->watchdog);
+  uv_close(reinterpret_cast<uv_handle_t*>(impl_->watchdog), close_free);
 }
 
 void TransferEngine::submit(Request request, std::function<void(const Response&)> done) {

@@ -52,7 +52,7 @@ struct TransferOptions {
   unsigned max_retries = 6;
   unsigned backoff_ms = 100;
   unsigned connect_timeout_ms = 10'000;
-  unsigned stall_timeout_ms = 30'000;  // rounded up to whole seconds (curl's low-speed limit)
+  unsigned stall_timeout_ms = 30'000;  // no byte for this long: the attempt is dropped and retried
   unsigned max_in_flight = 8;          // more submitted requests wait their turn
   S3Config s3 = s3_config_from_environment();
 };
