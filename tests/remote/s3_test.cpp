@@ -2,6 +2,12 @@
 // pagination, globs and braces, and the store's own errors.
 #include <catch2/catch.hpp>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+
 #include "servers.h"
 #include "skip.h"
 #include "sluice/error.h"
@@ -100,4 +106,48 @@ TEST_CASE("S3: a missing key, an unknown bucket and bad credentials are one clea
   CHECK(r.retries == 0);
   CHECK(r.error ==
         "s3://bkt/k: HTTP 403 (InvalidAccessKeyId: The AWS Access Key Id you provided does not exist in our records.)");
+}
+
+TEST_CASE("S3: signatures match botocore's for keys, ranges, tokens and queries") {
+  if (::system("/usr/bin/python3 -c 'import botocore' 2>/dev/null") != 0) SKIP_TEST("python3-boto3 is not installed");
+  const int port = free_port();
+  const std::string log = temp_dir("sigv4") + "/oracle.log";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const std::string p = std::to_string(port);
+    std::freopen(log.c_str(), "w", stdout);
+    ::execl("/usr/bin/python3", "python3", SLUICE_REMOTE_TEST_DIR "/sigv4_oracle.py", p.c_str(), "AKTEST",
+            "se/cret+key", "eu-west-3", nullptr);
+    ::_exit(127);
+  }
+  for (int i = 0; i < 500; ++i) {  // the oracle serves one connection at a time: close the probe
+    const int fd = connect_local(port);
+    if (fd >= 0) {
+      ::close(fd);
+      break;
+    }
+    ::usleep(10'000);
+  }
+  TransferOptions o;
+  o.max_retries = 0;
+  o.s3.endpoint = "http://127.0.0.1:" + std::to_string(port);
+  o.s3.path_style = true;
+  o.s3.region = "eu-west-3";
+  o.s3.credentials = {.access_key = "AKTEST", .secret_key = "se/cret+key", .session_token = "", .source = "test"};
+  for (const Request& request : {Request{.url = "s3://bkt/train/x.tar"},
+                                 Request{.url = "s3://bkt/a b/c+d=e&f~g.tar", .offset = 10, .length = 5},
+                                 Request{.url = "s3://bkt/", .query = "continuation-token=1d%2Fa%2Bb%3D&list-type=2&prefix=train%2F"},
+                                 Request{.url = "s3://bkt/k", .head = true}}) {
+    const Response r = fetch(request, o);
+    INFO(request.url << "?" << request.query << ": " << r.error);
+    CHECK(r.ok());
+  }
+  o.s3.credentials.session_token = "token/with+chars=";
+  CHECK(fetch({.url = "s3://bkt/with-token"}, o).ok());
+  o.s3.credentials.secret_key = "wrong";
+  const Response bad = fetch({.url = "s3://bkt/train/x.tar"}, o);
+  CHECK(bad.status == 403);
+  CHECK_THAT(bad.error, Catch::Contains("SignatureDoesNotMatch"));
+  ::kill(pid, SIGTERM);
+  ::waitpid(pid, nullptr, 0);
 }

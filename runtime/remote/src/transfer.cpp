@@ -93,6 +93,7 @@ struct Transfer {
   std::uint64_t attempt_bytes = 0;
   long attempt_status = 0;
   bool range_sent = false;
+  std::string write_problem;     // why write_cb refused the body, when it did
   bool message_probe = false;    // a GET after a failed HEAD, for the store's message
   std::string error_body;        // the body of a status >= 300, for its message
   uv_timer_t* backoff = nullptr;
@@ -153,10 +154,16 @@ size_t write_cb(char* data, size_t size, size_t n, void* user) {
     curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &t->attempt_status);
     if (t->attempt_status == 200 && t->received > 0) {
       // The store ignored Range: the whole body comes again from byte 0.
-      if (t->request.offset > 0) return 0;  // cannot be right for a ranged read: fail the attempt
+      if (t->request.offset > 0) {
+        t->write_problem = "the store ignored Range (200 instead of 206)";
+        return 0;
+      }
       t->received = 0;
       t->response.body.clear();
-      if (t->fd >= 0 && ::ftruncate(t->fd, 0) != 0) return 0;
+      if (t->fd >= 0 && ::ftruncate(t->fd, 0) != 0) {
+        t->write_problem = "cannot truncate " + t->request.file + ": " + std::strerror(errno);
+        return 0;
+      }
     }
   }
   t->attempt_bytes += bytes;
@@ -165,14 +172,20 @@ size_t write_cb(char* data, size_t size, size_t n, void* user) {
     if (t->error_body.size() < 64 * 1024) t->error_body.append(data, std::min<size_t>(bytes, 64 * 1024));
     return bytes;
   }
-  if (t->request.length > 0 && t->received + bytes > t->request.length) return 0;  // more than asked
+  if (t->request.length > 0 && t->received + bytes > t->request.length) {
+    t->write_problem = "the store sent more than the " + std::to_string(t->request.length) + " bytes asked for";
+    return 0;
+  }
   if (t->fd >= 0) {
     size_t done = 0;
     while (done < bytes) {
       const ssize_t w = ::pwrite(t->fd, data + done, bytes - done,
                                  static_cast<off_t>(t->request.offset + t->received + done));
       if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) return 0;
+      if (w <= 0) {
+        t->write_problem = "cannot write " + t->request.file + ": " + std::strerror(errno);
+        return 0;
+      }
       done += static_cast<size_t>(w);
     }
   } else {
@@ -277,6 +290,7 @@ void TransferEngine::Impl::begin(Transfer& t) {
   t.attempt_status = 0;
   t.announced = 0;
   t.error_body.clear();
+  t.write_problem.clear();
   const bool s3 = t.request.url.rfind("s3://", 0) == 0;
   std::string target;
   try {
@@ -366,8 +380,8 @@ void TransferEngine::Impl::finish(Transfer& t, CURLcode code) {
     why = curl_easy_strerror(code);
     if (code == CURLE_OPERATION_TIMEDOUT)
       why = "no byte for " + std::to_string(options.stall_timeout_ms) + " ms (stall_timeout_ms)";
-    retry = transient(code) || (code == CURLE_WRITE_ERROR && t.attempt_status == 200 && t.request.offset > 0);
-    if (code == CURLE_WRITE_ERROR && !retry) why = "cannot write " + t.request.file + ": " + std::strerror(errno);
+    retry = transient(code);
+    if (code == CURLE_WRITE_ERROR && !t.write_problem.empty()) why = t.write_problem;
   } else if (status == 429 || status >= 500) {
     why = "HTTP " + std::to_string(status) + store_message(t.error_body);
     retry = true;
