@@ -1,6 +1,7 @@
 #include "data_source.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -41,6 +42,11 @@ std::vector<std::string> expand(const std::string& what, const std::vector<std::
   return paths;
 }
 
+std::uint64_t file_size_or_zero(const std::string& path) {
+  struct stat st{};
+  return ::stat(path.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
+}
+
 bool is_gzip(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;  // reported with its reason when the shard is opened
@@ -65,15 +71,15 @@ remote::CacheOptions remote_cache_options() {
   return options;
 }
 
-std::shared_ptr<const DataSource> DataSource::open(const SourceSpec& spec, OnError on_error,
-                                                   std::uint64_t seed) {
+std::shared_ptr<const DataSource> DataSource::open(const SourceSpec& spec, OnError on_error, std::uint64_t seed,
+                                                   const remote::CacheOptions& cache) {
   std::shared_ptr<DataSource> source(new DataSource());
   source->spec_ = spec;
   source->on_error_ = on_error;
   source->seed_ = seed;
   const std::string what = "sluice." + spec.kind;
   try {
-    source->fetch_remote();
+    source->fetch_remote(cache);
     if (spec.kind == "files" || spec.kind == "folders") source->open_files();
     else if (spec.kind == "tfrecord") source->open_tfrecord();
     else if (spec.kind == "tar") source->open_tar();
@@ -100,11 +106,10 @@ void DataSource::open_files() {
 // Remote entries (s3://, http(s)://, with brace ranges and S3 globs) become
 // the cached copies of their objects, downloaded first where the node cache
 // (remote/cache.h) lacks them; the readers then open local files.
-void DataSource::fetch_remote() {
+void DataSource::fetch_remote(const remote::CacheOptions& options) {
   if (std::none_of(spec_.paths.begin(), spec_.paths.end(), [](const std::string& p) { return remote::is_remote(p); }))
     return;
   if (spec_.kind == "folders") throw Error("a folder tree cannot be remote; name the files: sluice.files{ \"s3://...\" }");
-  remote::CacheOptions options = remote_cache_options();
   std::vector<std::string> urls;
   std::vector<std::string> local;
   std::vector<std::size_t> at;  // where each URL goes in `local`
@@ -129,13 +134,16 @@ void DataSource::fetch_remote() {
   // workers, so a budget shared with other jobs may evict a shard mid-run.
   for (const std::string& url : urls) cache.release(url);
   spec_.paths = std::move(local);
-  const remote::CacheStats& s = cache.stats();
-  remote_ = s;
-  notes_.push_back("sluice." + spec_.kind + ": " + std::to_string(urls.size()) + " remote object" +
-                   (urls.size() == 1 ? "" : "s") + ": " + std::to_string(s.hits) + " from the cache " + options.dir +
-                   ", " + std::to_string(s.misses) + " downloaded (" + std::to_string(s.transfer.bytes) + " bytes, " +
-                   std::to_string(s.transfer.requests) + " requests, " + std::to_string(s.wait_ns / 1'000'000) +
-                   " ms waiting on the network)");
+  if (options.limit > 0) {
+    std::uint64_t total = 0;
+    for (const std::string& path : paths) total += file_size_or_zero(path);
+    if (total > options.limit)
+      notes_.push_back("sluice." + spec_.kind + ": the remote objects (" + std::to_string(total) +
+                       " bytes) pass cache_limit_mb (" + std::to_string(options.limit >> 20) +
+                       " MiB): all are fetched when the source opens and held for the run, so the cache holds "
+                       "more than its budget until the run ends");
+  }
+  remote_ = cache.stats();
 }
 
 std::string DataSource::origin(std::uint64_t id) const {

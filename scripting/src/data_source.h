@@ -49,6 +49,11 @@ struct SourceSpec {
   std::uint64_t size = 0;               // streaming: records in the data set; 0 = count them
 };
 
+// The node cache's options for this process: SLUICE_CACHE_DIR (else
+// $XDG_CACHE_HOME/sluice), SLUICE_CACHE_LIMIT in bytes (0 or unset: no limit),
+// credentials and endpoint from the AWS variables (remote/credentials.h).
+remote::CacheOptions remote_cache_options();
+
 struct NpyColumn {
   std::string name;
   io::NpyArray array;
@@ -58,8 +63,9 @@ class DataSource {
  public:
   enum class Mode { indexed, stream, npy };
 
-  static std::shared_ptr<const DataSource> open(const SourceSpec& spec, OnError on_error,
-                                                std::uint64_t seed);
+  // `cache`: where remote paths are fetched to, and how.
+  static std::shared_ptr<const DataSource> open(const SourceSpec& spec, OnError on_error, std::uint64_t seed,
+                                                const remote::CacheOptions& cache = remote_cache_options());
 
   Mode mode() const { return mode_; }
   const std::string& kind() const { return spec_.kind; }
@@ -91,7 +97,7 @@ class DataSource {
 
  private:
   DataSource() = default;
-  void fetch_remote();
+  void fetch_remote(const remote::CacheOptions& options);
   void open_files();
   void open_tfrecord();
   void open_tar();
@@ -109,10 +115,5 @@ class DataSource {
   std::vector<NpyColumn> columns_;
   remote::CacheStats remote_;
 };
-
-// The node cache's options for this process: SLUICE_CACHE_DIR (else
-// $XDG_CACHE_HOME/sluice), SLUICE_CACHE_LIMIT in bytes (0 or unset: no limit),
-// credentials and endpoint from the AWS variables (remote/credentials.h).
-remote::CacheOptions remote_cache_options();
 
 }  // namespace sluice::scripting

@@ -164,4 +164,37 @@ TEST_CASE("Sources: a missing shard, an unknown bucket and a refused key are one
   r = sh(work, s3env + "AWS_ACCESS_KEY_ID=NOBODY AWS_SECRET_ACCESS_KEY=x " + cli() + " run key.lua --quiet");
   CHECK(r.status != 0);
   CHECK_THAT(r.out, Catch::Contains("s3://bkt/x.tar: HTTP 403 (InvalidAccessKeyId: "));
+  // A store that is down: the settings bound the retries.
+  http.stop();
+  r = sh(work, "SLUICE_CACHE_DIR=cache " + cli() + " run missing.lua --quiet --remote-retries 1 --remote-timeout-ms 500");
+  CHECK(r.status != 0);
+  CHECK_THAT(r.out, Catch::Contains(": Couldn't connect to server (gave up after 1 retries)"));
+}
+
+TEST_CASE("Sources: the summary counts downloads, says network-bound, and warns of a cache_limit_mb below the data") {
+  if (cli().empty()) SKIP_TEST(kNoCli);
+  if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
+  const std::string root = temp_dir("www"), work = temp_dir("run");
+  // Four shards of about 0.4 MiB each; a budget of 1 MiB.
+  for (int s = 0; s < 4; ++s) {
+    const std::string members = temp_dir("members");
+    write_file(members + "/" + std::to_string(100 + s) + ".txt", random_bytes(400'000, s));
+    write_file(members + "/" + std::to_string(100 + s) + ".cls", "1");
+    const std::string key = std::to_string(100 + s);
+    REQUIRE(std::system(("tar -cf '" + root + "/t" + std::to_string(s) + ".tar' -C '" + members + "' " + key +
+                         ".txt " + key + ".cls").c_str()) == 0);
+  }
+  Nginx http(root, "500k");  // 0.8 s a shard, four at once: longer than the run
+  write_file(work + "/p.lua", pipeline(http.url("t{0..3}.tar")));
+  Run r = sh(work, "SLUICE_CACHE_DIR=cache " + cli() + " run p.lua --cache-limit-mb 1");
+  INFO(r.out);
+  CHECK(r.status == 0);
+  CHECK_THAT(r.out, Catch::Contains("pass cache_limit_mb (1 MiB)"));
+  CHECK_THAT(r.out, Catch::Contains("remote      4 objects: 0 from the node cache, 4 downloaded (1.6 MB, 8 requests, "
+                                    "0 retries, 0 evictions)"));
+  CHECK_THAT(r.out, Catch::Contains("verdict     network-bound: fetching 1.6 MB of remote objects"));
+  r = sh(work, "SLUICE_CACHE_DIR=cache " + cli() + " run p.lua");
+  INFO(r.out);
+  CHECK_THAT(r.out, Catch::Contains("remote      4 objects: 4 from the node cache, 0 downloaded (0.0 MB, 0 requests"));
+  CHECK_THAT(r.out, !Catch::Contains("network-bound"));
 }
