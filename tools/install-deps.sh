@@ -22,6 +22,7 @@ cli_packages=(
   libprotobuf-dev protobuf-compiler  # tf.train.Example (lite runtime)
   libjpeg62-turbo-dev libspng-dev    # image decode ops (libjpeg-turbo's jpeglib.h API)
   liburing-dev            # small-file reads in one io_uring submission per job
+  libcurl4-openssl-dev ca-certificates  # s3:// and https:// shards (runtime/remote), the system's CA store
 )
 # The rest: tests, the Python package, fuzzing (tools/test.sh).
 test_packages=(
@@ -34,6 +35,9 @@ test_packages=(
   python3-venv python3-pip python3-setuptools python3-pytest python3-torch  # its venv, offline build and tests
   python3-numpy           # .npz/.npy test files written by numpy itself (tests skip without it)
   python3-torchvision     # real torchvision transforms in the Python tests (augmentation seeding)
+  nginx-light             # the HTTP server of the remote tests (Range, an access log to count requests)
+  nodejs npm              # s3rver (tests/npm/package.json), the S3 server of the remote tests
+  python3-boto3           # uploads to s3rver in the remote tests (an independent S3 client)
 )
 
 if [ "${1:-}" = "--cli" ]; then

@@ -114,6 +114,19 @@ std::unique_ptr<PyLoader> PyLoader::from_script(const std::string& path,
   d["path"] = script.path;
   d["device"] = script.device;
   d["notes"] = script.notes;
+  if (script.remote.objects > 0) {
+    const sluice::ScriptRemoteStats& r = script.remote;
+    py::dict remote;
+    remote["objects"] = r.objects;
+    remote["cache_hits"] = r.hits;
+    remote["cache_misses"] = r.misses;
+    remote["evictions"] = r.evictions;
+    remote["requests"] = r.requests;
+    remote["retries"] = r.retries;
+    remote["bytes_downloaded"] = r.bytes;
+    remote["network_wait_ns"] = r.wait_ns;
+    d["remote"] = remote;
+  }
   source.options = script.options;
   source.record_header = [script] { return sluice::record_header(script); };
   return std::make_unique<PyLoader>(std::move(source), std::move(record));
@@ -254,7 +267,9 @@ bool PyLoader::finished() {
 py::dict PyLoader::stats() {
   check_process();
   Exclusive one(mutex_);
-  return stats_dict(loader().stats());
+  py::dict d = stats_dict(loader().stats());
+  if (source_.info.contains("remote")) d["remote"] = source_.info["remote"];  // the downloads at load
+  return d;
 }
 
 std::uint32_t PyLoader::slots() {

@@ -121,7 +121,7 @@ end
 -- Paths in a pipeline are relative to the directory of pipeline.lua.
 function M.path(p)
   if type(p) ~= "string" then fail(1, "sluice.path: expected a string, got a %s", type(p)) end
-  if p:sub(1, 1) == "/" then return p end
+  if p:sub(1, 1) == "/" or p:match("^%a[%w+.-]*://") then return p end  -- absolute, or a URL (s3://, https://)
   return M.script_dir .. "/" .. p
 end
 
@@ -139,7 +139,11 @@ end
 -- map, on each worker's own libuv loop. The launching process opens the data
 -- set once (expands globs, loads or builds indexes, maps arrays); workers
 -- share what it found. A spec table lists paths (relative to pipeline.lua;
--- `*`, `?`, `[...]` and a recursive `**` expand, sorted) plus options.
+-- `*`, `?`, `[...]` and a recursive `**` expand, sorted) plus options. A path
+-- may be remote: s3://bucket/key, https://host/path or http://, with brace
+-- ranges (s3://b/train-{000000..000127}.tar) and, on S3, globs over the
+-- listing; the objects are downloaded once per node into the cache
+-- (SLUICE_CACHE_DIR) and read from there.
 local function native_source(kind, spec, paths)
   local parts = { kind }
   for _, p in ipairs(paths) do parts[#parts + 1] = p end

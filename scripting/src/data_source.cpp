@@ -1,9 +1,12 @@
 #include "data_source.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 
 #include "sluice/error.h"
 #include "sluice/io/file_source.h"
@@ -13,6 +16,9 @@
 #include "sluice/io/tar_stream.h"
 #include "sluice/io/tfrecord.h"
 #include "sluice/io/tfrecord_stream.h"
+#include "sluice/remote/cache.h"
+#include "sluice/remote/s3_listing.h"
+#include "sluice/remote/url.h"
 
 namespace sluice::scripting {
 namespace {
@@ -37,6 +43,11 @@ std::vector<std::string> expand(const std::string& what, const std::vector<std::
   return paths;
 }
 
+std::uint64_t file_size_or_zero(const std::string& path) {
+  struct stat st{};
+  return ::stat(path.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
+}
+
 bool is_gzip(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;  // reported with its reason when the shard is opened
@@ -48,14 +59,28 @@ bool is_gzip(const std::string& path) {
 
 }  // namespace
 
-std::shared_ptr<const DataSource> DataSource::open(const SourceSpec& spec, OnError on_error,
-                                                   std::uint64_t seed) {
+remote::CacheOptions remote_cache_options() {
+  remote::CacheOptions options;
+  options.dir = remote::default_cache_dir();
+  if (const char* limit = std::getenv("SLUICE_CACHE_LIMIT"); limit && *limit) {
+    char* end = nullptr;
+    errno = 0;
+    options.limit = std::strtoull(limit, &end, 10);
+    if (errno != 0 || *end != '\0' || limit[0] == '-')
+      throw Error(std::string("SLUICE_CACHE_LIMIT expects a count of bytes, got '") + limit + "'");
+  }
+  return options;
+}
+
+std::shared_ptr<const DataSource> DataSource::open(const SourceSpec& spec, OnError on_error, std::uint64_t seed,
+                                                   const remote::CacheOptions& cache) {
   std::shared_ptr<DataSource> source(new DataSource());
   source->spec_ = spec;
   source->on_error_ = on_error;
   source->seed_ = seed;
   const std::string what = "sluice." + spec.kind;
   try {
+    source->fetch_remote(cache);
     if (spec.kind == "files" || spec.kind == "folders") source->open_files();
     else if (spec.kind == "tfrecord") source->open_tfrecord();
     else if (spec.kind == "tar") source->open_tar();
@@ -78,6 +103,49 @@ void DataSource::open_files() {
   }
   size_ = files->size();
   records_ = std::move(files);
+}
+
+// Remote entries (s3://, http(s)://, with brace ranges and S3 globs) become
+// the cached copies of their objects, downloaded first where the node cache
+// (remote/cache.h) lacks them; the readers then open local files.
+void DataSource::fetch_remote(const remote::CacheOptions& options) {
+  if (std::none_of(spec_.paths.begin(), spec_.paths.end(), [](const std::string& p) { return remote::is_remote(p); }))
+    return;
+  if (spec_.kind == "folders") throw Error("a folder tree cannot be remote; name the files: sluice.files{ \"s3://...\" }");
+  std::vector<std::string> urls;
+  std::vector<std::string> local;
+  std::vector<std::size_t> at;  // where each URL goes in `local`
+  for (const std::string& entry : spec_.paths) {
+    if (!remote::is_remote(entry)) {
+      local.push_back(entry);
+      continue;
+    }
+    // npy pairs each path with a field name: one object each, no expansion.
+    const std::vector<std::string> names =
+        spec_.kind == "npy" ? std::vector<std::string>{entry} : remote::expand_remote(entry, options.transfer);
+    for (const std::string& url : names) {
+      at.push_back(local.size());
+      local.emplace_back();
+      urls.push_back(url);
+    }
+  }
+  remote::Cache cache(options);
+  const std::vector<std::string> paths = cache.get_all(urls);
+  for (std::size_t i = 0; i < urls.size(); ++i) local[at[i]] = paths[i];
+  // The readers open the files by name; the pins would not survive into the
+  // workers, so a budget shared with other jobs may evict a shard mid-run.
+  for (const std::string& url : urls) cache.release(url);
+  spec_.paths = std::move(local);
+  if (options.limit > 0) {
+    std::uint64_t total = 0;
+    for (const std::string& path : paths) total += file_size_or_zero(path);
+    if (total > options.limit)
+      notes_.push_back("sluice." + spec_.kind + ": the remote objects (" + std::to_string(total) +
+                       " bytes) pass cache_limit_mb (" + std::to_string(options.limit >> 20) +
+                       " MiB): all are fetched when the source opens and held for the run, so the cache holds "
+                       "more than its budget until the run ends");
+  }
+  remote_ = cache.stats();
 }
 
 std::string DataSource::origin(std::uint64_t id) const {

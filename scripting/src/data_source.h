@@ -7,7 +7,9 @@
 // compressed JSON lines decompressed once), tar headers
 // scanned, .npy files mapped. The Loader forks it into every worker with the
 // ScriptProducer, so workers neither re-scan nor re-index; each reads through
-// its own RecordFeed (record_feed.h).
+// its own RecordFeed (record_feed.h). Remote paths (s3://, http(s)://, brace
+// ranges, S3 globs) are fetched into the node cache (remote/cache.h) first:
+// every reader then opens a local, whole file.
 //
 // Three ways to reach records:
 //   indexed  random access by dataset index (files, folders, TFRecord with an
@@ -30,6 +32,7 @@
 #include "sluice/io/record_source.h"
 #include "sluice/io/record_stream.h"
 #include "sluice/options.h"
+#include "sluice/remote/cache.h"
 
 namespace sluice::scripting {
 
@@ -49,6 +52,11 @@ struct SourceSpec {
   std::uint64_t size = 0;               // streaming: records in the data set; 0 = count them
 };
 
+// The node cache's options for this process: SLUICE_CACHE_DIR (else
+// $XDG_CACHE_HOME/sluice), SLUICE_CACHE_LIMIT in bytes (0 or unset: no limit),
+// credentials and endpoint from the AWS variables (remote/credentials.h).
+remote::CacheOptions remote_cache_options();
+
 struct NpyColumn {
   std::string name;
   io::NpyArray array;
@@ -58,14 +66,18 @@ class DataSource {
  public:
   enum class Mode { indexed, stream, npy };
 
-  static std::shared_ptr<const DataSource> open(const SourceSpec& spec, OnError on_error,
-                                                std::uint64_t seed);
+  // `cache`: where remote paths are fetched to, and how.
+  static std::shared_ptr<const DataSource> open(const SourceSpec& spec, OnError on_error, std::uint64_t seed,
+                                                const remote::CacheOptions& cache = remote_cache_options());
 
   Mode mode() const { return mode_; }
   const std::string& kind() const { return spec_.kind; }
   std::uint64_t size() const { return size_; }
   // What opening found worth telling the user (indexes cut short, counted records).
   const std::vector<std::string>& notes() const { return notes_; }
+
+  // What fetching remote objects took (all zero for local data).
+  const remote::CacheStats& remote_stats() const { return remote_; }
 
   // indexed
   const std::shared_ptr<const io::RecordSource>& records() const { return records_; }
@@ -92,6 +104,7 @@ class DataSource {
 
  private:
   DataSource() = default;
+  void fetch_remote(const remote::CacheOptions& options);
   void open_files();
   void open_tfrecord();
   void open_tar();
@@ -108,6 +121,7 @@ class DataSource {
   std::shared_ptr<const io::RecordSource> records_;
   std::vector<std::string> shards_;
   std::vector<NpyColumn> columns_;
+  remote::CacheStats remote_;
 };
 
 }  // namespace sluice::scripting

@@ -212,7 +212,11 @@ Script load_script(const ScriptOptions& options) {
     const std::uint64_t seed =
         options.seed ? *options.seed : static_cast<std::uint64_t>(number_field(L, lua_gettop(L), "seed"));
     try {
-      spec.source = scripting::DataSource::open(source, on_error, seed);
+      remote::CacheOptions cache = scripting::remote_cache_options();
+      if (options.cache_limit_mb) cache.limit = *options.cache_limit_mb << 20;
+      if (options.remote_retries) cache.transfer.max_retries = *options.remote_retries;
+      if (options.remote_timeout_ms) cache.transfer.stall_timeout_ms = *options.remote_timeout_ms;
+      spec.source = scripting::DataSource::open(source, on_error, seed, cache);
     } catch (const Error& e) {
       throw Error(spec.path + ": " + e.what());
     }
@@ -270,6 +274,10 @@ Script load_script(const ScriptOptions& options) {
   resolve_auto_workers(o);
   if (spec.source) {
     for (const std::string& note : spec.source->notes()) script.notes.push_back(note);
+    const remote::CacheStats& r = spec.source->remote_stats();
+    script.remote = {.objects = r.hits + r.misses, .hits = r.hits, .misses = r.misses, .evictions = r.evictions,
+                     .requests = r.transfer.requests, .retries = r.transfer.retries, .bytes = r.transfer.bytes,
+                     .wait_ns = r.wait_ns};
     if (spec.source->mode() == scripting::DataSource::Mode::stream && auto_workers) {
       o.max_workers = 0;
       script.notes.push_back("workers = \"auto\" keeps " + std::to_string(o.workers) + " workers: sluice." +

@@ -186,6 +186,19 @@ std::vector<SettingRow> make_rows() {
                         "with auto workers: the arena's slots stay within this many MiB"));
   rows.push_back(to<&Options::memory_budget_mb>(r));
 
+  // Remote sources: shape the load (the data set is fetched when it opens).
+  rows.push_back(loads<&ScriptOptions::cache_limit_mb>(
+      count("cache_limit_mb", 0, kMiB, "0",
+            "remote shards (s3://, https://): the node cache's budget in MiB, shared by every rank and job on the "
+            "node (the directory: SLUICE_CACHE_DIR, else $XDG_CACHE_HOME/sluice); 0 = no limit")));
+  rows.push_back(loads<&ScriptOptions::remote_retries>(
+      count("remote_retries", 0, 100, "6",
+            "a remote request that fails with 5xx or 429, a reset, a cut body or a stall is retried this many times, "
+            "with exponential backoff, before the run stops")));
+  rows.push_back(loads<&ScriptOptions::remote_timeout_ms>(
+      count("remote_timeout_ms", 1, kU32, "30000",
+            "a remote transfer that receives nothing for this long is dropped and retried")));
+
   for (SettingRow& row : rows) {
     if (row.about.kind == SettingKind::count) {
       row.about.takes = "an integer in " + range_text(row.min, row.max) + (row.auto_value ? " or auto" : "");

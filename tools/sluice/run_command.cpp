@@ -369,13 +369,22 @@ int run(const RunArgs& args) {
   const std::uint32_t slots = loader.slots();
   const RunMeasures measures{wall, stats.batches_delivered, workers, slots, o.slots != 0, usable_cores(),
                              stats.worker_fill_ns, stats.worker_cpu_ns, stats.worker_runqueue_ns,
-                             stats.consumer_wait_ns, stats.slots_full_ns};
+                             stats.consumer_wait_ns, stats.slots_full_ns, script.remote.wait_ns,
+                             script.remote.bytes};
 
   std::printf("pipeline    %s: %llu samples, batch %u%s, %u worker%s%s, prefetch %u, %s, %s\n",
               script.path.c_str(), static_cast<unsigned long long>(o.dataset_size), o.batch_size,
               o.drop_last ? " (drop_last)" : "", workers, workers == 1 ? "" : "s",
               o.max_workers > o.workers ? " (auto)" : "", slots, order, script.device.c_str());
   if (!stats.autotune.empty()) std::printf("auto        %s\n", stats.autotune.c_str());
+  if (const ScriptRemoteStats& r = script.remote; r.objects > 0) {
+    std::printf("remote      %llu objects: %llu from the node cache, %llu downloaded (%.1f MB, %llu requests, "
+                "%llu retries, %llu evictions), %.2f s of the start-up waiting on the network\n",
+                static_cast<unsigned long long>(r.objects), static_cast<unsigned long long>(r.hits),
+                static_cast<unsigned long long>(r.misses), static_cast<double>(r.bytes) / 1e6,
+                static_cast<unsigned long long>(r.requests), static_cast<unsigned long long>(r.retries),
+                static_cast<unsigned long long>(r.evictions), seconds(r.wait_ns));
+  }
   if (o.world_size > 1) {
     std::printf("shard       rank %u of %u (%s)\n", o.rank, o.world_size,
                 args.settings.sets_shard() ? "--rank/--world-size" : launcher.c_str());

@@ -76,6 +76,14 @@ std::vector<std::string> run_warnings(const RunMeasures& m) {
 }
 
 std::string verdict(const RunMeasures& m) {
+  const double network = seconds(m.network_wait_ns);
+  if (network > std::max(m.wall_s, kMinJudgedSeconds)) {
+    return format("network-bound: fetching %.1f MB of remote objects into the node cache took %.2f s (%.1f MB/s) "
+                  "before the first batch, longer than the run (%.2f s): the next run reads them from the warm "
+                  "cache; a faster link or a cache_limit_mb that holds the data set keeps it so",
+                  static_cast<double>(m.network_bytes) / 1e6, network,
+                  static_cast<double>(m.network_bytes) / 1e6 / std::max(network, 1e-9), m.wall_s);
+  }
   if (m.wall_s < kMinJudgedSeconds || m.batches < kMinJudgedBatches) {
     return format("none: the run was too short to judge (%.2f s, %llu batch%s; a verdict needs at least "
                   "%.1f s and %llu batches, start-up dominates below that): run more --epochs or --batches",

@@ -27,6 +27,8 @@ struct RunMeasures {
   std::uint64_t runqueue_ns = 0; // of fill_ns, runnable and waiting for a CPU
   std::uint64_t consumer_wait_ns = 0;
   std::uint64_t slots_full_ns = 0;
+  std::uint64_t network_wait_ns = 0;  // at load, fetching remote objects into the node cache
+  std::uint64_t network_bytes = 0;    // downloaded then
 };
 
 // CPUs this process may run on (sched_getaffinity), at least 1.
@@ -44,7 +46,8 @@ std::uint32_t suggested_workers(const RunMeasures& m);
 // CPU work, fewer slots than workers), one sentence each.
 std::vector<std::string> run_warnings(const RunMeasures& m);
 
-// One line: "consumer-bound: ...", "compute-bound: ...", "waiting: ...",
+// One line: "network-bound: ..." (the downloads at load took longer than the
+// run), "consumer-bound: ...", "compute-bound: ...", "waiting: ...",
 // "delivery-bound: ..." or, for a run too short to judge, "none: ...".
 std::string verdict(const RunMeasures& m);
 

@@ -70,6 +70,12 @@ struct SLUICE_API ScriptOptions {
   // on_error also decides the trial at load: with skip, a failing sample 0 does
   // not stop it (the next samples are tried, at most 16), and the workers skip it.
   std::optional<OnError> on_error = std::nullopt;
+  // Remote sources (s3://, http(s)://): the node cache's budget in MiB (0 = no
+  // limit; SLUICE_CACHE_DIR names the directory), and each request's retries
+  // and stall timeout. Unset: SLUICE_CACHE_LIMIT's bytes, 6, 30000.
+  std::optional<std::uint64_t> cache_limit_mb = std::nullopt;
+  std::optional<std::uint32_t> remote_retries = std::nullopt;
+  std::optional<std::uint32_t> remote_timeout_ms = std::nullopt;
 };
 
 // Where the workers' time went, summed over every worker of every Loader built
@@ -82,11 +88,25 @@ struct SLUICE_API ScriptWorkerTimes {
   std::uint32_t workers = 0;   // workers that started
 };
 
+// What a native source's remote objects (s3://, https://) took to fetch into
+// the node cache when the script was loaded; all zero for local data.
+struct SLUICE_API ScriptRemoteStats {
+  std::uint64_t objects = 0;    // remote objects the source names
+  std::uint64_t hits = 0;       // found whole in the cache (or fetched meanwhile by another process)
+  std::uint64_t misses = 0;     // downloaded by this process
+  std::uint64_t evictions = 0;  // objects it evicted to stay within cache_limit_mb
+  std::uint64_t requests = 0;   // HTTP requests, retries included
+  std::uint64_t retries = 0;
+  std::uint64_t bytes = 0;      // body bytes received
+  std::uint64_t wait_ns = 0;    // waiting on the network and on other processes' downloads
+};
+
 struct SLUICE_API Script {
   Options options;                 // ready for sluice::Loader
   std::string path;                // the script, as named in ScriptOptions
   std::string device;              // where batches are delivered: "cpu"
   std::vector<std::string> notes;  // worth telling the user: inferred fields, device fallback
+  ScriptRemoteStats remote;        // the source's downloads at load
 
   // Reads the workers' counters (shared memory); valid while the Script lives.
   ScriptWorkerTimes worker_times() const;

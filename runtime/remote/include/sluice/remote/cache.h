@@ -1,0 +1,111 @@
+// sluice/remote/cache.h: the node cache. Remote shards downloaded once per
+// node into a directory that every worker and every rank on the node shares;
+// readers open the cached file as any local file.
+//
+//   Cache cache({.dir = "", .limit = 8 << 30});
+//   std::vector<std::string> local = cache.get_all(urls);   // downloads what is missing
+//
+// Files in the directory, for the object at URL (NAME = 16 hex digits of
+// XXH64(URL), '-', the URL's last path part):
+//   NAME           a whole, checked object; only ever made by rename()
+//   NAME.partial   a download under way, or cut by a crash (resumed later)
+//   NAME.meta      the partial's object size and ETag, for resuming it
+//   NAME.lock      flock()ed exclusively by the one process downloading NAME
+//   .budget.lock   flock()ed exclusively while a process makes room
+//
+// Guarantees and their argument:
+// - A file named NAME is whole. The download goes to NAME.partial, is
+//   checked (length equal to the object's size from the store; when resumed,
+//   every range sent with If-Match on the first ETag, so parts of two versions
+//   are never joined), fsync()ed, and only then renamed to NAME. A crash at
+//   any point leaves NAME absent or whole; a cut .partial is resumed, never read.
+// - One download per node: a process downloads NAME only while holding
+//   NAME.lock exclusively; others block on it and, once they get it, find
+//   NAME published and count a hit. flock() locks die with their process,
+//   so a killed downloader never blocks anyone.
+// - In use is never evicted: a process using NAME holds a shared flock on its
+//   open descriptor of NAME (a pin) until release() or the Cache's end. An
+//   evictor unlinks NAME only while holding an exclusive flock on it, taken
+//   with LOCK_NB, so never while anyone pins it; a pinner that locks after an
+//   unlink sees the path gone (its inode differs) and downloads again.
+// - Budget: with limit > 0, before a download the downloader takes
+//   .budget.lock, adds up whole files and the announced sizes of partials,
+//   and evicts unpinned whole files until the new object fits: first the
+//   ones no known URL names, then the one whose next use is furthest away
+//   (set_next_use: the plan's order, Belady's rule), then the least recently
+//   used. When everything left is pinned the download goes ahead: the limit
+//   is then passed by at most the shards in use.
+//
+// Errors: sluice::Error naming the URL, the store's status and message
+// (transfer.h), or the cache file and errno.
+// Thread and fork safety: a Cache belongs to one thread; make it after
+// fork() (it holds descriptors and locks of its process). Any number of
+// processes may share one directory.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sluice/remote/transfer.h"
+
+namespace sluice::remote {
+
+struct CacheOptions {
+  std::string dir;             // "" = default_cache_dir()
+  std::uint64_t limit = 0;     // bytes; 0 = unlimited
+  TransferOptions transfer;
+};
+
+struct CacheStats {
+  std::uint64_t hits = 0;          // found whole (or published by another process while waiting)
+  std::uint64_t misses = 0;        // downloaded by this process
+  std::uint64_t evictions = 0;
+  std::uint64_t wait_ns = 0;       // time get/get_all spent waiting on downloads and locks
+  TransferStats transfer;          // requests, bytes, retries
+};
+
+// $SLUICE_CACHE_DIR, else $XDG_CACHE_HOME/sluice, else $HOME/.cache/sluice.
+std::string default_cache_dir();
+
+class Cache {
+ public:
+  explicit Cache(CacheOptions options);  // creates the directory; throws Error
+  ~Cache();
+  Cache(const Cache&) = delete;
+  Cache& operator=(const Cache&) = delete;
+
+  // The local path of each URL's object, in order, each downloaded first when
+  // the cache lacks it (several at once) and pinned until release().
+  std::vector<std::string> get_all(const std::vector<std::string>& urls);
+  std::string get(const std::string& url) { return get_all({url}).at(0); }
+
+  // Drops the pin: the object may be evicted from now on.
+  void release(const std::string& url);
+
+  // Where `url`'s object lies (or would lie) in the cache.
+  std::string path_of(const std::string& url) const;
+
+  // Eviction order: next_use(url) is the position of the object's next use
+  // (smaller is sooner; UINT64_MAX: never again). `urls` names the objects
+  // the function knows; whole files of other URLs go first.
+  void set_next_use(std::vector<std::string> urls, std::function<std::uint64_t(const std::string&)> next_use);
+
+  const CacheStats& stats() const { return stats_; }
+  const CacheOptions& options() const { return options_; }
+
+ private:
+  struct Download;
+  bool pin_if_whole(const std::string& url);
+  void make_room(std::uint64_t bytes, const std::string& keep);
+
+  CacheOptions options_;
+  CacheStats stats_;
+  std::map<std::string, int> pins_;  // url -> descriptor holding LOCK_SH
+  std::map<std::string, std::string> known_;  // file name -> url, for next_use
+  std::function<std::uint64_t(const std::string&)> next_use_;
+};
+
+}  // namespace sluice::remote

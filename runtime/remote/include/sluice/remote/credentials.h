@@ -1,0 +1,49 @@
+// sluice/remote/credentials.h: how Sluice finds an S3 store and signs for it,
+// from the standard places the AWS tools read.
+//
+// Credentials, first found wins:
+//   1. AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY (+ AWS_SESSION_TOKEN);
+//   2. the profile AWS_PROFILE (else "default") of the shared credentials
+//      file (AWS_SHARED_CREDENTIALS_FILE, else ~/.aws/credentials):
+//      aws_access_key_id, aws_secret_access_key, aws_session_token;
+//   3. none: requests go unsigned (public buckets).
+// Region: AWS_REGION, AWS_DEFAULT_REGION, the profile's `region` in
+// AWS_CONFIG_FILE (else ~/.aws/config, section "[profile NAME]" or
+// "[default]"), else us-east-1.
+// Endpoint: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, else AWS's own
+// (https://BUCKET.s3.REGION.amazonaws.com, virtual-hosted). A custom endpoint
+// is addressed path-style (ENDPOINT/BUCKET/KEY), as MinIO, s3rver and most
+// other stores expect.
+//
+// Errors: none; a file that cannot be read counts as absent.
+// Thread safety: s3_config_from_environment reads the environment and files;
+// call it before fork or in each process, not while another thread calls
+// setenv.
+#pragma once
+
+#include <string>
+
+namespace sluice::remote {
+
+struct Credentials {
+  std::string access_key;
+  std::string secret_key;
+  std::string session_token;  // "" without one
+  std::string source;         // where they came from, for messages: "AWS_ACCESS_KEY_ID", "~/.aws/credentials [p]"
+  bool anonymous() const { return access_key.empty(); }
+};
+
+struct S3Config {
+  Credentials credentials;
+  std::string region = "us-east-1";
+  std::string endpoint;  // "" = AWS; else scheme://host[:port], no trailing '/'
+  bool path_style = false;
+};
+
+S3Config s3_config_from_environment();
+
+// The value of `key` in section `[section]` of an INI file such as
+// ~/.aws/credentials; "" when the file, the section or the key is missing.
+std::string ini_value(const std::string& file, const std::string& section, const std::string& key);
+
+}  // namespace sluice::remote

@@ -1,0 +1,369 @@
+// The node cache (see cache.h for the guarantees and their argument).
+#include "sluice/remote/cache.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <tuple>
+
+#include "sluice/error.h"
+#include "sluice/remote/url.h"
+
+namespace sluice::remote {
+namespace {
+
+std::string errno_text() { return std::strerror(errno); }
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+int open_lock_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error("cannot open lock file " + path + ": " + errno_text());
+  return fd;
+}
+
+int flock_retry(int fd, int op) {
+  int rc;
+  do rc = ::flock(fd, op);
+  while (rc != 0 && errno == EINTR);
+  return rc;
+}
+
+// A descriptor holding a flock, released with it.
+struct LockedFd {
+  int fd = -1;
+  LockedFd() = default;
+  explicit LockedFd(int f) : fd(f) {}
+  LockedFd(LockedFd&& o) noexcept : fd(o.fd) { o.fd = -1; }
+  LockedFd& operator=(LockedFd&& o) noexcept {
+    std::swap(fd, o.fd);
+    return *this;
+  }
+  ~LockedFd() {
+    if (fd >= 0) ::close(fd);  // closing the last descriptor of the open file drops its flock
+  }
+};
+
+std::uint64_t file_size_or_zero(const std::string& path) {
+  struct stat st{};
+  return ::stat(path.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
+}
+
+struct Meta {
+  std::uint64_t size = 0;
+  std::string etag;
+};
+
+Meta read_meta(const std::string& path) {
+  Meta m;
+  std::ifstream in(path);
+  in >> m.size;
+  std::getline(in >> std::ws, m.etag);
+  return m;
+}
+
+void write_meta(const std::string& path, const Meta& m) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << m.size << ' ' << m.etag << '\n';
+    if (!out) throw Error("cannot write " + tmp);
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) throw Error("cannot rename " + tmp + ": " + errno_text());
+}
+
+std::uint64_t now_ns() {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::steady_clock::now().time_since_epoch())
+                                        .count());
+}
+
+}  // namespace
+
+std::string default_cache_dir() {
+  if (const char* d = std::getenv("SLUICE_CACHE_DIR"); d && *d) return d;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/sluice";
+  const char* home = std::getenv("HOME");
+  return std::string(home && *home ? home : "/tmp") + "/.cache/sluice";
+}
+
+// One object this process downloads, while it holds NAME.lock.
+struct Cache::Download {
+  std::string url, path;
+  LockedFd lock;
+  Meta meta;
+  bool restarted = false;
+};
+
+Cache::Cache(CacheOptions options) : options_(std::move(options)) {
+  if (options_.dir.empty()) options_.dir = default_cache_dir();
+  // mkdir -p
+  for (std::size_t at = 1;; ++at) {
+    at = options_.dir.find('/', at);
+    const std::string part = options_.dir.substr(0, at);
+    if (::mkdir(part.c_str(), 0755) != 0 && errno != EEXIST)
+      throw Error("cannot make the cache directory " + part + ": " + errno_text());
+    if (at == std::string::npos) break;
+  }
+}
+
+Cache::~Cache() {
+  for (auto& [url, fd] : pins_) ::close(fd);
+}
+
+std::string Cache::path_of(const std::string& url) const {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(XXH64(url.data(), url.size(), 0)));
+  std::string base = base_name(parse_url(url));
+  for (char& c : base)
+    if (c == '/' || static_cast<unsigned char>(c) < 0x20) c = '_';
+  if (base.size() > 100) base.resize(100);
+  return options_.dir + "/" + hex + "-" + base;
+}
+
+void Cache::set_next_use(std::vector<std::string> urls, std::function<std::uint64_t(const std::string&)> next_use) {
+  known_.clear();
+  for (std::string& u : urls) {
+    const std::string path = path_of(u);
+    known_[path.substr(path.rfind('/') + 1)] = std::move(u);
+  }
+  next_use_ = std::move(next_use);
+}
+
+void Cache::release(const std::string& url) {
+  const auto it = pins_.find(url);
+  if (it == pins_.end()) return;
+  ::close(it->second);
+  pins_.erase(it);
+}
+
+bool Cache::pin_if_whole(const std::string& url) {
+  if (pins_.count(url)) return true;
+  const std::string path = path_of(url);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat held{}, named{};
+  // An evictor may unlink between open and flock: then the inode is no longer the path's.
+  if (flock_retry(fd, LOCK_SH) != 0 || ::fstat(fd, &held) != 0 || ::stat(path.c_str(), &named) != 0 ||
+      held.st_ino != named.st_ino || held.st_dev != named.st_dev) {
+    ::close(fd);
+    return false;
+  }
+  pins_[url] = fd;
+  return true;
+}
+
+void Cache::make_room(std::uint64_t bytes, const std::string& keep) {
+  if (options_.limit == 0) return;
+  struct Entry {
+    std::string name;
+    std::uint64_t size;
+    bool known;
+    std::uint64_t next;
+    std::int64_t mtime;
+  };
+  std::vector<Entry> whole;
+  std::uint64_t used = 0;
+  DIR* dir = ::opendir(options_.dir.c_str());
+  if (!dir) throw Error("cannot read the cache directory " + options_.dir + ": " + errno_text());
+  while (dirent* d = ::readdir(dir)) {
+    const std::string name = d->d_name;
+    if (name.empty() || name[0] == '.' || ends_with(name, ".lock") || ends_with(name, ".meta") ||
+        ends_with(name, ".tmp"))
+      continue;
+    const std::string path = options_.dir + "/" + name;
+    if (ends_with(name, ".partial")) {
+      if (path == keep + ".partial") continue;
+      const std::string stem = path.substr(0, path.size() - 8);
+      const std::uint64_t announced = read_meta(stem + ".meta").size;
+      const std::uint64_t size = std::max(announced, file_size_or_zero(path));
+      // A partial whose lock is free was cut by a crash: reclaim it under its lock.
+      LockedFd lock(open_lock_file(stem + ".lock"));
+      if (flock_retry(lock.fd, LOCK_EX | LOCK_NB) == 0) {
+        ::unlink(path.c_str());
+        ::unlink((stem + ".meta").c_str());
+      } else {
+        used += size;
+      }
+      continue;
+    }
+    struct stat st{};
+    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    const auto k = known_.find(name);
+    Entry e{name, static_cast<std::uint64_t>(st.st_size), k != known_.end(), UINT64_MAX, st.st_mtim.tv_sec};
+    if (e.known && next_use_) e.next = next_use_(k->second);
+    used += e.size;
+    whole.push_back(std::move(e));
+  }
+  ::closedir(dir);
+  if (used + bytes <= options_.limit) return;
+  // Victims first: unknown objects, then the furthest next use, then the oldest.
+  std::sort(whole.begin(), whole.end(), [](const Entry& a, const Entry& b) {
+    return std::make_tuple(a.known, -static_cast<double>(a.next), a.mtime) <
+           std::make_tuple(b.known, -static_cast<double>(b.next), b.mtime);
+  });
+  for (const Entry& e : whole) {
+    if (used + bytes <= options_.limit) break;
+    const std::string path = options_.dir + "/" + e.name;
+    LockedFd victim(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (victim.fd < 0) continue;
+    if (flock_retry(victim.fd, LOCK_EX | LOCK_NB) != 0) continue;  // pinned by someone
+    if (::unlink(path.c_str()) == 0) {
+      used -= std::min(used, e.size);
+      ++stats_.evictions;
+    }
+  }
+}
+
+std::vector<std::string> Cache::get_all(const std::vector<std::string>& urls) {
+  std::vector<std::string> paths;
+  std::vector<std::string> missing;
+  for (const std::string& url : urls) {
+    paths.push_back(path_of(url));
+    if (pin_if_whole(url)) {
+      ++stats_.hits;
+    } else if (std::find(missing.begin(), missing.end(), url) == missing.end()) {
+      missing.push_back(url);
+    }
+  }
+  if (missing.empty()) return paths;
+  const std::uint64_t started = now_ns();
+  std::string first_error;
+  while (!missing.empty() && first_error.empty()) {
+    // Take the locks that are free; when every one is busy, wait for the first.
+    std::vector<std::unique_ptr<Download>> mine;
+    std::vector<std::string> busy;
+    for (std::size_t i = 0; i < missing.size(); ++i) {
+      const std::string& url = missing[i];
+      auto d = std::make_unique<Download>();
+      d->url = url;
+      d->path = path_of(url);
+      d->lock = LockedFd(open_lock_file(d->path + ".lock"));
+      const bool wait = i + 1 == missing.size() && mine.empty();
+      if (flock_retry(d->lock.fd, LOCK_EX | LOCK_NB) != 0) {
+        if (errno != EWOULDBLOCK) throw Error("cannot lock " + d->path + ".lock: " + errno_text());
+        if (!wait) {
+          busy.push_back(url);
+          continue;
+        }
+        // Nothing else to do: block until its downloader finishes (or dies).
+        const std::string first = busy.empty() ? url : busy.front();
+        if (!busy.empty()) {
+          busy.erase(busy.begin());
+          busy.push_back(url);
+          d->url = first;
+          d->path = path_of(first);
+          d->lock = LockedFd(open_lock_file(d->path + ".lock"));
+        }
+        if (flock_retry(d->lock.fd, LOCK_EX) != 0) throw Error("cannot lock " + d->path + ".lock: " + errno_text());
+      }
+      if (pin_if_whole(d->url)) {  // published while we waited
+        ++stats_.hits;
+        continue;
+      }
+      mine.push_back(std::move(d));
+    }
+    missing = busy;
+
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    {
+      TransferEngine engine(&loop, options_.transfer);
+      std::function<void(Download&)> get;
+      auto fail = [&](const std::string& e) {
+        if (first_error.empty()) first_error = e;
+      };
+      auto publish = [&](Download& d, const Response& r) {
+        const std::string partial = d.path + ".partial";
+        if (!r.ok()) {
+          if (r.status == 412 && !d.restarted) {  // the object changed: start over
+            d.restarted = true;
+            ::truncate(partial.c_str(), 0);
+            return engine.submit({.url = d.url, .head = true}, [&, dp = &d](const Response& h) {
+              if (!h.ok()) return fail(h.error);
+              dp->meta = {h.object_size, h.etag};
+              write_meta(dp->path + ".meta", dp->meta);
+              get(*dp);
+            });
+          }
+          return fail(r.error);
+        }
+        const std::uint64_t have = file_size_or_zero(partial);
+        if (d.meta.size > 0 && have != d.meta.size)
+          return fail(d.url + ": downloaded " + std::to_string(have) + " bytes, the store announced " +
+                      std::to_string(d.meta.size) + "; not used");
+        const int fd = ::open(partial.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0 || ::fsync(fd) != 0) {
+          if (fd >= 0) ::close(fd);
+          return fail("cannot sync " + partial + ": " + errno_text());
+        }
+        ::close(fd);
+        if (::rename(partial.c_str(), d.path.c_str()) != 0)
+          return fail("cannot publish " + d.path + ": " + errno_text());
+        ::unlink((d.path + ".meta").c_str());
+        ++stats_.misses;
+        if (!pin_if_whole(d.url)) return fail(d.path + " vanished as it was published");
+        d.lock = LockedFd();  // waiters may go: they find it whole
+      };
+      get = [&](Download& d) {
+        const std::string partial = d.path + ".partial";
+        std::uint64_t offset = file_size_or_zero(partial);
+        if (offset >= d.meta.size && d.meta.size > 0) offset = 0;
+        if (offset == 0 && ::truncate(partial.c_str(), 0) != 0 && errno != ENOENT)
+          return fail("cannot truncate " + partial + ": " + errno_text());
+        engine.submit({.url = d.url, .file = partial, .offset = offset, .if_match = d.meta.etag},
+                      [&, dp = &d](const Response& r) { publish(*dp, r); });
+      };
+      for (auto& dp : mine) {
+        Download& d = *dp;
+        engine.submit({.url = d.url, .head = true}, [&, dp = &d](const Response& h) {
+          if (!first_error.empty()) return;
+          if (!h.ok()) return fail(h.error);
+          try {
+            const std::string meta_path = dp->path + ".meta";
+            const Meta old = read_meta(meta_path);
+            const bool resumable = !old.etag.empty() && old.etag == h.etag && old.size == h.object_size;
+            if (!resumable) ::truncate((dp->path + ".partial").c_str(), 0);
+            dp->meta = {h.object_size, h.etag};
+            {
+              LockedFd budget(open_lock_file(options_.dir + "/.budget.lock"));
+              flock_retry(budget.fd, LOCK_EX);
+              make_room(h.object_size, dp->path);
+              write_meta(meta_path, dp->meta);  // the reservation, before others count
+            }
+            get(*dp);
+          } catch (const Error& e) {
+            fail(e.what());
+          }
+        });
+      }
+      uv_run(&loop, UV_RUN_DEFAULT);
+      const TransferStats& s = engine.stats();
+      stats_.transfer.requests += s.requests;
+      stats_.transfer.bytes += s.bytes;
+      stats_.transfer.retries += s.retries;
+      stats_.transfer.failures += s.failures;
+    }
+    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_loop_close(&loop);
+  }
+  stats_.wait_ns += now_ns() - started;
+  if (!first_error.empty()) throw Error(first_error);
+  return paths;
+}
+
+}  // namespace sluice::remote

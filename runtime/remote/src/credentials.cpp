@@ -1,0 +1,81 @@
+#include "sluice/remote/credentials.h"
+
+#include <cstdlib>
+#include <fstream>
+
+namespace sluice::remote {
+namespace {
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::string(v) : std::string();
+}
+
+std::string trim(const std::string& s) {
+  const std::size_t a = s.find_first_not_of(" \t\r\n");
+  if (a == std::string::npos) return "";
+  const std::size_t b = s.find_last_not_of(" \t\r\n");
+  return s.substr(a, b - a + 1);
+}
+
+std::string aws_file(const char* variable, const char* name) {
+  std::string path = env(variable);
+  if (!path.empty()) return path;
+  const std::string home = env("HOME");
+  return home.empty() ? "" : home + "/.aws/" + name;
+}
+
+}  // namespace
+
+std::string ini_value(const std::string& file, const std::string& section, const std::string& key) {
+  if (file.empty()) return "";
+  std::ifstream in(file);
+  std::string line;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    line = trim(line);
+    if (line.empty() || line[0] == '#' || line[0] == ';') continue;
+    if (line.front() == '[' && line.back() == ']') {
+      inside = trim(line.substr(1, line.size() - 2)) == section;
+      continue;
+    }
+    if (!inside) continue;
+    const std::size_t eq = line.find('=');
+    if (eq != std::string::npos && trim(line.substr(0, eq)) == key) return trim(line.substr(eq + 1));
+  }
+  return "";
+}
+
+S3Config s3_config_from_environment() {
+  S3Config config;
+  std::string profile = env("AWS_PROFILE");
+  if (profile.empty()) profile = "default";
+  Credentials& c = config.credentials;
+  c.access_key = env("AWS_ACCESS_KEY_ID");
+  c.secret_key = env("AWS_SECRET_ACCESS_KEY");
+  if (!c.access_key.empty() && !c.secret_key.empty()) {
+    c.session_token = env("AWS_SESSION_TOKEN");
+    c.source = "AWS_ACCESS_KEY_ID";
+  } else {
+    const std::string file = aws_file("AWS_SHARED_CREDENTIALS_FILE", "credentials");
+    c.access_key = ini_value(file, profile, "aws_access_key_id");
+    c.secret_key = ini_value(file, profile, "aws_secret_access_key");
+    c.session_token = ini_value(file, profile, "aws_session_token");
+    c.source = file + " [" + profile + "]";
+    if (c.access_key.empty() || c.secret_key.empty()) c = Credentials{};
+  }
+  std::string region = env("AWS_REGION");
+  if (region.empty()) region = env("AWS_DEFAULT_REGION");
+  if (region.empty()) {
+    const std::string file = aws_file("AWS_CONFIG_FILE", "config");
+    region = ini_value(file, profile == "default" ? "default" : "profile " + profile, "region");
+  }
+  if (!region.empty()) config.region = region;
+  config.endpoint = env("AWS_ENDPOINT_URL_S3");
+  if (config.endpoint.empty()) config.endpoint = env("AWS_ENDPOINT_URL");
+  while (!config.endpoint.empty() && config.endpoint.back() == '/') config.endpoint.pop_back();
+  config.path_style = !config.endpoint.empty();
+  return config;
+}
+
+}  // namespace sluice::remote

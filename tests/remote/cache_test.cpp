@@ -1,0 +1,215 @@
+// The node cache: atomic publication, one download per node across real
+// processes, resumption after kill -9, and the byte budget with eviction by
+// next use. Served by a real nginx on 127.0.0.1; its access log counts requests.
+#include <catch2/catch.hpp>
+
+#include <dirent.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <thread>
+
+#include "servers.h"
+#include "skip.h"
+#include "sluice/error.h"
+#include "sluice/remote/cache.h"
+
+using namespace sluice::remote;
+using namespace sluice::test;
+
+namespace {
+
+CacheOptions options_in(const std::string& dir, std::uint64_t limit = 0) {
+  CacheOptions o;
+  o.dir = dir;
+  o.limit = limit;
+  o.transfer.backoff_ms = 10;
+  o.transfer.max_retries = 3;
+  o.transfer.s3 = S3Config{};
+  return o;
+}
+
+std::vector<std::string> names_in(const std::string& dir) {
+  std::vector<std::string> out;
+  DIR* d = ::opendir(dir.c_str());
+  while (dirent* e = d ? ::readdir(d) : nullptr)
+    if (e->d_name[0] != '.') out.push_back(e->d_name);
+  if (d) ::closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string shard_name(int i) { return "s" + std::to_string(i) + ".bin"; }
+
+}  // namespace
+
+TEST_CASE("Cache: a miss downloads and publishes the whole object, and the next Cache finds it") {
+  if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
+  const std::string root = temp_dir("www"), dir = temp_dir("cache") + "/nested/cache";
+  for (int i = 0; i < 5; ++i) write_file(root + "/" + shard_name(i), random_bytes(50'000 + i, i));
+  Nginx http(root);
+  std::vector<std::string> urls;
+  for (int i = 0; i < 5; ++i) urls.push_back(http.url(shard_name(i)));
+  {
+    Cache cache(options_in(dir));
+    const std::vector<std::string> paths = cache.get_all(urls);
+    REQUIRE(paths.size() == 5);
+    for (int i = 0; i < 5; ++i) {
+      CHECK(paths[i] == cache.path_of(urls[i]));
+      CHECK(read_file(paths[i]) == random_bytes(50'000 + i, i));
+      CHECK(http.requests("GET", "/" + shard_name(i)) == 1);
+    }
+    CHECK(cache.stats().misses == 5);
+    CHECK(cache.stats().hits == 0);
+    CHECK(cache.stats().transfer.bytes >= 5 * 50'000);
+    // Only whole objects and their lock files are left.
+    for (const std::string& name : names_in(dir)) {
+      CHECK_THAT(name, !Catch::EndsWith(".partial"));
+      CHECK_THAT(name, !Catch::EndsWith(".meta"));
+    }
+  }
+  Cache again(options_in(dir));
+  again.get_all(urls);
+  CHECK(again.stats().hits == 5);
+  CHECK(again.stats().misses == 0);
+  CHECK(again.stats().transfer.requests == 0);
+  CHECK(http.log().size() == 10);  // a HEAD and a GET each, all from the first Cache
+}
+
+TEST_CASE("Cache: processes sharing a directory download each object once (stress)") {
+  if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
+  const std::string root = temp_dir("www"), dir = temp_dir("cache");
+  constexpr int shards = 16, processes = 6;
+  for (int i = 0; i < shards; ++i) write_file(root + "/" + shard_name(i), random_bytes(100'000 + i, i));
+  Nginx http(root, "4m");  // slow enough that the processes overlap
+  std::vector<pid_t> children;
+  for (int p = 0; p < processes; ++p) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      int bad = 0;
+      try {
+        std::vector<std::string> urls;
+        for (int i = 0; i < shards; ++i) urls.push_back(http.url(shard_name(i)));
+        std::shuffle(urls.begin(), urls.end(), std::mt19937(p));
+        Cache cache(options_in(dir));
+        const std::vector<std::string> paths = cache.get_all(urls);
+        for (std::size_t k = 0; k < urls.size(); ++k) {
+          const int i = std::stoi(urls[k].substr(urls[k].rfind("/s") + 2));
+          if (read_file(paths[k]) != random_bytes(100'000 + i, i)) ++bad;
+        }
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "child %d: %s\n", p, e.what());
+        bad = 100;
+      }
+      ::_exit(bad);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+  }
+  for (int i = 0; i < shards; ++i) CHECK(http.requests("GET", "/" + shard_name(i)) == 1);
+}
+
+TEST_CASE("Cache: after kill -9 mid-download the rerun resumes the partial and never reads it as whole") {
+  if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
+  const std::string root = temp_dir("www"), dir = temp_dir("cache");
+  const std::string data = random_bytes(3'000'000, 42);
+  write_file(root + "/big.bin", data);
+  write_file(root + "/small.bin", "small");
+  Nginx http(root, "2m");
+  const std::string big = http.url("big.bin"), small = http.url("small.bin");
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    try {
+      Cache cache(options_in(dir));
+      cache.get(small);
+      cache.get(big);
+    } catch (...) {
+    }
+    ::_exit(0);
+  }
+  const std::string path = Cache(options_in(dir)).path_of(big);
+  struct stat st{};
+  for (int i = 0; i < 500 && (::stat((path + ".partial").c_str(), &st) != 0 || st.st_size < 500'000); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  REQUIRE(::stat((path + ".partial").c_str(), &st) == 0);
+  const auto cut = static_cast<std::uint64_t>(st.st_size);
+  CHECK(cut > 0);
+  CHECK(cut < data.size());
+  CHECK(::stat(path.c_str(), &st) != 0);  // nothing reads as whole
+
+  Cache cache(options_in(dir));
+  CHECK(read_file(cache.get(small)) == "small");
+  CHECK(cache.stats().hits == 1);  // the child had published it
+  CHECK(read_file(cache.get(big)) == data);
+  CHECK(cache.stats().misses == 1);
+  // The rerun asked only for the rest.
+  const std::vector<std::string> log = http.log();
+  REQUIRE_FALSE(log.empty());
+  CHECK_THAT(log.back(), Catch::StartsWith("GET /big.bin 206"));
+  CHECK_THAT(log.back(), Catch::Contains("\"bytes=" + std::to_string(cut) + "-\""));
+}
+
+TEST_CASE("Cache: the budget evicts the object used furthest ahead, never one in use") {
+  if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
+  const std::string root = temp_dir("www"), dir = temp_dir("cache");
+  for (int i = 0; i < 6; ++i) write_file(root + "/" + shard_name(i), random_bytes(10'000, i));
+  Nginx http(root);
+  std::vector<std::string> urls;
+  for (int i = 0; i < 6; ++i) urls.push_back(http.url(shard_name(i)));
+  Cache cache(options_in(dir, 30'000));  // room for three
+  // Next uses: s0 at 10, s1 at 50, s2 at 20, s3.. soon.
+  cache.set_next_use(urls, [&](const std::string& url) -> std::uint64_t {
+    const int i = std::stoi(url.substr(url.rfind("/s") + 2));
+    const std::uint64_t next[] = {10, 50, 20, 1, 2, 3};
+    return next[i];
+  });
+  for (int i = 0; i < 3; ++i) {
+    cache.get(urls[i]);
+    cache.release(urls[i]);
+  }
+  cache.get(urls[3]);  // s1, used furthest ahead, goes
+  struct stat st{};
+  CHECK(::stat(cache.path_of(urls[1]).c_str(), &st) != 0);
+  CHECK(::stat(cache.path_of(urls[0]).c_str(), &st) == 0);
+  CHECK(::stat(cache.path_of(urls[2]).c_str(), &st) == 0);
+  CHECK(cache.stats().evictions == 1);
+  cache.get(urls[4]);  // then s2 (20) before s0 (10); s3 is pinned
+  CHECK(::stat(cache.path_of(urls[2]).c_str(), &st) != 0);
+  CHECK(::stat(cache.path_of(urls[0]).c_str(), &st) == 0);
+  CHECK(::stat(cache.path_of(urls[3]).c_str(), &st) == 0);
+  // Everything pinned: the next object still comes, passing the budget by one.
+  cache.get(urls[0]);
+  cache.get(urls[5]);
+  CHECK(::stat(cache.path_of(urls[0]).c_str(), &st) == 0);
+  CHECK(::stat(cache.path_of(urls[5]).c_str(), &st) == 0);
+  CHECK(cache.stats().evictions == 2);
+  // Another process's pin counts too: a second Cache cannot evict s5.
+  Cache other(options_in(dir, 10'000));
+  other.get(urls[1]);
+  CHECK(::stat(cache.path_of(urls[5]).c_str(), &st) == 0);
+  CHECK(other.stats().evictions == 0);
+}
+
+TEST_CASE("Cache: a failed download names the URL and leaves nothing that reads as whole") {
+  if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
+  const std::string root = temp_dir("www"), dir = temp_dir("cache");
+  write_file(root + "/ok.bin", "ok");
+  Nginx http(root);
+  Cache cache(options_in(dir));
+  CHECK_THROWS_WITH(cache.get_all({http.url("ok.bin"), http.url("missing.bin")}),
+                    http.url("missing.bin") + ": HTTP 404");
+  struct stat st{};
+  CHECK(::stat(cache.path_of(http.url("missing.bin")).c_str(), &st) != 0);
+}

@@ -1,0 +1,84 @@
+// Test support: real servers on 127.0.0.1, started and stopped by the tests.
+//
+//   Nginx http(root);              // Debian's nginx serving `root`, with Range
+//   http.url("a/x.tar")            // "http://127.0.0.1:PORT/a/x.tar"
+//   http.requests("GET", "/a/x.tar")  // counted in its access log
+//
+//   S3rver s3(dir, "bucket");      // s3rver (npm) on a directory
+//   s3.upload(local_dir, "train/"); // each file as train/NAME, by boto3
+//
+// Each has a usable() check; tests SKIP_TEST with why_not() when the server
+// cannot run here. Servers stop when destroyed (stop()/start() in between
+// keep the same port and data).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sluice::test {
+
+// A fresh directory under $TMPDIR (not removed: tests inspect it on failure).
+std::string temp_dir(const std::string& tag);
+int free_port();
+// A connected TCP socket to 127.0.0.1:port, or -1.
+int connect_local(int port);
+void write_file(const std::string& path, const std::string& bytes);
+std::string read_file(const std::string& path);
+// `n` bytes that differ from one seed to another.
+std::string random_bytes(std::size_t n, std::uint64_t seed);
+
+class Nginx {
+ public:
+  // limit_rate: nginx's per-connection rate ("200k"), "" for none.
+  explicit Nginx(std::string root, const std::string& limit_rate = "");
+  ~Nginx();
+  static std::string why_not();  // "" when nginx is installed
+  void start();
+  void stop();
+  int port() const { return port_; }
+  std::string url(const std::string& path) const;
+  // Access-log lines: "METHOD URI STATUS BYTES CONNECTION CONNECTION_REQUESTS RANGE".
+  std::vector<std::string> log() const;
+  int requests(const std::string& method, const std::string& uri) const;
+
+ private:
+  std::string root_, dir_;
+  int port_ = 0;
+  pid_t pid_ = -1;
+};
+
+class S3rver {
+ public:
+  S3rver(std::string dir, std::string bucket);
+  ~S3rver();
+  static std::string why_not();  // "" when node, s3rver and boto3 are there
+  void start();
+  void stop();
+  std::string endpoint() const;  // http://127.0.0.1:PORT
+  // Uploads every file of `dir` as PREFIX + its name (boto3, /usr/bin/python3).
+  void upload(const std::string& dir, const std::string& prefix) const;
+  void put(const std::string& key, const std::string& bytes) const;
+
+ private:
+  std::string dir_, bucket_;
+  int port_ = 0;
+  pid_t pid_ = -1;
+};
+
+// Sets AWS_ENDPOINT_URL, the s3rver credentials and a region for this
+// process (and its children) while alive; restores them after.
+class S3Environment {
+ public:
+  explicit S3Environment(const std::string& endpoint, const std::string& key = "S3RVER",
+                         const std::string& secret = "S3RVER");
+  ~S3Environment();
+
+ private:
+  std::vector<std::pair<std::string, std::string>> saved_;
+  std::vector<std::string> unset_;
+};
+
+}  // namespace sluice::test

@@ -1,0 +1,200 @@
+// Sources over remote paths, end to end through the `sluice` command line:
+// the same pipeline over local files, http:// (nginx) and s3:// (s3rver)
+// writes identical run records, with 1 and 2 workers and 2 ranks sharing one
+// cache; a warm cache makes no data request.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "servers.h"
+#include "skip.h"
+
+using namespace sluice::test;
+
+namespace {
+
+constexpr int kShards = 4, kPerShard = 12;
+
+struct Run {
+  int status = -1;
+  std::string out;
+};
+
+// `sh -c` in `dir` with `env` ("A=1 B=2 ") before each command.
+Run sh(const std::string& dir, const std::string& command) {
+  const std::string log = dir + "/cli.log";
+  const int rc = std::system(("cd '" + dir + "' && (" + command + ") > '" + log + "' 2>&1").c_str());
+  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, read_file(log)};
+}
+
+// Shards of WebDataset tar: samples NNN with NNN.txt and NNN.cls, by tar(1).
+std::string make_shards() {
+  const std::string dir = temp_dir("shards"), members = temp_dir("members");
+  for (int s = 0; s < kShards; ++s) {
+    std::string names;
+    for (int i = 0; i < kPerShard; ++i) {
+      const std::string key = std::to_string(1000 + s * kPerShard + i);
+      write_file(members + "/" + key + ".txt", "sample " + key + random_bytes(50 + i, i));
+      write_file(members + "/" + key + ".cls", std::to_string(i % 3));
+      names += " " + key + ".txt " + key + ".cls";
+    }
+    char shard[64];
+    std::snprintf(shard, sizeof shard, "/train-%06d.tar", s);
+    if (std::system(("tar -cf '" + dir + shard + "' -C '" + members + "'" + names).c_str()) != 0)
+      throw std::runtime_error("tar failed");
+  }
+  return dir;
+}
+
+std::string pipeline(const std::string& source) {
+  return "local sluice = require('sluice')\n"
+         "local ffi = require('ffi')\n"
+         "return sluice.pipeline {\n"
+         "  source = sluice.tar { '" + source + "' },\n"
+         "  fields = { { 'key', 'int32' }, { 'cls', 'int32' }, { 'len', 'int32' } },\n"
+         "  map = function(s, ctx)\n"
+         "    return { key = tonumber(s.key), cls = tonumber(ffi.string(s.fields.cls.data, s.fields.cls.nbytes)),\n"
+         "             len = s.fields.txt.nbytes }\n"
+         "  end,\n"
+         "  batch_size = 5, shuffle = true, seed = 11, epochs = 2,\n"
+         "}\n";
+}
+
+std::string cli() { return SLUICE_CLI; }
+const char* const kNoCli = "the sluice command line is not built here (SLUICE_BUILD_TOOLS=OFF)";
+
+}  // namespace
+
+TEST_CASE("Sources: tar shards over local files, http:// and s3:// give identical run records") {
+  if (cli().empty()) SKIP_TEST(kNoCli);
+  if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
+  if (!S3rver::why_not().empty()) SKIP_TEST(S3rver::why_not());
+  const std::string shards = make_shards(), work = temp_dir("run");
+  Nginx http(shards);
+  S3rver s3(temp_dir("s3"), "bkt");
+  s3.upload(shards, "train/");
+  write_file(work + "/local.lua", pipeline(shards + "/train-*.tar"));
+  write_file(work + "/http.lua", pipeline(http.url("train-{000000..000003}.tar")));
+  write_file(work + "/s3.lua", pipeline("s3://bkt/train/*.tar"));
+  const std::string s3env = "AWS_ENDPOINT_URL=" + s3.endpoint() +
+                            " AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1 ";
+
+  Run r = sh(work, cli() + " run local.lua --quiet --record local.jsonl");
+  INFO(r.out);
+  REQUIRE(r.status == 0);
+  for (const std::string workers : {"1", "2"}) {
+    const std::string w = " --workers " + workers;
+    r = sh(work, "SLUICE_CACHE_DIR=cache-http" + workers + " " + cli() + " run http.lua --quiet" + w +
+                     " --record http" + workers + ".jsonl");
+    INFO(r.out);
+    REQUIRE(r.status == 0);
+    r = sh(work, s3env + "SLUICE_CACHE_DIR=cache-s3" + workers + " " + cli() + " run s3.lua --quiet" + w +
+                     " --record s3" + workers + ".jsonl");
+    INFO(r.out);
+    REQUIRE(r.status == 0);
+    for (const std::string other : {"http", "s3"}) {
+      r = sh(work, cli() + " verify local.jsonl " + other + workers + ".jsonl");
+      INFO(other << workers << ": " << r.out);
+      CHECK(r.status == 0);
+    }
+  }
+  // Each shard was fetched once per cold cache (two caches), never again.
+  for (int s = 0; s < kShards; ++s) {
+    char uri[64];
+    std::snprintf(uri, sizeof uri, "/train-%06d.tar", s);
+    CHECK(http.requests("GET", uri) == 2);
+  }
+  // A warm cache: no request at all.
+  const std::size_t before = http.log().size();
+  r = sh(work, "SLUICE_CACHE_DIR=cache-http1 " + cli() + " run http.lua --quiet --record warm.jsonl");
+  INFO(r.out);
+  REQUIRE(r.status == 0);
+  CHECK(http.log().size() == before);
+  CHECK(sh(work, cli() + " verify local.jsonl warm.jsonl").status == 0);
+}
+
+TEST_CASE("Sources: two ranks on one node share one cache and download each shard once") {
+  if (cli().empty()) SKIP_TEST(kNoCli);
+  if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
+  const std::string shards = make_shards(), work = temp_dir("run");
+  Nginx http(shards, "1m");  // slow enough that the ranks overlap
+  write_file(work + "/local.lua", pipeline(shards + "/train-*.tar"));
+  write_file(work + "/http.lua", pipeline(http.url("train-{000000..000003}.tar")));
+  const std::string rank = "WORLD_SIZE=2 SLUICE_CACHE_DIR=cache ";
+  Run r = sh(work, rank + "RANK=0 " + cli() + " run http.lua --quiet --record http_0.jsonl & a=$!; " + rank +
+                       "RANK=1 " + cli() + " run http.lua --quiet --record http_1.jsonl; b=$?; wait $a; " +
+                       "exit $(( $? | b ))");
+  INFO(r.out);
+  REQUIRE(r.status == 0);
+  for (int s = 0; s < kShards; ++s) {
+    char uri[64];
+    std::snprintf(uri, sizeof uri, "/train-%06d.tar", s);
+    CHECK(http.requests("GET", uri) == 1);
+  }
+  for (const std::string k : {"0", "1"}) {
+    r = sh(work, "WORLD_SIZE=2 RANK=" + k + " " + cli() + " run local.lua --quiet --record local_" + k + ".jsonl");
+    REQUIRE(r.status == 0);
+    r = sh(work, cli() + " verify local_" + k + ".jsonl http_" + k + ".jsonl");
+    INFO(r.out);
+    CHECK(r.status == 0);
+  }
+}
+
+TEST_CASE("Sources: a missing shard, an unknown bucket and a refused key are one clear error each") {
+  if (cli().empty()) SKIP_TEST(kNoCli);
+  if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
+  if (!S3rver::why_not().empty()) SKIP_TEST(S3rver::why_not());
+  const std::string work = temp_dir("run"), root = temp_dir("www");
+  Nginx http(root);
+  S3rver s3(temp_dir("s3"), "bkt");
+  write_file(work + "/missing.lua", pipeline(http.url("nope-{0..1}.tar")));
+  write_file(work + "/bucket.lua", pipeline("s3://nobucket/train/*.tar"));
+  write_file(work + "/key.lua", pipeline("s3://bkt/x.tar"));
+  const std::string s3env = "SLUICE_CACHE_DIR=cache AWS_ENDPOINT_URL=" + s3.endpoint() + " AWS_REGION=us-east-1 ";
+  Run r = sh(work, "SLUICE_CACHE_DIR=cache " + cli() + " run missing.lua --quiet");
+  CHECK(r.status != 0);
+  CHECK_THAT(r.out, Catch::Contains("sluice.tar: " + http.url("nope-0.tar") + ": HTTP 404"));
+  r = sh(work, s3env + "AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER " + cli() + " run bucket.lua --quiet");
+  CHECK(r.status != 0);
+  CHECK_THAT(r.out, Catch::Contains("cannot list s3://nobucket/train/: s3://nobucket/: HTTP 404 (NoSuchBucket: The "
+                                    "specified bucket does not exist)"));
+  r = sh(work, s3env + "AWS_ACCESS_KEY_ID=NOBODY AWS_SECRET_ACCESS_KEY=x " + cli() + " run key.lua --quiet");
+  CHECK(r.status != 0);
+  CHECK_THAT(r.out, Catch::Contains("s3://bkt/x.tar: HTTP 403 (InvalidAccessKeyId: "));
+  // A store that is down: the settings bound the retries.
+  http.stop();
+  r = sh(work, "SLUICE_CACHE_DIR=cache " + cli() + " run missing.lua --quiet --remote-retries 1 --remote-timeout-ms 500");
+  CHECK(r.status != 0);
+  CHECK_THAT(r.out, Catch::Contains(": Couldn't connect to server (gave up after 1 retries)"));
+}
+
+TEST_CASE("Sources: the summary counts downloads, says network-bound, and warns of a cache_limit_mb below the data") {
+  if (cli().empty()) SKIP_TEST(kNoCli);
+  if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
+  const std::string root = temp_dir("www"), work = temp_dir("run");
+  // Four shards of about 0.4 MiB each; a budget of 1 MiB.
+  for (int s = 0; s < 4; ++s) {
+    const std::string members = temp_dir("members");
+    write_file(members + "/" + std::to_string(100 + s) + ".txt", random_bytes(400'000, s));
+    write_file(members + "/" + std::to_string(100 + s) + ".cls", "1");
+    const std::string key = std::to_string(100 + s);
+    REQUIRE(std::system(("tar -cf '" + root + "/t" + std::to_string(s) + ".tar' -C '" + members + "' " + key +
+                         ".txt " + key + ".cls").c_str()) == 0);
+  }
+  Nginx http(root, "500k");  // 0.8 s a shard, four at once: longer than the run
+  write_file(work + "/p.lua", pipeline(http.url("t{0..3}.tar")));
+  Run r = sh(work, "SLUICE_CACHE_DIR=cache " + cli() + " run p.lua --cache-limit-mb 1");
+  INFO(r.out);
+  CHECK(r.status == 0);
+  CHECK_THAT(r.out, Catch::Contains("pass cache_limit_mb (1 MiB)"));
+  CHECK_THAT(r.out, Catch::Contains("remote      4 objects: 0 from the node cache, 4 downloaded (1.6 MB, 8 requests, "
+                                    "0 retries, 0 evictions)"));
+  CHECK_THAT(r.out, Catch::Contains("verdict     network-bound: fetching 1.6 MB of remote objects"));
+  r = sh(work, "SLUICE_CACHE_DIR=cache " + cli() + " run p.lua");
+  INFO(r.out);
+  CHECK_THAT(r.out, Catch::Contains("remote      4 objects: 4 from the node cache, 0 downloaded (0.0 MB, 0 requests"));
+  CHECK_THAT(r.out, !Catch::Contains("network-bound"));
+}
