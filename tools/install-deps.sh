@@ -21,6 +21,7 @@ cli_packages=(
   libprotobuf-dev protobuf-compiler  # tf.train.Example (lite runtime)
   libjpeg62-turbo-dev libspng-dev    # image decode ops (libjpeg-turbo's jpeglib.h API)
   liburing-dev            # small-file reads in one io_uring submission per job
+  libsnappy-dev libzstd-dev liblz4-dev libbrotli-dev  # Parquet page codecs (zlib above for GZIP)
 )
 # The rest: tests, the Python package, fuzzing (tools/test.sh).
 test_packages=(
