@@ -17,8 +17,9 @@ namespace sluice::io::parquet {
 namespace {
 
 // A page may hold at most this many values, and decompress to at most this
-// many bytes: bounds on what a corrupt header can make us allocate.
-constexpr std::int64_t kMaxPageValues = 1ll << 27;
+// many bytes: bounds on what a corrupt header can make us allocate (with
+// ChunkDecoder's limit on a whole chunk's decoded bytes).
+constexpr std::int64_t kMaxPageValues = 1ll << 24;
 constexpr std::int64_t kMaxPageBytes = 1ll << 30;
 
 int level_bits(int max_level) { return max_level == 0 ? 0 : 32 - std::countl_zero(static_cast<std::uint32_t>(max_level)); }
@@ -131,7 +132,8 @@ void ChunkDecoder::decode(const FileMeta& meta, const std::byte* file, std::size
             crc32(0, reinterpret_cast<const Bytef*>(body), static_cast<uInt>(h.compressed_size)));
         if (crc != h.crc) throw Error("page CRC mismatch (the page is corrupt)");
       }
-      if (h.uncompressed_size > kMaxPageBytes) throw Error("a page of more than 1 GiB");
+      if (h.uncompressed_size > kMaxPageBytes || static_cast<std::uint64_t>(h.uncompressed_size) > max_bytes_)
+        throw Error("a page of " + std::to_string(h.uncompressed_size) + " bytes, more than a column chunk may decode to");
       if (h.type == PageType::dictionary) {
         if (levels_ > 0 || has_dictionary_) throw Error("a dictionary page after the first page");
         read_dictionary(h, body, static_cast<std::size_t>(h.compressed_size));
@@ -162,10 +164,16 @@ void ChunkDecoder::decode(const FileMeta& meta, const std::byte* file, std::size
   }
 }
 
+std::uint64_t ChunkDecoder::decoded_bytes() const {
+  return out_->data.size() + 8 * (value_ends_.size() + row_starts_.size()) + dict_data_.size() + 8 * dict_ends_.size();
+}
+
 void ChunkDecoder::read_dictionary(const PageHeader& h, const std::byte* body, std::size_t size) {
   if (h.encoding != Encoding::plain && h.encoding != Encoding::plain_dictionary)
     throw Error(std::string("a dictionary page in ") + encoding_name(static_cast<int>(h.encoding)) + ", not PLAIN");
-  if (h.num_values > kMaxPageValues) throw Error("a dictionary of more than 2^27 values");
+  if (h.num_values > kMaxPageValues) throw Error("a dictionary of more than 2^24 values");
+  if (static_cast<std::uint64_t>(h.num_values) * (8 + type_.width) > max_bytes_)
+    throw Error("the dictionary decodes to more than " + std::to_string(max_bytes_ >> 20) + " MiB");
   const std::byte* data = body;
   if (chunk_->codec != Codec::none) {
     page_.resize(static_cast<std::size_t>(h.uncompressed_size));
@@ -180,7 +188,10 @@ void ChunkDecoder::read_dictionary(const PageHeader& h, const std::byte* body, s
 
 void ChunkDecoder::read_data_page(const PageHeader& h, const std::byte* body, std::size_t size) {
   const std::int64_t n = h.num_values;
-  if (n > kMaxPageValues) throw Error("a page of more than 2^27 values");
+  if (n > kMaxPageValues) throw Error("a page of more than 2^24 values");
+  // Levels, indices and the values themselves, before any is allocated.
+  if (static_cast<std::uint64_t>(n) * (12 + type_.width) > max_bytes_ - std::min(max_bytes_, decoded_bytes()))
+    throw Error("the column chunk decodes to more than " + std::to_string(max_bytes_ >> 20) + " MiB");
   if (levels_ + static_cast<std::uint64_t>(n) > static_cast<std::uint64_t>(chunk_->num_values))
     throw Error("the pages hold more values than the column chunk says (" + std::to_string(chunk_->num_values) + ")");
   const int max_def = leaf_->max_def, max_rep = leaf_->max_rep;
@@ -264,6 +275,8 @@ void ChunkDecoder::read_data_page(const PageHeader& h, const std::byte* body, st
   decode_values(h.encoding, data, data_size, present);
   values_ += present;
   levels_ += count;
+  if (decoded_bytes() > max_bytes_)
+    throw Error("the column chunk decodes to more than " + std::to_string(max_bytes_ >> 20) + " MiB");
 }
 
 void ChunkDecoder::decode_values(Encoding encoding, const std::byte* p, std::size_t size, std::size_t n) {

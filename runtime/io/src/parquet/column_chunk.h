@@ -46,6 +46,10 @@ struct ColumnValues {
 
 class ChunkDecoder {
  public:
+  // A chunk that decodes to more than `max_bytes` (values, offsets and its
+  // dictionary) is refused.
+  explicit ChunkDecoder(std::uint64_t max_bytes = 1ull << 32) : max_bytes_(max_bytes) {}
+
   // Decodes leaf `column` of row group `group` of the file [file, file + size).
   void decode(const FileMeta& meta, const std::byte* file, std::size_t size, std::size_t group, std::size_t column,
               ColumnValues& out);
@@ -59,7 +63,9 @@ class ChunkDecoder {
   void decode_indices(const std::byte* p, std::size_t size, std::size_t n);
   void append_fixed(const std::byte* phys, std::size_t n);  // converts phys values into the output
   void append_bytes(const std::byte* p, std::size_t len);
+  std::uint64_t decoded_bytes() const;
 
+  std::uint64_t max_bytes_;
   const LeafColumn* leaf_ = nullptr;
   const ChunkMeta* chunk_ = nullptr;
   OutputType type_;

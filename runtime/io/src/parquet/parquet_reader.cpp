@@ -10,6 +10,7 @@
 namespace sluice::io {
 
 struct ParquetDecoderState {
+  explicit ParquetDecoderState(std::uint64_t max_bytes) : decoder(max_bytes) {}
   parquet::ChunkDecoder decoder;
 };
 
@@ -23,7 +24,7 @@ struct ParquetReader::Group {
 ParquetReader::ParquetReader(std::vector<std::shared_ptr<const ParquetFile>> files, std::vector<std::string> columns,
                              ParquetReaderOptions options)
     : files_(std::move(files)), names_(std::move(columns)), options_(options),
-      state_(std::make_unique<ParquetDecoderState>()) {
+      state_(std::make_unique<ParquetDecoderState>(options.max_chunk_bytes)) {
   if (files_.empty()) throw Error("no Parquet file given");
   if (options_.cached_row_groups == 0) options_.cached_row_groups = 1;
   const ParquetFile& first = *files_[0];

@@ -106,6 +106,10 @@ struct ParquetValue {
 
 struct ParquetReaderOptions {
   std::size_t cached_row_groups = 2;  // decoded row groups kept, at least 1
+  // A column chunk (one column of one row group) that decodes to more bytes
+  // than this is refused: the bound on what a corrupt file can make a
+  // reader allocate.
+  std::uint64_t max_chunk_bytes = 1ull << 32;
 };
 
 class SLUICE_API ParquetReader {
