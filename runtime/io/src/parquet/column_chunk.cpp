@@ -6,6 +6,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <numeric>
 #include <string>
 
 #include "parquet/codec.h"
@@ -84,8 +85,20 @@ OutputType output_type(const LeafColumn& leaf) {
   return t;
 }
 
-void ChunkDecoder::decode(const FileMeta& meta, const std::byte* file, std::size_t size, std::size_t group,
-                          std::size_t column, ColumnValues& out) {
+ChunkRange chunk_range(const ChunkMeta& chunk, std::uint64_t file_size) {
+  std::int64_t start = chunk.data_page_offset;
+  // Some writers put 0 here for no dictionary page.
+  if (chunk.dictionary_page_offset > 0 && chunk.dictionary_page_offset < start) start = chunk.dictionary_page_offset;
+  const std::int64_t length = chunk.total_compressed;
+  if (start < 4 || length < 0 || static_cast<std::uint64_t>(start) > file_size ||
+      static_cast<std::uint64_t>(length) > file_size - static_cast<std::uint64_t>(start))
+    throw Error("the column chunk at byte " + std::to_string(start) + " (" + std::to_string(length) +
+                " bytes) lies outside the file");
+  return {static_cast<std::uint64_t>(start), static_cast<std::uint64_t>(length)};
+}
+
+void ChunkDecoder::decode(const FileMeta& meta, std::size_t group, std::size_t column, const std::byte* chunk,
+                          std::size_t bytes, std::uint64_t first, ColumnValues& out) {
   leaf_ = &meta.leaves.at(column);
   const RowGroupMeta& rg = meta.row_groups.at(group);
   chunk_ = &rg.chunks.at(column);
@@ -98,29 +111,26 @@ void ChunkDecoder::decode(const FileMeta& meta, const std::byte* file, std::size
   phys_width_ = physical_width(*leaf_);
   out_ = &out;
   out.data.clear();
-  out.offsets.clear();
+  out.begins.clear();
+  out.ends.clear();
   out.rows = 0;
+  value_begins_.clear();
   value_ends_.clear();
   row_starts_.clear();
+  rows_tracked_ = leaf_->max_rep > 0;
   values_ = levels_ = 0;
   has_dictionary_ = false;
   dict_data_.clear();
+  dict_begins_.clear();
   dict_ends_.clear();
   dict_count_ = 0;
   if (chunk_->num_values < 0) throw Error("the column chunk has a negative value count");
   if (leaf_->max_rep == 0 && chunk_->num_values != rg.num_rows)
     throw Error("the column chunk holds " + std::to_string(chunk_->num_values) + " values for " +
                 std::to_string(rg.num_rows) + " rows");
-
-  std::int64_t start = chunk_->data_page_offset;
-  if (chunk_->dictionary_page_offset > 0 && chunk_->dictionary_page_offset < start) start = chunk_->dictionary_page_offset;
-  const std::int64_t length = chunk_->total_compressed;
-  if (start < 4 || length < 0 || static_cast<std::uint64_t>(start) > size ||
-      static_cast<std::uint64_t>(length) > size - static_cast<std::uint64_t>(start))
-    throw Error("the column chunk at byte " + std::to_string(start) + " (" + std::to_string(length) +
-                " bytes) lies outside the file");
-  const std::byte* p = file + start;
-  const std::byte* end = p + length;
+  const std::byte* file = chunk - first;  // only for offsets in messages
+  const std::byte* p = chunk;
+  const std::byte* end = chunk + bytes;
   while (levels_ < static_cast<std::uint64_t>(chunk_->num_values) && p < end) {
     const std::uint64_t at = static_cast<std::uint64_t>(p - file);
     try {
@@ -148,24 +158,39 @@ void ChunkDecoder::decode(const FileMeta& meta, const std::byte* file, std::size
   if (levels_ != static_cast<std::uint64_t>(chunk_->num_values))
     throw Error("the column chunk says it holds " + std::to_string(chunk_->num_values) + " values, its pages hold " +
                 std::to_string(levels_));
-  const std::uint64_t rows = type_.variable ? row_starts_.size() : values_;
+  // Without repetition each level is a row; row_starts_ is kept only once a
+  // null has been seen (until then row r is value r).
+  const std::uint64_t rows = leaf_->max_rep == 0 ? levels_ : row_starts_.size();
   if (rows != static_cast<std::uint64_t>(rg.num_rows))
     throw Error("the column chunk holds " + std::to_string(rows) + " rows, its row group " +
                 std::to_string(rg.num_rows));
   out.rows = rows;
-  if (type_.variable) {
-    out.offsets.resize(rows + 1);
-    auto byte_at = [&](std::uint64_t v) -> std::uint64_t {
-      if (type_.dtype) return v * type_.width;
-      return v == 0 ? 0 : value_ends_[v - 1];
-    };
-    for (std::uint64_t r = 0; r < rows; ++r) out.offsets[r] = byte_at(row_starts_[r]);
-    out.offsets[rows] = byte_at(values_);
+  out.dense = type_.dtype && !rows_tracked_;
+  if (out.dense) return;
+  if (!rows_tracked_) {  // bytes, one value per row
+    std::swap(out.begins, value_begins_);
+    std::swap(out.ends, value_ends_);
+    return;
+  }
+  out.begins.resize(rows);
+  out.ends.resize(rows);
+  for (std::uint64_t r = 0; r < rows; ++r) {
+    const std::uint64_t v = row_starts_[r], next = r + 1 < rows ? row_starts_[r + 1] : values_;
+    if (type_.dtype) {
+      out.begins[r] = v * type_.width;
+      out.ends[r] = next * type_.width;
+    } else if (next > v) {  // bytes: one value (lists of byte arrays are refused)
+      out.begins[r] = value_begins_[v];
+      out.ends[r] = value_ends_[v];
+    } else {
+      out.begins[r] = out.ends[r] = 0;
+    }
   }
 }
 
 std::uint64_t ChunkDecoder::decoded_bytes() const {
-  return out_->data.size() + 8 * (value_ends_.size() + row_starts_.size()) + dict_data_.size() + 8 * dict_ends_.size();
+  return out_->data.size() + 16 * (value_ends_.size() + dict_ends_.size()) + 8 * row_starts_.size() +
+         dict_data_.size();
 }
 
 void ChunkDecoder::read_dictionary(const PageHeader& h, const std::byte* body, std::size_t size) {
@@ -195,35 +220,50 @@ void ChunkDecoder::read_data_page(const PageHeader& h, const std::byte* body, st
   if (levels_ + static_cast<std::uint64_t>(n) > static_cast<std::uint64_t>(chunk_->num_values))
     throw Error("the pages hold more values than the column chunk says (" + std::to_string(chunk_->num_values) + ")");
   const int max_def = leaf_->max_def, max_rep = leaf_->max_rep;
-  const std::byte* data;  // the values (levels of v1 pages first)
-  std::size_t data_size;
+  const std::byte* data = nullptr;  // the values (levels of v1 pages first)
+  std::size_t data_size = 0;
   const std::byte* rep_at = nullptr;
   const std::byte* def_at = nullptr;
   std::size_t rep_size = 0, def_size = 0;
+  // PLAIN strings are decompressed (or copied) straight into the output,
+  // where they stay; other pages into page_ (uncompressed ones are read
+  // where they lie).
+  in_place_ = !type_.dtype && leaf_->physical == Physical::byte_array && h.encoding == Encoding::plain;
+  auto inflate = [&](const std::byte* src, std::size_t src_size, std::size_t out_size, bool compressed) {
+    if (!compressed && !in_place_) {
+      data = src;
+      data_size = src_size;
+      return;
+    }
+    std::byte* dst;
+    if (in_place_) {
+      dst = out_->data.extend(out_size);
+    } else {
+      page_.resize(out_size);
+      dst = page_.data();
+    }
+    if (compressed) {
+      if (out_size > 0 || src_size > 0) decompress(chunk_->codec, {src, src_size}, {dst, out_size});
+    } else {
+      if (src_size != out_size) throw Error("an uncompressed page whose sizes differ");
+      if (src_size > 0) std::memcpy(dst, src, src_size);
+    }
+    data = dst;
+    data_size = out_size;
+  };
   if (h.type == PageType::data_v2) {
     rep_at = body;
     rep_size = static_cast<std::size_t>(h.rep_bytes);
     def_at = body + rep_size;
     def_size = static_cast<std::size_t>(h.def_bytes);
     const std::size_t levels = rep_size + def_size;
-    data = body + levels;
-    data_size = size - levels;
-    if (h.v2_compressed && chunk_->codec != Codec::none) {
-      if (static_cast<std::size_t>(h.uncompressed_size) < levels) throw Error("a page v2 smaller than its levels");
-      page_.resize(static_cast<std::size_t>(h.uncompressed_size) - levels);
-      if (!page_.empty() || data_size > 0) decompress(chunk_->codec, {data, data_size}, page_);
-      data = page_.data();
-      data_size = page_.size();
-    }
+    const bool compressed = h.v2_compressed && chunk_->codec != Codec::none;
+    if (static_cast<std::size_t>(h.uncompressed_size) < levels) throw Error("a page v2 smaller than its levels");
+    inflate(body + levels, size - levels, compressed ? static_cast<std::size_t>(h.uncompressed_size) - levels : size - levels,
+            compressed);
   } else {
-    data = body;
-    data_size = size;
-    if (chunk_->codec != Codec::none) {
-      page_.resize(static_cast<std::size_t>(h.uncompressed_size));
-      decompress(chunk_->codec, {body, size}, page_);
-      data = page_.data();
-      data_size = page_.size();
-    }
+    const bool compressed = chunk_->codec != Codec::none;
+    inflate(body, size, compressed ? static_cast<std::size_t>(h.uncompressed_size) : size, compressed);
     auto take_levels = [&](Encoding encoding, const std::byte*& at, std::size_t& len, const char* what) {
       if (encoding != Encoding::rle)
         throw Error(std::string(what) + " levels in " + encoding_name(static_cast<int>(encoding)) +
@@ -256,7 +296,13 @@ void ChunkDecoder::read_data_page(const PageHeader& h, const std::byte* body, st
   std::size_t present = count;
   if (max_def > 0) present = static_cast<std::size_t>(std::count(def_.begin(), def_.begin() + static_cast<std::ptrdiff_t>(count),
                                                                  static_cast<std::uint32_t>(max_def)));
-  if (type_.variable) {
+  if (max_rep == 0 && !rows_tracked_ && present < count) {
+    // The chunk's first null: rows so far each held their value.
+    rows_tracked_ = true;
+    row_starts_.resize(levels_);
+    std::iota(row_starts_.begin(), row_starts_.end(), std::uint64_t{0});
+  }
+  if (rows_tracked_) {
     std::uint64_t v = values_;
     for (std::size_t k = 0; k < count; ++k) {
       const std::uint32_t d = max_def > 0 ? def_[k] : 0;
@@ -355,7 +401,8 @@ void ChunkDecoder::decode_plain(const std::byte* p, std::size_t size, std::size_
   if (dictionary) {
     // Dictionary values are decoded and converted once, as output values
     // are, into the dictionary's buffers (swapped back on the way out).
-    std::swap(out_->data, dict_data_);
+    out_->data.swap(dict_data_);
+    std::swap(value_begins_, dict_begins_);
     std::swap(value_ends_, dict_ends_);
   }
   struct Restore {
@@ -363,7 +410,8 @@ void ChunkDecoder::decode_plain(const std::byte* p, std::size_t size, std::size_
     bool on;
     ~Restore() {
       if (!on) return;
-      std::swap(self->out_->data, self->dict_data_);
+      self->out_->data.swap(self->dict_data_);
+      std::swap(self->value_begins_, self->dict_begins_);
       std::swap(self->value_ends_, self->dict_ends_);
     }
   } restore{this, dictionary};
@@ -373,6 +421,21 @@ void ChunkDecoder::decode_plain(const std::byte* p, std::size_t size, std::size_
     phys_.resize(n);
     for (std::size_t i = 0; i < n; ++i) phys_[i] = static_cast<std::byte>((static_cast<unsigned>(p[i >> 3]) >> (i & 7)) & 1);
     return append_fixed(phys_.data(), n);
+  }
+  if (phys == Physical::byte_array && in_place_ && !dictionary) {
+    // The page is in out data already: the values stay where they are.
+    const auto base = static_cast<std::uint64_t>(p - out_->data.data());
+    std::uint64_t at = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (size - at < 4) throw Error("PLAIN byte arrays run past the page");
+      const std::uint32_t len = le32(p + at);
+      at += 4;
+      if (len > size - at) throw Error("a PLAIN byte array runs past the page");
+      value_begins_.push_back(base + at);
+      value_ends_.push_back(base + at + len);
+      at += len;
+    }
+    return;
   }
   if (phys == Physical::byte_array) {
     const std::byte* end = p + size;
@@ -410,9 +473,7 @@ void ChunkDecoder::decode_indices(const std::byte* p, std::size_t size, std::siz
                   std::to_string(dict_count_) + " values");
   if (type_.dtype) {
     const std::size_t w = type_.width;
-    const std::size_t at = out_->data.size();
-    out_->data.resize(at + n * w);
-    std::byte* dst = out_->data.data() + at;
+    std::byte* dst = out_->data.extend(n * w);
     const std::byte* dict = dict_data_.data();
     if (w == 4) {
       for (std::size_t i = 0; i < n; ++i) std::memcpy(dst + i * 4, dict + indices_[i] * 4, 4);
@@ -425,16 +486,12 @@ void ChunkDecoder::decode_indices(const std::byte* p, std::size_t size, std::siz
   }
   for (std::size_t i = 0; i < n; ++i) {
     const std::uint32_t k = indices_[i];
-    const std::uint64_t start = k == 0 ? 0 : dict_ends_[k - 1];
-    append_bytes(dict_data_.data() + start, dict_ends_[k] - start);
+    append_bytes(dict_data_.data() + dict_begins_[k], dict_ends_[k] - dict_begins_[k]);
   }
 }
 
 void ChunkDecoder::append_fixed(const std::byte* phys, std::size_t n) {
-  std::vector<std::byte>& data = out_->data;
-  const std::size_t at = data.size();
-  data.resize(at + n * type_.width);
-  std::byte* dst = data.data() + at;
+  std::byte* dst = out_->data.extend(n * type_.width);
   const Physical p = leaf_->physical;
   const std::size_t w = type_.width;
   if (p == Physical::int96) {
@@ -475,15 +532,14 @@ void ChunkDecoder::append_fixed(const std::byte* phys, std::size_t n) {
 }
 
 void ChunkDecoder::append_bytes(const std::byte* p, std::size_t len) {
-  std::vector<std::byte>& data = out_->data;
+  ByteBuffer& data = out_->data;
   if (type_.dtype) {  // a decimal in bytes
     const double v = decimal_value(p, len, leaf_->scale);
-    const std::size_t at = data.size();
-    data.resize(at + 8);
-    std::memcpy(data.data() + at, &v, 8);
+    std::memcpy(data.extend(8), &v, 8);
     return;
   }
-  data.insert(data.end(), p, p + len);
+  value_begins_.push_back(data.size());
+  data.append(p, len);
   value_ends_.push_back(data.size());
 }
 

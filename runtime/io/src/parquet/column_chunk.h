@@ -22,6 +22,7 @@
 #include <optional>
 #include <vector>
 
+#include "parquet/byte_buffer.h"
 #include "parquet/metadata.h"
 #include "sluice/dtype.h"
 
@@ -35,14 +36,24 @@ struct OutputType {
 };
 OutputType output_type(const LeafColumn& leaf);
 
-// One row group's values of one column. Row r is data[offsets[r],
-// offsets[r+1]) when variable, else data[r * width, (r + 1) * width).
-// A null row is empty.
+// One row group's values of one column. Row r is data[r * width, (r + 1) *
+// width) when dense (a fixed-size type with no null in this row group), else
+// data[begins[r], ends[r]). A null row is empty.
+// Strings decoded from PLAIN pages stay where their page was decompressed
+// (or copied) into data, between their length prefixes.
 struct ColumnValues {
-  std::vector<std::byte> data;
-  std::vector<std::uint64_t> offsets;
+  ByteBuffer data;
+  std::vector<std::uint64_t> begins, ends;
   std::uint64_t rows = 0;
+  bool dense = false;
 };
+
+// Where a column chunk's pages lie in a file of `file_size` bytes: [first,
+// first + bytes). Throws sluice::Error when outside the file.
+struct ChunkRange {
+  std::uint64_t first = 0, bytes = 0;
+};
+ChunkRange chunk_range(const ChunkMeta& chunk, std::uint64_t file_size);
 
 class ChunkDecoder {
  public:
@@ -50,9 +61,10 @@ class ChunkDecoder {
   // dictionary) is refused.
   explicit ChunkDecoder(std::uint64_t max_bytes = 1ull << 32) : max_bytes_(max_bytes) {}
 
-  // Decodes leaf `column` of row group `group` of the file [file, file + size).
-  void decode(const FileMeta& meta, const std::byte* file, std::size_t size, std::size_t group, std::size_t column,
-              ColumnValues& out);
+  // Decodes leaf `column` of row group `group`, whose pages `chunk` holds
+  // (the file's bytes at chunk_range(); `first` their offset, for messages).
+  void decode(const FileMeta& meta, std::size_t group, std::size_t column, const std::byte* chunk,
+              std::size_t bytes, std::uint64_t first, ColumnValues& out);
 
  private:
   void read_dictionary(const PageHeader& h, const std::byte* body, std::size_t size);
@@ -71,15 +83,18 @@ class ChunkDecoder {
   OutputType type_;
   std::size_t phys_width_ = 0;  // bytes per physical value (fixed types)
   ColumnValues* out_ = nullptr;
-  // Byte arrays of the chunk: value i ends at value_ends_[i].
-  std::vector<std::uint64_t> value_ends_;
-  // Row starts, in values of the chunk.
+  // Byte arrays of the chunk: value i is out data [value_begins_[i], value_ends_[i]).
+  std::vector<std::uint64_t> value_begins_, value_ends_;
+  bool in_place_ = false;       // the page being decoded was put into out data
+  // Row starts, in values of the chunk, while rows_tracked_ (always with
+  // repetition levels; without, from the first null on).
   std::vector<std::uint64_t> row_starts_;
+  bool rows_tracked_ = false;
   std::uint64_t values_ = 0;    // non-null values decoded in the chunk
   std::uint64_t levels_ = 0;    // level entries (values incl. nulls) decoded
   bool has_dictionary_ = false;
-  std::vector<std::byte> dict_data_;          // converted fixed values, or bytes
-  std::vector<std::uint64_t> dict_ends_;      // byte arrays' ends in dict_data_
+  ByteBuffer dict_data_;                      // converted fixed values, or bytes
+  std::vector<std::uint64_t> dict_begins_, dict_ends_;  // byte arrays in dict_data_
   std::size_t dict_count_ = 0;
   std::vector<std::byte> page_;               // a decompressed page
   std::vector<std::byte> phys_;               // physical values before conversion

@@ -309,16 +309,21 @@ struct Walk {
 
 }  // namespace
 
-FileMeta parse_footer(const std::byte* file, std::size_t size) {
+std::uint32_t footer_length(const std::byte* head, const std::byte* tail, std::uint64_t size) {
   if (size < 12) throw Error("too short for a Parquet file (" + std::to_string(size) + " bytes)");
-  const char* tail = reinterpret_cast<const char*>(file + size - 4);
-  if (std::memcmp(tail, "PARE", 4) == 0) throw Error("the file is encrypted (Parquet modular encryption), which Sluice does not read");
-  if (std::memcmp(file, "PAR1", 4) != 0 || std::memcmp(tail, "PAR1", 4) != 0)
+  const char* magic = reinterpret_cast<const char*>(tail + 4);
+  if (std::memcmp(magic, "PARE", 4) == 0)
+    throw Error("the file is encrypted (Parquet modular encryption), which Sluice does not read");
+  if (std::memcmp(head, "PAR1", 4) != 0 || std::memcmp(magic, "PAR1", 4) != 0)
     throw Error("not a Parquet file (no PAR1 magic)");
   std::uint32_t footer = 0;
-  std::memcpy(&footer, file + size - 8, 4);
+  std::memcpy(&footer, tail, 4);
   if (footer > size - 12) throw Error("footer length " + std::to_string(footer) + " exceeds the file");
-  ThriftReader r(file + size - 8 - footer, footer);
+  return footer;
+}
+
+FileMeta parse_footer(const std::byte* footer, std::size_t footer_size) {
+  ThriftReader r(footer, footer_size);
   FileMeta meta;
   r.begin_struct();
   Field id;

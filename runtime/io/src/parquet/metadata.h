@@ -99,9 +99,12 @@ struct FileMeta {
   bool encrypted = false;
 };
 
-// Reads the footer of a whole file `file` of `size` bytes. Throws
-// sluice::Error (without the file's name: callers add it).
-FileMeta parse_footer(const std::byte* file, std::size_t size);
+// The footer's length, from a file's first 4 bytes `head`, its last 8
+// `tail` and its size; checks the magic numbers. Throws sluice::Error
+// (without the file's name: callers add it).
+std::uint32_t footer_length(const std::byte* head, const std::byte* tail, std::uint64_t size);
+// Reads the footer (the FileMetaData just before the tail). Throws sluice::Error.
+FileMeta parse_footer(const std::byte* footer, std::size_t footer_size);
 
 struct PageHeader {
   PageType type = PageType::data;

@@ -1,6 +1,7 @@
 // ParquetFile: the mapping and its footer, described for people.
 #include <algorithm>
 #include <sstream>
+#include <vector>
 
 #include "file_util.h"
 #include "parquet/column_chunk.h"
@@ -13,10 +14,17 @@ namespace sluice::io {
 ParquetFile::ParquetFile(std::string path) : path_(std::move(path)) {
   detail::Fd fd = detail::open_read(path_);
   size_ = detail::file_size(fd.get(), path_);
-  if (size_ == 0) throw Error(path_ + ": an empty file, not Parquet");
-  map_ = detail::map_read_only(fd.get(), size_, path_);
   try {
-    meta_ = std::make_unique<parquet::FileMeta>(parquet::parse_footer(map_.get(), size_));
+    std::byte head[4] = {}, tail[8] = {};
+    if (size_ >= 12) {
+      detail::pread_full(fd.get(), head, 0, path_);
+      detail::pread_full(fd.get(), tail, size_ - 8, path_);
+    }
+    const std::uint32_t length = parquet::footer_length(head, tail, size_);
+    std::vector<std::byte> footer(length);
+    if (detail::pread_full(fd.get(), footer, size_ - 8 - length, path_) != length)
+      throw Error("the file ends inside its footer");
+    meta_ = std::make_unique<parquet::FileMeta>(parquet::parse_footer(footer.data(), footer.size()));
   } catch (const Error& e) {
     throw Error(path_ + ": " + e.what());
   }

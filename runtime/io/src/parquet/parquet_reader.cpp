@@ -1,7 +1,9 @@
 // ParquetReader: global rows to (file, row group, row), decoded row groups
 // kept in a small least-recently-used cache.
 #include <algorithm>
+#include <cstring>
 
+#include "file_util.h"
 #include "parquet/column_chunk.h"
 #include "parquet/metadata.h"
 #include "sluice/error.h"
@@ -12,6 +14,8 @@ namespace sluice::io {
 struct ParquetDecoderState {
   explicit ParquetDecoderState(std::uint64_t max_bytes) : decoder(max_bytes) {}
   parquet::ChunkDecoder decoder;
+  parquet::ByteBuffer chunk;  // the column chunk being decoded, as read
+  std::vector<detail::Fd> fds;  // [file]: opened on its first read
 };
 
 struct ParquetReader::Group {
@@ -19,7 +23,57 @@ struct ParquetReader::Group {
   std::uint64_t used = 0;
   std::vector<parquet::ColumnValues> columns;
   std::vector<parquet::OutputType> types;
+  // Dense fixed-size columns, interleaved row by row (stride bytes a row;
+  // column c at offset[c], or -1 when it is not among them): a row read in
+  // a shuffled order touches one or two cache lines instead of one per column.
+  parquet::ByteBuffer rows;
+  std::size_t stride = 0;
+  std::vector<std::ptrdiff_t> offset;
 };
+
+namespace {
+
+// Copies the dense fixed-size columns of `g` into g.rows, row-major, in
+// blocks of rows that stay in cache.
+void interleave(ParquetReader::Group& g) {
+  g.stride = 0;
+  g.offset.assign(g.columns.size(), -1);
+  std::size_t dense = 0;
+  for (std::size_t c = 0; c < g.columns.size(); ++c) {
+    if (!g.columns[c].dense) continue;
+    g.offset[c] = static_cast<std::ptrdiff_t>(g.stride);
+    g.stride += g.types[c].width;
+    ++dense;
+  }
+  if (dense < 2) {
+    g.offset.assign(g.columns.size(), -1);
+    return;
+  }
+  const std::uint64_t rows = g.columns[0].rows;
+  g.rows.resize(rows * g.stride);
+  constexpr std::uint64_t kBlock = 256;
+  for (std::uint64_t first = 0; first < rows; first += kBlock) {
+    const std::uint64_t n = std::min(kBlock, rows - first);
+    for (std::size_t c = 0; c < g.columns.size(); ++c) {
+      if (g.offset[c] < 0) continue;
+      const std::size_t w = g.types[c].width;
+      const std::byte* src = g.columns[c].data.data() + first * w;
+      std::byte* dst = g.rows.data() + first * g.stride + g.offset[c];
+      switch (w) {
+        case 4:
+          for (std::uint64_t r = 0; r < n; ++r) std::memcpy(dst + r * g.stride, src + r * 4, 4);
+          break;
+        case 8:
+          for (std::uint64_t r = 0; r < n; ++r) std::memcpy(dst + r * g.stride, src + r * 8, 8);
+          break;
+        default:
+          for (std::uint64_t r = 0; r < n; ++r) std::memcpy(dst + r * g.stride, src + r * w, w);
+      }
+    }
+  }
+}
+
+}  // namespace
 
 ParquetReader::ParquetReader(std::vector<std::shared_ptr<const ParquetFile>> files, std::vector<std::string> columns,
                              ParquetReaderOptions options)
@@ -44,6 +98,7 @@ ParquetReader::ParquetReader(std::vector<std::shared_ptr<const ParquetFile>> fil
     infos_.push_back(info);
   }
   starts_.push_back(0);
+  state_->fds.resize(files_.size());
   for (const auto& file : files_) {
     std::vector<int>& leaves = leaf_.emplace_back();
     for (std::size_t c = 0; c < names_.size(); ++c) {
@@ -99,11 +154,22 @@ ParquetReader::Group& ParquetReader::load(std::size_t file, std::size_t group) {
     const auto leaf = static_cast<std::size_t>(leaf_[file][c]);
     g.types[c] = parquet::output_type(f.meta().leaves[leaf]);
     try {
-      state_->decoder.decode(f.meta(), f.bytes().data(), f.bytes().size(), group, leaf, g.columns[c]);
+      // The chunk's bytes, read with one pread into the decoder's buffer.
+      const parquet::ChunkRange range =
+          parquet::chunk_range(f.meta().row_groups.at(group).chunks.at(leaf), f.size());
+      detail::Fd& fd = state_->fds[file];
+      if (fd.get() < 0) fd = detail::open_read(f.path());
+      if (range.bytes > options_.max_chunk_bytes)
+        throw Error("a column chunk of " + std::to_string(range.bytes) + " bytes, more than max_chunk_bytes");
+      state_->chunk.resize(range.bytes);
+      if (detail::pread_full(fd.get(), {state_->chunk.data(), range.bytes}, range.first, f.path()) != range.bytes)
+        throw Error("the file ends inside the column chunk");
+      state_->decoder.decode(f.meta(), group, leaf, state_->chunk.data(), range.bytes, range.first, g.columns[c]);
     } catch (const Error& e) {
       throw Error(f.path() + ": row group " + std::to_string(group) + ", column '" + names_[c] + "': " + e.what());
     }
   }
+  interleave(g);
   g.file = file;
   g.group = group;
   g.used = ++tick_;
@@ -119,14 +185,18 @@ void ParquetReader::read(std::uint64_t row, std::span<ParquetValue> out) {
   const std::uint64_t r = in_file - groups[group];
   Group& g = load(file, group);
   const std::size_t n = std::min(out.size(), names_.size());
+  const std::byte* row_at = g.rows.data() + r * g.stride;
   for (std::size_t c = 0; c < n; ++c) {
     const parquet::ColumnValues& v = g.columns[c];
-    if (g.types[c].variable) {
-      out[c].data = v.data.data() + v.offsets[r];
-      out[c].bytes = v.offsets[r + 1] - v.offsets[r];
-    } else {
+    if (g.offset[c] >= 0) {
+      out[c].data = row_at + g.offset[c];
+      out[c].bytes = g.types[c].width;
+    } else if (v.dense) {
       out[c].data = v.data.data() + r * g.types[c].width;
       out[c].bytes = g.types[c].width;
+    } else {
+      out[c].data = v.data.data() + v.begins[r];
+      out[c].bytes = v.ends[r] - v.begins[r];
     }
   }
 }

@@ -1,7 +1,10 @@
 // sluice/io/parquet.h: Apache Parquet tables, read by row.
 //
-// ParquetFile maps a file and reads its footer (Thrift compact protocol):
-// the schema's leaf columns, the row groups and their column chunks.
+// ParquetFile reads a file's footer (Thrift compact protocol): the schema's
+// leaf columns, the row groups and their column chunks; it keeps no
+// descriptor open. A ParquetReader opens the files it reads on first use
+// and reads each column chunk it decodes with one pread into a buffer it
+// reuses.
 // ParquetReader reads rows of one or more files by a global row index: the
 // row group holding the row is decoded once, every selected column of it,
 // and kept while its rows are wanted (the last `cached_row_groups` groups
@@ -26,9 +29,10 @@
 // LZO, BIT_PACKED levels) is refused by name, never read wrongly. A leaf
 // column Sluice cannot read is listed with its reason; only selecting it fails.
 //
-// Thread safety and fork: a ParquetFile is immutable once built (its mapping
-// is read-only and shared, valid in forked children). A ParquetReader holds
-// decoded row groups and scratch buffers: one per thread (or worker process).
+// Thread safety and fork: a ParquetFile is immutable once built and holds
+// no resources, so it crosses fork() freely. A ParquetReader holds decoded
+// row groups, scratch buffers and, once it has read, open descriptors: one
+// per thread (or worker process); make it after fork.
 #pragma once
 
 #include "sluice/export.h"
@@ -69,7 +73,7 @@ struct SLUICE_API ParquetRowGroupInfo {
 
 class SLUICE_API ParquetFile {
  public:
-  // Maps `path` and reads its footer. Throws sluice::Error naming the file.
+  // Reads `path`'s footer. Throws sluice::Error naming the file.
   explicit ParquetFile(std::string path);
   ~ParquetFile();
   ParquetFile(const ParquetFile&) = delete;
@@ -85,14 +89,13 @@ class SLUICE_API ParquetFile {
   // What `sluice inspect` prints: schema, row groups, codecs, rows.
   std::string describe() const;
 
-  // Internal (the reader's): the parsed footer and the mapped bytes.
+  std::uint64_t size() const { return size_; }
+  // Internal (the reader's): the parsed footer.
   const parquet::FileMeta& meta() const { return *meta_; }
-  std::span<const std::byte> bytes() const { return {map_.get(), size_}; }
 
  private:
   std::string path_;
-  std::shared_ptr<const std::byte> map_;
-  std::size_t size_ = 0;
+  std::uint64_t size_ = 0;
   std::unique_ptr<parquet::FileMeta> meta_;
   std::vector<ParquetColumnInfo> columns_;
 };
@@ -139,8 +142,10 @@ class SLUICE_API ParquetReader {
   // Row groups decoded so far (for tests and benchmarks).
   std::uint64_t groups_decoded() const { return decoded_; }
 
+ public:
+  struct Group;  // a decoded row group (internal)
+
  private:
-  struct Group;
   Group& load(std::size_t file, std::size_t group);
 
   std::vector<std::shared_ptr<const ParquetFile>> files_;
