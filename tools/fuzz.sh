@@ -22,6 +22,7 @@ for t in $targets; do
     tfrecord) find ../shared/data/tfrecord -name '*.tfrecord' -exec cp -n {} "$work"/ \; 2>/dev/null || true ;;
     tar) find ../shared/data/webdataset -name '*.tar' -size -200k -exec cp -n {} "$work"/ \; 2>/dev/null || true ;;
     npy) find ../shared/data/npy -name '*.npy' -exec cp -n {} "$work"/ \; 2>/dev/null || true ;;
+    parquet) find tests/io/data/parquet-testing -name '*.parquet' -size -100k -exec cp -n {} "$work"/ \; ;;
     image) find ../shared/data/images/pillow-tests \( -name '*.jpg' -o -name '*.png' \) -size -20k \
              -exec cp -n {} "$work"/ \; 2>/dev/null || true ;;
   esac

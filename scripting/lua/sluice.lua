@@ -26,12 +26,14 @@
 --   sluice.jsonl{ "corpus/*.jsonl.zst" }          JSON lines (plain, gzip, zstd): sample.bytes = the "text" value
 --   sluice.npy{ "x.npy", "y.npy" }                rows along axis 0: sample.fields.x, sample.fields.y
 --   sluice.npy{ { "d.npz", member = "x" } }       a .npz archive's member: sample.fields.x
+--   sluice.parquet{ "t/*.parquet", columns = { "text", "label" } }  rows: sample.fields.text, ...
 -- A record reaches map(sample, ctx) as (valid during that call only):
 --   sample.bytes     uint8 tensor over the record (files, folders, tfrecord), or over
 --                    the `field` string of a JSON line (jsonl): .data, .nbytes
 --   sample.fields    name -> tensor: "data" for files and tfrecord, extensions for tar,
 --                    the top-level keys and `field` for jsonl
---                    (uint8, read-only), array names for npy (typed rows, read-only)
+--                    (uint8, read-only), array names for npy and column names for
+--                    parquet (typed rows, read-only; parquet strings as uint8)
 --   sample.index     the dataset index          sample.path    the file it came from
 --   sample.label     class index (folders), -1 otherwise
 --   sample.key       WebDataset key (tar)        sample.record  record/sample/row number in path
@@ -48,7 +50,7 @@
 -- files (npy arrays are mapped; their pages are page cache).
 --
 -- Ordering and guarantees. Indexed sources (files, folders, tfrecord with
--- index = true, uncompressed tar, jsonl, npy) are random access: `shuffle = true`
+-- index = true, uncompressed tar, jsonl, npy, parquet) are random access: `shuffle = true`
 -- shuffles globally across files and shards, every sample appears exactly
 -- once per epoch, and batches are the same on every run and after a worker
 -- crash. Streaming sources (tfrecord with index = false, gzip tar, or tar with
@@ -147,7 +149,8 @@ end
 local function native_source(kind, spec, paths)
   local parts = { kind }
   for _, p in ipairs(paths) do parts[#parts + 1] = p end
-  for _, key in ipairs({ "index", "index_dir", "verify_crc", "shuffle_shards", "shuffle_buffer", "size", "field" }) do
+  for _, key in ipairs({ "index", "index_dir", "verify_crc", "shuffle_shards", "shuffle_buffer", "size", "field",
+                        "row_groups" }) do
     if spec[key] ~= nil then parts[#parts + 1] = key .. "=" .. tostring(spec[key]) end
   end
   for _, list in ipairs({ spec.names or {}, spec.members or {}, spec.extensions or {} }) do
@@ -337,6 +340,38 @@ function M.npy(spec)
   return native_source("npy", { names = names, members = members }, paths)
 end
 
+-- Source: rows of Parquet tables (Spark, pandas, DuckDB, the Hugging Face
+-- Hub), one sample per row, its columns by name in sample.fields:
+--   sluice.parquet{ "train/*.parquet" }                       every column
+--   sluice.parquet{ "a.parquet", "b.parquet", columns = { "text", "label" } }
+-- Numeric columns are typed tensors (a row's value, shape {}; a list
+-- column's elements, shape {n}; a null, shape {0}); strings and other byte
+-- columns are uint8 tensors of their bytes. Without a map the sample's
+-- fields are the pipeline's fields (fixed-size columns only). A row group is
+-- decoded once per worker and kept while its rows are wanted (`row_groups`
+-- of them per worker, default 2), so shuffled reads stay fast. See
+-- runtime/io/include/sluice/io/parquet.h for the types, encodings and codecs
+-- read, and what is refused by name.
+function M.parquet(spec)
+  local paths
+  paths, spec = path_list("sluice.parquet", spec)
+  if #paths == 0 then fail(1, "sluice.parquet: no file given") end
+  check_keys("sluice.parquet", spec, { columns = true, row_groups = true })
+  local columns = {}
+  if spec.columns ~= nil then
+    if type(spec.columns) ~= "table" then fail(1, "sluice.parquet: columns must be a list of column names") end
+    for i, c in ipairs(spec.columns) do
+      if type(c) ~= "string" or c == "" then fail(1, "sluice.parquet: columns[%d] is not a column name", i) end
+      columns[i] = c
+    end
+    if #columns == 0 then fail(1, "sluice.parquet: columns is empty") end
+  end
+  if spec.row_groups ~= nil and (not is_integer(spec.row_groups) or spec.row_groups < 1 or spec.row_groups > 1024) then
+    fail(1, "sluice.parquet: row_groups must be an integer in [1, 1024], got %s", tostring(spec.row_groups))
+  end
+  return native_source("parquet", { names = columns, row_groups = spec.row_groups }, paths)
+end
+
 -- tf.train.Example, parsed by protobuf in C++. sluice.example(x) parses x (a
 -- sample: its bytes; or a uint8 tensor) and returns the parsed Example, which
 -- stays valid until the next sluice.example or sluice.sequence_example call in
@@ -522,7 +557,7 @@ local function normalize_fields(fields)
 end
 
 -- The pipeline: what pipeline.lua returns. Every option but source has a default:
---   source      sluice.range, .files, .folders, .tfrecord, .tar, .jsonl, .npy   (required)
+--   source      sluice.range, .files, .folders, .tfrecord, .tar, .jsonl, .npy, .parquet   (required)
 --   map         function(sample, ctx) -> {field = value, ...}; default: the sample
 --               (required for files, folders, tfrecord, tar and jsonl)
 --   map_batch   function(batch, ctx), in place on the whole batch       (optional)
@@ -560,9 +595,9 @@ function M.pipeline(spec)
   local source = spec.source
   if type(source) ~= "table" or (source.kind ~= "range" and not source.native) then
     fail(1, "sluice.pipeline: source must be sluice.range(n, fn), sluice.files{...}, sluice.folders(...), "
-      .. "sluice.tfrecord{...}, sluice.tar{...}, sluice.jsonl{...} or sluice.npy{...}")
+      .. "sluice.tfrecord{...}, sluice.tar{...}, sluice.jsonl{...}, sluice.npy{...} or sluice.parquet{...}")
   end
-  if source.native and source.kind ~= "npy" and spec.map == nil then
+  if source.native and source.kind ~= "npy" and source.kind ~= "parquet" and spec.map == nil then
     fail(1, "sluice.pipeline: sluice.%s gives records of bytes; add map = function(sample, ctx) that "
       .. "turns one into fields", source.kind)
   end

@@ -249,7 +249,7 @@ local function take_record(index, row)
       fields[name] = tensor.view(DTYPES[f.dtype + 1].name, shape, f.data)
     end
   end
-  if P.source.kind == "npy" and P.map == nil then return fields end
+  if (P.source.kind == "npy" or P.source.kind == "parquet") and P.map == nil then return fields end
   return {
     index = index, fields = fields, bytes = P.source.kind == "jsonl" and fields[P.source.spec.field] or fields.data,
     path = ffi.string(record.path, record.path_len),

@@ -86,6 +86,7 @@ std::shared_ptr<const DataSource> DataSource::open(const SourceSpec& spec, OnErr
     else if (spec.kind == "tar") source->open_tar();
     else if (spec.kind == "jsonl") source->open_jsonl();
     else if (spec.kind == "npy") source->open_npy();
+    else if (spec.kind == "parquet") source->open_parquet();
     else throw Error("unknown source kind '" + spec.kind + "'");
   } catch (const Error& e) {
     throw Error(what + ": " + e.what());
@@ -151,6 +152,10 @@ void DataSource::fetch_remote(const remote::CacheOptions& options) {
 std::string DataSource::origin(std::uint64_t id) const {
   if (id >= size_) return "";
   if (mode_ == Mode::npy) return columns_.empty() ? "" : columns_[0].array.path() + " row " + std::to_string(id);
+  if (mode_ == Mode::parquet) {
+    const auto [file, row] = origin_reader_->locate(id);
+    return parquet_files_[file]->path() + " row " + std::to_string(row);
+  }
   if (mode_ != Mode::indexed) return "";
   if (const auto* jsonl = dynamic_cast<const io::JsonlSource*>(records_.get())) return jsonl->where(id);
   const io::SampleLocation where = records_->locate(id);
@@ -228,6 +233,23 @@ void DataSource::open_npy() {
   }
   mode_ = Mode::npy;
   size_ = rows;
+}
+
+void DataSource::open_parquet() {
+  for (const std::string& path : expand("sluice.parquet", spec_.paths))
+    parquet_files_.push_back(std::make_shared<const io::ParquetFile>(path));
+  // Checks every file has the columns, with the same types, and counts rows.
+  origin_reader_ = parquet_reader();
+  parquet_columns_ = origin_reader_->column_names();
+  mode_ = Mode::parquet;
+  size_ = origin_reader_->rows();
+}
+
+std::unique_ptr<io::ParquetReader> DataSource::parquet_reader() const {
+  io::ParquetReaderOptions options;
+  if (spec_.row_groups > 0) options.cached_row_groups = spec_.row_groups;
+  return std::make_unique<io::ParquetReader>(parquet_files_,
+                                             parquet_columns_.empty() ? spec_.names : parquet_columns_, options);
 }
 
 // Streaming: the data set's size is given, or counted in one pass.

@@ -1,11 +1,11 @@
 // data_source.h: the data set a pipeline's native source names (sluice.files,
-// sluice.folders, sluice.tfrecord, sluice.tar, sluice.jsonl, sluice.npy),
-// opened once.
+// sluice.folders, sluice.tfrecord, sluice.tar, sluice.jsonl, sluice.npy,
+// sluice.parquet), opened once.
 //
 // load_script opens it in the launching process: file lists and globs are
 // expanded, TFRecord shards and JSON lines indexed (sidecars loaded or built;
-// compressed JSON lines decompressed once), tar headers
-// scanned, .npy files mapped. The Loader forks it into every worker with the
+// compressed JSON lines decompressed once), tar headers scanned, .npy files
+// mapped, Parquet footers read. The Loader forks it into every worker with the
 // ScriptProducer, so workers neither re-scan nor re-index; each reads through
 // its own RecordFeed (record_feed.h). Remote paths (s3://, http(s)://, brace
 // ranges, S3 globs) are fetched into the node cache (remote/cache.h) first:
@@ -16,7 +16,9 @@
 //            index, uncompressed tar, JSON lines): an io::RecordSource read by an AsyncReader;
 //   stream   front to back (TFRecord without an index, gzip tar): each worker
 //            streams its own partition of the shards (see sluice.lua);
-//   npy      rows of memory-mapped arrays, by dataset index.
+//   npy      rows of memory-mapped arrays, by dataset index;
+//   parquet  rows of Parquet tables, by dataset index (each feed decodes row
+//            groups with its own io::ParquetReader).
 //
 // Errors: open() throws sluice::Error naming the source and the file.
 // Thread safety: immutable after open(); holds no descriptors or threads, so
@@ -29,6 +31,7 @@
 #include <vector>
 
 #include "sluice/io/npy.h"
+#include "sluice/io/parquet.h"
 #include "sluice/io/record_source.h"
 #include "sluice/io/record_stream.h"
 #include "sluice/options.h"
@@ -38,9 +41,9 @@ namespace sluice::scripting {
 
 // A native source as the pipeline describes it (read from its Lua table).
 struct SourceSpec {
-  std::string kind;                     // files, folders, tfrecord, tar, jsonl, npy
+  std::string kind;                     // files, folders, tfrecord, tar, jsonl, npy, parquet
   std::vector<std::string> paths;       // files, patterns, shards or arrays; folders: the root
-  std::vector<std::string> names;       // npy: one field name per array
+  std::vector<std::string> names;       // npy: one field name per array; parquet: columns (empty: all)
   std::vector<std::string> members;     // npy: the .npz member per array; "" for a .npy file
   std::vector<std::string> extensions;  // folders: kept extensions; empty keeps all
   int index = -1;                       // tfrecord, tar: 1 indexed, 0 streaming, -1 automatic
@@ -50,6 +53,7 @@ struct SourceSpec {
   bool shuffle_shards = false;          // streaming: a fresh shard order per pass
   std::uint64_t shuffle_buffer = 0;     // streaming: records to shuffle among
   std::uint64_t size = 0;               // streaming: records in the data set; 0 = count them
+  std::uint32_t row_groups = 0;         // parquet: decoded row groups kept per reader; 0 = default
 };
 
 // The node cache's options for this process: SLUICE_CACHE_DIR (else
@@ -64,7 +68,7 @@ struct NpyColumn {
 
 class DataSource {
  public:
-  enum class Mode { indexed, stream, npy };
+  enum class Mode { indexed, stream, npy, parquet };
 
   // `cache`: where remote paths are fetched to, and how.
   static std::shared_ptr<const DataSource> open(const SourceSpec& spec, OnError on_error, std::uint64_t seed,
@@ -94,6 +98,9 @@ class DataSource {
   // for the locality shuffle); empty for streams and npy, which have no such order.
   std::vector<std::uint64_t> shard_sizes() const;
 
+  // parquet: the files, and a reader of the selected columns (one per feed).
+  std::unique_ptr<io::ParquetReader> parquet_reader() const;
+
   // For people looking at samples (sluice peek): where dataset sample `id`
   // lies ("DIR/cat/1.jpg", "shard.tar at byte 1536", "x.npy row 7"), or "" when
   // the source cannot say (streaming); the class names of sluice.folders by
@@ -110,6 +117,7 @@ class DataSource {
   void open_tar();
   void open_jsonl();
   void open_npy();
+  void open_parquet();
   void count_stream();
 
   SourceSpec spec_;
@@ -122,6 +130,10 @@ class DataSource {
   std::vector<std::string> shards_;
   std::vector<NpyColumn> columns_;
   remote::CacheStats remote_;
+
+  std::vector<std::shared_ptr<const io::ParquetFile>> parquet_files_;
+  std::vector<std::string> parquet_columns_;
+  std::unique_ptr<io::ParquetReader> origin_reader_;  // for origin(): locate() only
 };
 
 }  // namespace sluice::scripting

@@ -127,6 +127,7 @@ scripting::SourceSpec read_source_spec(lua_State* L, int table) {
   spec.shuffle_shards = bool_field(L, table, "shuffle_shards");
   spec.shuffle_buffer = static_cast<std::uint64_t>(number_field(L, table, "shuffle_buffer"));
   spec.size = static_cast<std::uint64_t>(number_field(L, table, "size"));
+  spec.row_groups = static_cast<std::uint32_t>(number_field(L, table, "row_groups"));
   return spec;
 }
 

@@ -45,6 +45,11 @@ RecordFeed::RecordFeed(std::shared_ptr<const DataSource> source, const FeedOptio
       for (const NpyColumn& column : source_->columns())
         rows_.emplace_back(column.array.rows_contiguous() ? 0 : column.array.row_bytes());
       break;
+    case DataSource::Mode::parquet:
+      parquet_ = source_->parquet_reader();
+      parquet_values_.resize(parquet_->column_names().size());
+      fields_.resize(parquet_values_.size());
+      break;
   }
 }
 
@@ -86,6 +91,7 @@ bool RecordFeed::take(std::uint64_t index, sluice_record& out) noexcept {
       case DataSource::Mode::indexed: return take_indexed(index, out);
       case DataSource::Mode::stream: return take_stream(index, out);
       case DataSource::Mode::npy: return take_npy(index, out);
+      case DataSource::Mode::parquet: return take_parquet(index, out);
     }
   } catch (const std::exception& e) {
     return failed(index, e.what());
@@ -176,6 +182,41 @@ bool RecordFeed::take_npy(std::uint64_t index, sluice_record& out) {
   out.path_len = first.path().size();
   out.fields = fields_.data();
   out.field_count = static_cast<std::uint32_t>(columns.size());
+  return true;
+}
+
+bool RecordFeed::take_parquet(std::uint64_t index, sluice_record& out) {
+  parquet_->read(index, parquet_values_);
+  const auto& names = parquet_->column_names();
+  const auto& infos = parquet_->column_infos();
+  for (std::size_t c = 0; c < names.size(); ++c) {
+    sluice_record_field& f = fields_[c];
+    const io::ParquetValue& v = parquet_values_[c];
+    f.name = names[c].data();
+    f.name_len = names[c].size();
+    f.data = v.data;
+    f.size = v.bytes;
+    if (!infos[c].dtype) {  // bytes
+      f.dtype = -1;
+      f.ndim = 1;
+      f.shape[0] = static_cast<std::int64_t>(v.bytes);
+      continue;
+    }
+    f.dtype = static_cast<std::int32_t>(*infos[c].dtype);
+    const std::size_t elements = v.bytes / dtype_size(*infos[c].dtype);
+    // A scalar column's row is a scalar; a list's (or a null's) is 1-d.
+    f.ndim = !infos[c].list && elements == 1 ? 0 : 1;
+    f.shape[0] = static_cast<std::int64_t>(elements);
+  }
+  const auto [file, row] = parquet_->locate(index);
+  const std::string& path = parquet_->file(file).path();
+  out = sluice_record{};
+  out.record = row;
+  out.label = -1;
+  out.path = path.data();
+  out.path_len = path.size();
+  out.fields = fields_.data();
+  out.field_count = static_cast<std::uint32_t>(names.size());
   return true;
 }
 

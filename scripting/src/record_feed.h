@@ -12,6 +12,9 @@
 //            `workers`), read front to back; take() returns the next record,
 //            whatever the index, starting a new pass when the partition ends.
 //   npy      rows in place in the mapping (Fortran order: copied to scratch).
+//   parquet  rows in place in the row group this feed's io::ParquetReader
+//            decoded (kept while its rows are wanted), views valid until the
+//            next take().
 // In the launching process (for_launcher): synchronous reads, no libuv, for
 // load_script's check of sample 0; under on_error = skip a bad record there is
 // passed over for the next one.
@@ -78,6 +81,7 @@ class RecordFeed {
   bool take_indexed(std::uint64_t index, sluice_record& out);
   bool take_stream(std::uint64_t index, sluice_record& out);
   bool take_npy(std::uint64_t index, sluice_record& out);
+  bool take_parquet(std::uint64_t index, sluice_record& out);
   void discard(std::size_t count);
   void discard_all();
   bool publish(const io::Sample& sample, sluice_record& out);
@@ -98,6 +102,9 @@ class RecordFeed {
   bool held_ = false;              // sample_ is a good record not handed out yet
   // npy
   std::vector<std::vector<std::byte>> rows_;  // Fortran-order rows, gathered
+  // parquet
+  std::unique_ptr<io::ParquetReader> parquet_;
+  std::vector<io::ParquetValue> parquet_values_;
   io::Sample sample_;
   std::vector<sluice_record_field> fields_;
   std::string error_;

@@ -1,5 +1,5 @@
-// `sluice inspect DIR`: an image folder as sluice.folders reads it, through
-// the real command line on real files.
+// `sluice inspect DIR`: an image folder as sluice.folders reads it, and
+// `sluice inspect FILE.parquet`, through the real command line on real files.
 #include <catch2/catch.hpp>
 
 #include "skip.h"
@@ -43,6 +43,22 @@ TEST_CASE("sluice inspect DIR without class folders is an error naming the folde
   const CliResult r = sluice::test::run_cli({"inspect", dir.path() + "/flat"});
   CHECK(r.status == 1);
   CHECK_THAT(r.err, Contains("image folder " + dir.path() + "/flat: no class sub-folders"));
+}
+
+TEST_CASE("sluice inspect FILE.parquet shows the schema, row groups, codecs and rows", "[cli][parquet]") {
+  const std::string data = std::string(SLUICE_IO_TEST_DATA) + "/parquet-testing/data/";
+  const CliResult r = sluice::test::run_cli({"inspect", data + "datapage_v2.snappy.parquet",
+                                             data + "nested_lists.snappy.parquet"});
+  INFO(r.out << r.err);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.out, Contains("datapage_v2.snappy.parquet: Parquet, 5 rows in 1 row group"));
+  CHECK_THAT(r.out, Contains("  a: BYTE_ARRAY (string) -> bytes, nullable\n"));
+  CHECK_THAT(r.out, Contains("  e: INT32 -> int32, list, nullable\n"));
+  CHECK_THAT(r.out, Contains("  0: 5 rows, 317 bytes compressed, 311 uncompressed, SNAPPY\n"));
+  CHECK_THAT(r.out, Contains("[not readable: nested lists]"));
+  const CliResult enc = sluice::test::run_cli({"inspect", data + "uniform_encryption.parquet.encrypted"});
+  CHECK(enc.status == 1);
+  CHECK_THAT(enc.err, Contains("uniform_encryption.parquet.encrypted") && Contains("encrypted"));
 }
 
 #endif

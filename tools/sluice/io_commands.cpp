@@ -16,6 +16,7 @@
 #include "sluice/io/file_source.h"
 #include "sluice/io/jsonl.h"
 #include "sluice/io/npy.h"
+#include "sluice/io/parquet.h"
 #include "sluice/io/tar.h"
 #include "sluice/io/tar_stream.h"
 #include "sluice/io/tfrecord.h"
@@ -27,11 +28,13 @@ using namespace sluice::io;
 
 constexpr const char* kInspectUsage = R"(usage: sluice inspect [--records N] FILE|DIR...
 
-Prints each file's format (TFRecord, WebDataset tar, gzip tar, .npy, .npz, or
-a plain file), its record count, and the fields and sizes of its first records
+Prints each file's format (TFRecord, WebDataset tar, gzip tar, .npy, .npz,
+Parquet, or a plain file), its record count, and the fields and sizes of its first records
 (tf.train.Example or SequenceExample features by name and kind; other records
 are said to be no Example, and names are printed with odd bytes escaped). Checks TFRecord CRCs and tar
-header checksums on the way.
+header checksums on the way. A Parquet file shows its schema (each column's
+physical and logical type, what a sample gets, and why a column cannot be
+read), its row groups with their sizes and codecs, and its row count.
 
 A directory is read as sluice.folders reads an image folder (DIR/CLASS/...):
 its classes in label order with their file counts, the files that are not
@@ -54,7 +57,7 @@ options:
   --index-dir DIR   write the indexes in DIR instead of beside each file
 )";
 
-enum class Format { tfrecord, tar, tar_gz, npy, npz, file };
+enum class Format { tfrecord, tar, tar_gz, npy, npz, parquet, file };
 
 bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
@@ -68,6 +71,7 @@ Format detect(const std::string& path) {
   const auto got = static_cast<std::size_t>(in.gcount());
   if (got >= 6 && std::memcmp(head, "\x93NUMPY", 6) == 0) return Format::npy;
   if (looks_like_zip({reinterpret_cast<const std::byte*>(head), got})) return Format::npz;
+  if (got >= 4 && (std::memcmp(head, "PAR1", 4) == 0 || std::memcmp(head, "PARE", 4) == 0)) return Format::parquet;
   if (got >= 2 && head[0] == 0x1f && head[1] == 0x8b &&
       (ends_with(path, ".tgz") || ends_with(path, ".tar.gz")))
     return Format::tar_gz;
@@ -267,6 +271,7 @@ int inspect_command(int argc, char** argv) {
         case Format::tar_gz: inspect_tar_gz(path, show); break;
         case Format::npy: inspect_npy(path); break;
         case Format::npz: inspect_npz(path); break;
+        case Format::parquet: std::fputs(ParquetFile(path).describe().c_str(), stdout); break;
         case Format::file: inspect_file(path); break;
       }
     } catch (const std::exception& e) {

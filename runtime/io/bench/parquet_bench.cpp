@@ -1,0 +1,149 @@
+// sluice_parquet_bench: rows per second from Parquet files into batches, one
+// worker (this thread), against DuckDB scanning the same columns on one
+// thread in the same run (parquet_bench.mjs writes the files with DuckDB and
+// times its scans).
+//
+//   sluice_parquet_bench NPM_DIR [RUNS]
+//
+// NPM_DIR holds node_modules with @duckdb/node-api (tests/npm/package.json,
+// e.g. build-cc/npm after the Parquet oracle test ran). For each table
+// (16 float32 columns; one string column of 1-4 KiB per row; snappy and
+// zstd) it prints the median rows/s of DuckDB's `SET threads = 1; SELECT
+// sum(...)` or `sum(length(s))`, of Sluice reading every row in order into
+// batches of 256 rows, and of Sluice reading them shuffled within a window
+// of 2 row groups (each group decoded once), with the ratios (targets: >= 0.8
+// of DuckDB, shuffled >= 0.7 of sequential) and this machine's first-touch
+// cost per page.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "harness.h"
+#include "sluice/io/parquet.h"
+
+namespace fs = std::filesystem;
+using sluice::bench::median;
+using sluice::bench::Stopwatch;
+
+namespace {
+
+constexpr std::size_t kBatch = 256;
+
+// {"name":[s, s, ...], ...} as printed by parquet_bench.mjs.
+std::map<std::string, std::vector<double>> parse_times(const std::string& json) {
+  std::map<std::string, std::vector<double>> out;
+  std::size_t at = 0;
+  while ((at = json.find('"', at)) != std::string::npos) {
+    const std::size_t end = json.find('"', at + 1);
+    const std::string name = json.substr(at + 1, end - at - 1);
+    std::size_t open = json.find('[', end), close = json.find(']', open);
+    std::stringstream list(json.substr(open + 1, close - open - 1));
+    std::string item;
+    while (std::getline(list, item, ',')) out[name].push_back(std::strtod(item.c_str(), nullptr));
+    at = close;
+  }
+  return out;
+}
+
+// Reads `order`'s rows into batches of kBatch rows: each row's values copied
+// into its slot (numeric: 16 float32; text: the string into a 4 KiB slot).
+// Returns seconds.
+double read_rows(const std::string& path, const std::vector<std::uint64_t>& order, std::size_t cache,
+                 std::uint64_t* checksum) {
+  auto file = std::make_shared<const sluice::io::ParquetFile>(path);
+  sluice::io::ParquetReader reader({file}, {}, {.cached_row_groups = cache});
+  const std::size_t columns = reader.column_names().size();
+  const std::size_t slot = columns == 1 ? 4096 : columns * 4;
+  std::vector<std::byte> batch(kBatch * slot);
+  std::vector<sluice::io::ParquetValue> values(columns);
+  std::uint64_t sum = 0;
+  const Stopwatch clock;
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    reader.read(order[i], values);
+    std::byte* dst = batch.data() + (i % kBatch) * slot;
+    for (const sluice::io::ParquetValue& v : values) {
+      const std::size_t n = std::min(v.bytes, slot);
+      std::memcpy(dst, v.data, n);
+      dst += n;
+    }
+    if (i % kBatch == kBatch - 1) sum += static_cast<std::uint64_t>(batch[0]);
+  }
+  const double seconds = clock.seconds();
+  *checksum += sum;
+  return seconds;
+}
+
+// Row groups in a shuffled order, taken two at a time; each pair's rows shuffled.
+std::vector<std::uint64_t> window_shuffle(const sluice::io::ParquetFile& file, std::uint64_t seed) {
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> groups;
+  std::uint64_t at = 0;
+  for (const auto& g : file.row_groups()) groups.emplace_back(at, g.rows), at += g.rows;
+  std::mt19937_64 rng(seed);
+  std::shuffle(groups.begin(), groups.end(), rng);
+  std::vector<std::uint64_t> order;
+  for (std::size_t g = 0; g < groups.size(); g += 2) {
+    const std::size_t first = order.size();
+    for (std::size_t k = g; k < std::min(g + 2, groups.size()); ++k)
+      for (std::uint64_t r = 0; r < groups[k].second; ++r) order.push_back(groups[k].first + r);
+    std::shuffle(order.begin() + static_cast<std::ptrdiff_t>(first), order.end(), rng);
+  }
+  return order;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: sluice_parquet_bench NPM_DIR [RUNS]\n");
+    return 2;
+  }
+  const fs::path npm = argv[1];
+  const int runs = argc > 2 ? std::atoi(argv[2]) : 5;
+  const fs::path data = npm / "parquet-bench";
+  fs::copy_file(fs::path(SLUICE_PARQUET_BENCH_SCRIPT), npm / "parquet_bench.mjs", fs::copy_options::overwrite_existing);
+  const std::string command = "node '" + (npm / "parquet_bench.mjs").string() + "' '" + data.string() + "' " +
+                              std::to_string(runs) + " > '" + (npm / "parquet_bench.json").string() + "'";
+  if (std::system(command.c_str()) != 0) {
+    std::fprintf(stderr, "sluice_parquet_bench: %s failed\n", command.c_str());
+    return 1;
+  }
+  std::ifstream in(npm / "parquet_bench.json");
+  std::stringstream json;
+  json << in.rdbuf();
+  const auto duckdb = parse_times(json.str());
+  const double touch = sluice::bench::first_touch_us();
+  std::printf("first-touch cost: %.2f us per 4 KiB page\n", touch);
+  std::uint64_t checksum = 0;
+  for (const auto& [name, times] : duckdb) {
+    const std::string path = (data / (name + ".parquet")).string();
+    const sluice::io::ParquetFile file(path);
+    const std::uint64_t rows = file.rows();
+    std::vector<std::uint64_t> in_order(rows);
+    std::iota(in_order.begin(), in_order.end(), 0);
+    std::vector<double> duck_rate, seq_rate, shuf_rate;
+    for (double s : times) duck_rate.push_back(static_cast<double>(rows) / s);
+    read_rows(path, in_order, 2, &checksum);  // warm the page cache
+    for (int r = 0; r < runs; ++r) {
+      seq_rate.push_back(static_cast<double>(rows) / read_rows(path, in_order, 2, &checksum));
+      shuf_rate.push_back(static_cast<double>(rows) / read_rows(path, window_shuffle(file, r), 2, &checksum));
+    }
+    const double duck = median(duck_rate), seq = median(seq_rate), shuf = median(shuf_rate);
+    std::printf("%-15s %8llu rows in %zu row groups: DuckDB 1 thread %.2fM rows/s, Sluice in order %.2fM rows/s "
+                "(ratio %.2f, target >= 0.8), shuffled in a 2-group window %.2fM rows/s (%.2f of in order, target "
+                ">= 0.7); medians of %d; first touch %.2f us/page\n",
+                name.c_str(), static_cast<unsigned long long>(rows), file.row_groups().size(), duck / 1e6, seq / 1e6,
+                seq / duck, shuf / 1e6, shuf / seq, runs, touch);
+  }
+  std::printf("(checksum %llu)\n", static_cast<unsigned long long>(checksum));
+  return 0;
+}

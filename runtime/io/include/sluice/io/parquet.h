@@ -1,0 +1,164 @@
+// sluice/io/parquet.h: Apache Parquet tables, read by row.
+//
+// ParquetFile reads a file's footer (Thrift compact protocol): the schema's
+// leaf columns, the row groups and their column chunks; it keeps no
+// descriptor open. A ParquetReader opens the files it reads on first use
+// and reads each column chunk it decodes with one pread into a buffer it
+// reuses.
+// ParquetReader reads rows of one or more files by a global row index: the
+// row group holding the row is decoded once, every selected column of it,
+// and kept while its rows are wanted (the last `cached_row_groups` groups
+// decoded), so reading in a shuffled order within a window of row groups
+// decodes each group once.
+//
+// What is read: physical types BOOLEAN, INT32, INT64, INT96 (Spark's
+// timestamps: int64 microseconds since the epoch, as Spark means them), FLOAT, DOUBLE, BYTE_ARRAY,
+// FIXED_LEN_BYTE_ARRAY; logical types string, enum, json, bson, uuid (bytes),
+// the integer widths (int8..uint64), date (int32 days), time and timestamp
+// (their integer in their unit), decimal (float64: unscaled / 10^scale),
+// float16; nullable columns (a null row is empty) and lists of fixed-size
+// values (a row holds the list's elements); data pages v1 and v2, dictionary
+// pages; encodings PLAIN, PLAIN_DICTIONARY, RLE_DICTIONARY, RLE (levels,
+// booleans), DELTA_BINARY_PACKED, DELTA_LENGTH_BYTE_ARRAY, DELTA_BYTE_ARRAY,
+// BYTE_STREAM_SPLIT; codecs none, SNAPPY, GZIP, ZSTD, LZ4_RAW, Hadoop's LZ4,
+// BROTLI. Page CRCs are checked where written.
+//
+// Errors: sluice::Error naming the file, and where it matters the row group,
+// the column and the feature. What Sluice does not read (maps, nested lists,
+// structs in lists, lists of byte arrays, null list elements, encryption,
+// LZO, BIT_PACKED levels) is refused by name, never read wrongly. A leaf
+// column Sluice cannot read is listed with its reason; only selecting it fails.
+//
+// Thread safety and fork: a ParquetFile is immutable once built and holds
+// no resources, so it crosses fork() freely. A ParquetReader holds decoded
+// row groups, scratch buffers and, once it has read, open descriptors: one
+// per thread (or worker process); make it after fork.
+#pragma once
+
+#include "sluice/export.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sluice/dtype.h"
+
+namespace sluice::io {
+
+namespace parquet {
+struct FileMeta;
+}
+
+struct SLUICE_API ParquetColumnInfo {
+  std::string name;              // dotted path; a list column by the list's name
+  std::string physical;          // "INT32", "BYTE_ARRAY", ...
+  std::string logical;           // "string", "timestamp(micros)", "decimal(9,2)", or ""
+  std::optional<DType> dtype;    // the elements' type; none: bytes
+  bool nullable = false;
+  bool list = false;
+  std::string unsupported;       // why Sluice cannot read it, or ""
+};
+
+struct SLUICE_API ParquetRowGroupInfo {
+  std::uint64_t rows = 0;
+  std::uint64_t compressed_bytes = 0;
+  std::uint64_t uncompressed_bytes = 0;
+  std::vector<std::string> codecs;  // one per leaf column
+};
+
+class SLUICE_API ParquetFile {
+ public:
+  // Reads `path`'s footer. Throws sluice::Error naming the file.
+  explicit ParquetFile(std::string path);
+  ~ParquetFile();
+  ParquetFile(const ParquetFile&) = delete;
+  ParquetFile& operator=(const ParquetFile&) = delete;
+
+  const std::string& path() const { return path_; }
+  std::uint64_t rows() const;
+  const std::string& created_by() const;
+  const std::vector<ParquetColumnInfo>& columns() const { return columns_; }
+  std::vector<ParquetRowGroupInfo> row_groups() const;
+  // The leaf column named `name`, or -1.
+  int column(std::string_view name) const;
+  // What `sluice inspect` prints: schema, row groups, codecs, rows.
+  std::string describe() const;
+
+  std::uint64_t size() const { return size_; }
+  // Internal (the reader's): the parsed footer.
+  const parquet::FileMeta& meta() const { return *meta_; }
+
+ private:
+  std::string path_;
+  std::uint64_t size_ = 0;
+  std::unique_ptr<parquet::FileMeta> meta_;
+  std::vector<ParquetColumnInfo> columns_;
+};
+
+// One column's value in one row: `count` elements of `dtype` (or bytes), or
+// none (count 0) for a null. Valid until the reader's next read().
+struct ParquetValue {
+  const std::byte* data = nullptr;
+  std::size_t bytes = 0;
+};
+
+struct ParquetReaderOptions {
+  std::size_t cached_row_groups = 2;  // decoded row groups kept, at least 1
+  // A column chunk (one column of one row group) that decodes to more bytes
+  // than this is refused: the bound on what a corrupt file can make a
+  // reader allocate.
+  std::uint64_t max_chunk_bytes = 1ull << 32;
+};
+
+class SLUICE_API ParquetReader {
+ public:
+  // Reads `columns` (leaf names; empty: every column) of `files`, which
+  // must all have them with the same types. Throws sluice::Error naming the
+  // file and column that is missing, unreadable or of another type.
+  ParquetReader(std::vector<std::shared_ptr<const ParquetFile>> files, std::vector<std::string> columns,
+                ParquetReaderOptions options = {});
+  ~ParquetReader();
+  ParquetReader(const ParquetReader&) = delete;
+  ParquetReader& operator=(const ParquetReader&) = delete;
+
+  std::uint64_t rows() const { return starts_.empty() ? 0 : starts_.back(); }
+  const std::vector<std::string>& column_names() const { return names_; }
+  // The selected columns' descriptions, as in the first file.
+  const std::vector<ParquetColumnInfo>& column_infos() const { return infos_; }
+
+  // Row `row` (across all files): out[c] for column c. Decodes the row's
+  // group unless it is cached. Throws sluice::Error naming the file, row
+  // group and column.
+  void read(std::uint64_t row, std::span<ParquetValue> out);
+
+  // Which file holds `row`, and the row within it.
+  std::pair<std::size_t, std::uint64_t> locate(std::uint64_t row) const;
+  const ParquetFile& file(std::size_t i) const { return *files_[i]; }
+  // Row groups decoded so far (for tests and benchmarks).
+  std::uint64_t groups_decoded() const { return decoded_; }
+
+ public:
+  struct Group;  // a decoded row group (internal)
+
+ private:
+  Group& load(std::size_t file, std::size_t group);
+
+  std::vector<std::shared_ptr<const ParquetFile>> files_;
+  std::vector<std::string> names_;
+  std::vector<ParquetColumnInfo> infos_;
+  std::vector<std::vector<int>> leaf_;            // [file][column]: leaf index
+  std::vector<std::uint64_t> starts_;             // file f's rows start at starts_[f]; back(): total
+  std::vector<std::vector<std::uint64_t>> group_starts_;  // [file][group], plus the file's rows
+  ParquetReaderOptions options_;
+  std::vector<std::unique_ptr<Group>> cache_;
+  std::uint64_t tick_ = 0;
+  std::uint64_t decoded_ = 0;
+  std::unique_ptr<struct ParquetDecoderState> state_;
+};
+
+}  // namespace sluice::io

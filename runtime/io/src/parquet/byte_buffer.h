@@ -1,0 +1,56 @@
+// Internal: a growable byte buffer that does not zero what it grows into
+// (std::vector<std::byte> writes every new byte once more before a decoder
+// overwrites it). Capacity is kept across clear(), so a buffer reused for
+// each row group stops allocating once it has grown to the largest.
+//
+// Thread safety: none; one owner.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <memory>
+
+namespace sluice::io::parquet {
+
+class ByteBuffer {
+ public:
+  std::byte* data() { return data_.get(); }
+  const std::byte* data() const { return data_.get(); }
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  void clear() { size_ = 0; }
+  // Grows (or shrinks) to n bytes; new bytes are uninitialised.
+  void resize(std::size_t n) {
+    reserve(n);
+    size_ = n;
+  }
+  // n more bytes, uninitialised: where they start.
+  std::byte* extend(std::size_t n) {
+    resize(size_ + n);
+    return data_.get() + size_ - n;
+  }
+  void append(const std::byte* p, std::size_t n) {
+    if (n > 0) std::memcpy(extend(n), p, n);
+  }
+  void reserve(std::size_t n) {
+    if (n <= capacity_) return;
+    const std::size_t grown = std::max(n, capacity_ + capacity_ / 2);
+    std::unique_ptr<std::byte[]> bigger(new std::byte[grown]);
+    if (size_ > 0) std::memcpy(bigger.get(), data_.get(), size_);
+    data_ = std::move(bigger);
+    capacity_ = grown;
+  }
+  void swap(ByteBuffer& other) noexcept {
+    std::swap(data_, other.data_);
+    std::swap(size_, other.size_);
+    std::swap(capacity_, other.capacity_);
+  }
+
+ private:
+  std::unique_ptr<std::byte[]> data_;
+  std::size_t size_ = 0;
+  std::size_t capacity_ = 0;
+};
+
+}  // namespace sluice::io::parquet

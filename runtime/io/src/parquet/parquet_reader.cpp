@@ -1,0 +1,204 @@
+// ParquetReader: global rows to (file, row group, row), decoded row groups
+// kept in a small least-recently-used cache.
+#include <algorithm>
+#include <cstring>
+
+#include "file_util.h"
+#include "parquet/column_chunk.h"
+#include "parquet/metadata.h"
+#include "sluice/error.h"
+#include "sluice/io/parquet.h"
+
+namespace sluice::io {
+
+struct ParquetDecoderState {
+  explicit ParquetDecoderState(std::uint64_t max_bytes) : decoder(max_bytes) {}
+  parquet::ChunkDecoder decoder;
+  parquet::ByteBuffer chunk;  // the column chunk being decoded, as read
+  std::vector<detail::Fd> fds;  // [file]: opened on its first read
+};
+
+struct ParquetReader::Group {
+  std::size_t file = SIZE_MAX, group = SIZE_MAX;
+  std::uint64_t used = 0;
+  std::vector<parquet::ColumnValues> columns;
+  std::vector<parquet::OutputType> types;
+  // Dense fixed-size columns, interleaved row by row (stride bytes a row;
+  // column c at offset[c], or -1 when it is not among them): a row read in
+  // a shuffled order touches one or two cache lines instead of one per column.
+  parquet::ByteBuffer rows;
+  std::size_t stride = 0;
+  std::vector<std::ptrdiff_t> offset;
+};
+
+namespace {
+
+// Copies the dense fixed-size columns of `g` into g.rows, row-major, in
+// blocks of rows that stay in cache.
+void interleave(ParquetReader::Group& g) {
+  g.stride = 0;
+  g.offset.assign(g.columns.size(), -1);
+  std::size_t dense = 0;
+  for (std::size_t c = 0; c < g.columns.size(); ++c) {
+    if (!g.columns[c].dense) continue;
+    g.offset[c] = static_cast<std::ptrdiff_t>(g.stride);
+    g.stride += g.types[c].width;
+    ++dense;
+  }
+  if (dense < 2) {
+    g.offset.assign(g.columns.size(), -1);
+    return;
+  }
+  const std::uint64_t rows = g.columns[0].rows;
+  g.rows.resize(rows * g.stride);
+  constexpr std::uint64_t kBlock = 256;
+  for (std::uint64_t first = 0; first < rows; first += kBlock) {
+    const std::uint64_t n = std::min(kBlock, rows - first);
+    for (std::size_t c = 0; c < g.columns.size(); ++c) {
+      if (g.offset[c] < 0) continue;
+      const std::size_t w = g.types[c].width;
+      const std::byte* src = g.columns[c].data.data() + first * w;
+      std::byte* dst = g.rows.data() + first * g.stride + g.offset[c];
+      switch (w) {
+        case 4:
+          for (std::uint64_t r = 0; r < n; ++r) std::memcpy(dst + r * g.stride, src + r * 4, 4);
+          break;
+        case 8:
+          for (std::uint64_t r = 0; r < n; ++r) std::memcpy(dst + r * g.stride, src + r * 8, 8);
+          break;
+        default:
+          for (std::uint64_t r = 0; r < n; ++r) std::memcpy(dst + r * g.stride, src + r * w, w);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+ParquetReader::ParquetReader(std::vector<std::shared_ptr<const ParquetFile>> files, std::vector<std::string> columns,
+                             ParquetReaderOptions options)
+    : files_(std::move(files)), names_(std::move(columns)), options_(options),
+      state_(std::make_unique<ParquetDecoderState>(options.max_chunk_bytes)) {
+  if (files_.empty()) throw Error("no Parquet file given");
+  if (options_.cached_row_groups == 0) options_.cached_row_groups = 1;
+  const ParquetFile& first = *files_[0];
+  if (names_.empty())
+    for (const ParquetColumnInfo& c : first.columns()) names_.push_back(c.name);
+  for (const std::string& name : names_) {
+    const int i = first.column(name);
+    if (i < 0) {
+      std::string have;
+      for (const ParquetColumnInfo& c : first.columns()) have += (have.empty() ? "" : ", ") + c.name;
+      throw Error(first.path() + ": no column '" + name + "' (it has " + have + ")");
+    }
+    const ParquetColumnInfo& info = first.columns()[static_cast<std::size_t>(i)];
+    if (!info.unsupported.empty())
+      throw Error(first.path() + ": column '" + name + "': " + info.unsupported +
+                  " are not supported; leave it out with columns = {...}");
+    infos_.push_back(info);
+  }
+  starts_.push_back(0);
+  state_->fds.resize(files_.size());
+  for (const auto& file : files_) {
+    std::vector<int>& leaves = leaf_.emplace_back();
+    for (std::size_t c = 0; c < names_.size(); ++c) {
+      const int i = file->column(names_[c]);
+      if (i < 0) throw Error(file->path() + ": no column '" + names_[c] + "' (" + first.path() + " has it)");
+      const ParquetColumnInfo& info = file->columns()[static_cast<std::size_t>(i)];
+      if (!info.unsupported.empty())
+        throw Error(file->path() + ": column '" + names_[c] + "': " + info.unsupported + " are not supported");
+      if (info.dtype != infos_[c].dtype || info.list != infos_[c].list)
+        throw Error(file->path() + ": column '" + names_[c] + "' is " + info.physical + " " + info.logical + ", in " +
+                    first.path() + " it is " + infos_[c].physical + " " + infos_[c].logical);
+      leaves.push_back(i);
+    }
+    std::vector<std::uint64_t>& groups = group_starts_.emplace_back();
+    std::uint64_t at = 0;
+    for (const parquet::RowGroupMeta& g : file->meta().row_groups) {
+      groups.push_back(at);
+      at += static_cast<std::uint64_t>(g.num_rows);
+    }
+    groups.push_back(at);
+    starts_.push_back(starts_.back() + at);
+  }
+}
+
+ParquetReader::~ParquetReader() = default;
+
+std::pair<std::size_t, std::uint64_t> ParquetReader::locate(std::uint64_t row) const {
+  if (row >= rows()) throw Error("row " + std::to_string(row) + " is past the " + std::to_string(rows()) + " rows");
+  const auto it = std::upper_bound(starts_.begin(), starts_.end(), row);
+  const auto f = static_cast<std::size_t>(it - starts_.begin()) - 1;
+  return {f, row - starts_[f]};
+}
+
+ParquetReader::Group& ParquetReader::load(std::size_t file, std::size_t group) {
+  Group* victim = nullptr;
+  for (auto& g : cache_) {
+    if (g->file == file && g->group == group) {
+      g->used = ++tick_;
+      return *g;
+    }
+    if (victim == nullptr || g->used < victim->used) victim = g.get();
+  }
+  if (cache_.size() < options_.cached_row_groups) {
+    cache_.push_back(std::make_unique<Group>());
+    victim = cache_.back().get();
+  }
+  Group& g = *victim;
+  g.file = g.group = SIZE_MAX;  // invalid until decoded
+  const ParquetFile& f = *files_[file];
+  g.columns.resize(names_.size());
+  g.types.resize(names_.size());
+  for (std::size_t c = 0; c < names_.size(); ++c) {
+    const auto leaf = static_cast<std::size_t>(leaf_[file][c]);
+    g.types[c] = parquet::output_type(f.meta().leaves[leaf]);
+    try {
+      // The chunk's bytes, read with one pread into the decoder's buffer.
+      const parquet::ChunkRange range =
+          parquet::chunk_range(f.meta().row_groups.at(group).chunks.at(leaf), f.size());
+      detail::Fd& fd = state_->fds[file];
+      if (fd.get() < 0) fd = detail::open_read(f.path());
+      if (range.bytes > options_.max_chunk_bytes)
+        throw Error("a column chunk of " + std::to_string(range.bytes) + " bytes, more than max_chunk_bytes");
+      state_->chunk.resize(range.bytes);
+      if (detail::pread_full(fd.get(), {state_->chunk.data(), range.bytes}, range.first, f.path()) != range.bytes)
+        throw Error("the file ends inside the column chunk");
+      state_->decoder.decode(f.meta(), group, leaf, state_->chunk.data(), range.bytes, range.first, g.columns[c]);
+    } catch (const Error& e) {
+      throw Error(f.path() + ": row group " + std::to_string(group) + ", column '" + names_[c] + "': " + e.what());
+    }
+  }
+  interleave(g);
+  g.file = file;
+  g.group = group;
+  g.used = ++tick_;
+  ++decoded_;
+  return g;
+}
+
+void ParquetReader::read(std::uint64_t row, std::span<ParquetValue> out) {
+  const auto [file, in_file] = locate(row);
+  const std::vector<std::uint64_t>& groups = group_starts_[file];
+  const auto it = std::upper_bound(groups.begin(), groups.end(), in_file);
+  const auto group = static_cast<std::size_t>(it - groups.begin()) - 1;
+  const std::uint64_t r = in_file - groups[group];
+  Group& g = load(file, group);
+  const std::size_t n = std::min(out.size(), names_.size());
+  const std::byte* row_at = g.rows.data() + r * g.stride;
+  for (std::size_t c = 0; c < n; ++c) {
+    const parquet::ColumnValues& v = g.columns[c];
+    if (g.offset[c] >= 0) {
+      out[c].data = row_at + g.offset[c];
+      out[c].bytes = g.types[c].width;
+    } else if (v.dense) {
+      out[c].data = v.data.data() + r * g.types[c].width;
+      out[c].bytes = g.types[c].width;
+    } else {
+      out[c].data = v.data.data() + v.begins[r];
+      out[c].bytes = v.ends[r] - v.begins[r];
+    }
+  }
+}
+
+}  // namespace sluice::io
