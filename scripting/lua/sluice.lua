@@ -139,7 +139,8 @@ end
 local function native_source(kind, spec, paths)
   local parts = { kind }
   for _, p in ipairs(paths) do parts[#parts + 1] = p end
-  for _, key in ipairs({ "index", "index_dir", "verify_crc", "shuffle_shards", "shuffle_buffer", "size" }) do
+  for _, key in ipairs({ "index", "index_dir", "verify_crc", "shuffle_shards", "shuffle_buffer", "size",
+                         "dtype", "eos", "vocab_size" }) do
     if spec[key] ~= nil then parts[#parts + 1] = key .. "=" .. tostring(spec[key]) end
   end
   for _, list in ipairs({ spec.names or {}, spec.members or {}, spec.extensions or {} }) do
@@ -306,6 +307,68 @@ function M.npy(spec)
   return native_source("npy", { names = names, members = members }, paths)
 end
 
+-- Source: token files for language-model pretraining (see also `pack` and
+-- sluice.mix). A flat file of uint16 or uint32 token ids (nanoGPT's train.bin),
+-- split into documents after each `eos` token; or a Megatron-LM indexed dataset
+-- (PREFIX.bin + PREFIX.idx; give the prefix or either file), whose sequences
+-- are the documents. Files are memory-mapped.
+--   sluice.tokens{ "corpus.bin", dtype = "uint16", eos = 0 }
+--   sluice.tokens{ "shards/*.bin", dtype = "uint32", eos = 50256, vocab_size = 50257 }
+-- vocab_size (optional) checks every id at load. Without `pack` a sample is a
+-- document: sample.fields.tokens (read-only, uint16/uint32, its length), for a
+-- map to turn into fields. With `pack` a sample is a packed row.
+function M.tokens(spec)
+  local paths
+  paths, spec = path_list("sluice.tokens", spec)
+  if #paths == 0 then fail(1, "sluice.tokens: no token file given") end
+  check_keys("sluice.tokens", spec, { dtype = true, eos = true, vocab_size = true })
+  local dtype = spec.dtype or "uint16"
+  if dtype ~= "uint16" and dtype ~= "uint32" then
+    fail(1, 'sluice.tokens: dtype must be "uint16" or "uint32", got %s', tostring(spec.dtype))
+  end
+  if spec.eos ~= nil and not (is_integer(spec.eos) and spec.eos >= 0 and spec.eos < (dtype == "uint16" and 2^16 or 2^32)) then
+    fail(1, "sluice.tokens: eos must be a token id of dtype %s, got %s", dtype, tostring(spec.eos))
+  end
+  check_type("sluice.tokens", spec, "vocab_size", "count")
+  return native_source("tokens", { dtype = dtype, eos = spec.eos, vocab_size = spec.vocab_size }, paths)
+end
+
+-- Source: token sources mixed by weight (each a sluice.tokens), for a pipeline
+-- with `pack`: every row comes from one source, on a fixed schedule that gives
+-- each source its exact share of every period of rows (see
+-- sluice/text/mixing.h). A small source repeats, a large one is cut, each
+-- over its own epochs; size = rows per epoch of the mixture (default: the
+-- sources' rows summed).
+--   sluice.mix{ { sluice.tokens{ "web.bin", eos = 0 }, weight = 0.7 },
+--               { sluice.tokens{ "code.bin", eos = 0 }, weight = 0.3 } }
+function M.mix(spec)
+  if type(spec) ~= "table" or #spec == 0 then
+    fail(1, "sluice.mix: expected a table of { source, weight = w } entries")
+  end
+  check_keys("sluice.mix", spec, { size = true })
+  check_type("sluice.mix", spec, "size", "count")
+  local parts, signature = {}, { "mix", tostring(spec.size) }
+  for i, entry in ipairs(spec) do
+    if type(entry) ~= "table" or type(entry[1]) ~= "table" or entry[1].kind ~= "tokens" then
+      fail(1, "sluice.mix: entry %d must be { sluice.tokens{...}, weight = w }", i)
+    end
+    for key in pairs(entry) do
+      if key ~= 1 and key ~= "weight" then fail(1, "sluice.mix: entry %d: unknown option '%s'", i, tostring(key)) end
+    end
+    local w = entry.weight
+    if type(w) ~= "number" or not (w > 0) or w == math.huge then
+      fail(1, "sluice.mix: entry %d: weight must be a positive number, got %s", i, tostring(w))
+    end
+    local part = {}
+    for k, v in pairs(entry[1].spec) do part[k] = v end
+    part.weight = w
+    parts[i] = part
+    signature[#signature + 1] = entry[1].signature .. "\nweight=" .. string.format("%.17g", w)
+  end
+  return { kind = "mix", native = true, spec = { kind = "mix", paths = {}, parts = parts, size = spec.size },
+    signature = table.concat(signature, "\n--\n") }
+end
+
 -- tf.train.Example, parsed by protobuf in C++. sluice.example(x) parses x (a
 -- sample: its bytes; or a uint8 tensor) and returns the parsed Example, which
 -- stays valid until the next sluice.example or sluice.sequence_example call in
@@ -439,11 +502,12 @@ M.half = {
 -- pipeline.lua may set (the table of sluice/settings.h; settings_test checks
 -- that these are its pipeline settings).
 local OPTION_NAMES = {
-  "source", "map", "map_batch", "fields", "read_ahead", "io_threads",
+  "source", "map", "map_batch", "fields", "read_ahead", "io_threads", "pack",
   "batch_size", "drop_last", "shuffle", "seed", "workers", "prefetch", "memory_budget_mb",
   "ordered", "epochs", "device", "on_error", "skip_fill",
 }
-local PARTS = { source = true, map = true, map_batch = true, fields = true, read_ahead = true, io_threads = true }
+local PARTS = { source = true, map = true, map_batch = true, fields = true, read_ahead = true, io_threads = true,
+  pack = true }
 local OPTIONS = {}  -- name -> "part" (the pipeline's own) or "setting" (a run setting)
 for _, name in ipairs(OPTION_NAMES) do OPTIONS[name] = PARTS[name] and "part" or "setting" end
 local OPTION_LIST = table.concat(OPTION_NAMES, ", ")
@@ -526,9 +590,35 @@ function M.pipeline(spec)
   local source = spec.source
   if type(source) ~= "table" or (source.kind ~= "range" and not source.native) then
     fail(1, "sluice.pipeline: source must be sluice.range(n, fn), sluice.files{...}, sluice.folders(...), "
-      .. "sluice.tfrecord{...}, sluice.tar{...} or sluice.npy{...}")
+      .. "sluice.tfrecord{...}, sluice.tar{...}, sluice.npy{...}, sluice.tokens{...} or sluice.mix{...}")
   end
-  if source.native and source.kind ~= "npy" and spec.map == nil then
+  if spec.pack ~= nil then
+    local pack = spec.pack
+    if source.kind ~= "tokens" and source.kind ~= "mix" then
+      fail(1, "sluice.pipeline: pack needs a token source (sluice.tokens or sluice.mix), not sluice.%s", source.kind)
+    end
+    if type(pack) ~= "table" then fail(1, "sluice.pipeline: pack must be a table { seq_len = n, mode = ..., window = n }") end
+    for key in pairs(pack) do
+      if key ~= "seq_len" and key ~= "mode" and key ~= "window" then
+        fail(1, "sluice.pipeline: pack: unknown option '%s' (options: mode, seq_len, window)", tostring(key))
+      end
+    end
+    if not (is_integer(pack.seq_len) and pack.seq_len > 0 and pack.seq_len < 2^31) then
+      fail(1, "sluice.pipeline: pack.seq_len must be a positive integer, got %s", tostring(pack.seq_len))
+    end
+    local mode = pack.mode or "concat"
+    if mode ~= "concat" and mode ~= "best_fit" then
+      fail(1, 'sluice.pipeline: pack.mode must be "concat" or "best_fit", got %s', tostring(pack.mode))
+    end
+    local window = pack.window or 64
+    if not (is_integer(window) and window > 0 and window < 2^32) then
+      fail(1, "sluice.pipeline: pack.window must be a positive integer, got %s", tostring(pack.window))
+    end
+    p.pack = { seq_len = pack.seq_len, mode = mode, window = window }
+  elseif source.kind == "mix" then
+    fail(1, "sluice.pipeline: sluice.mix mixes packed rows; add pack = { seq_len = n }")
+  end
+  if source.native and source.kind ~= "npy" and spec.map == nil and p.pack == nil then
     fail(1, "sluice.pipeline: sluice.%s gives records of bytes; add map = function(sample, ctx) that "
       .. "turns one into fields", source.kind)
   end

@@ -249,7 +249,7 @@ local function take_record(index, row)
       fields[name] = tensor.view(DTYPES[f.dtype + 1].name, shape, f.data)
     end
   end
-  if P.source.kind == "npy" and P.map == nil then return fields end
+  if (P.source.kind == "npy" or P.pack) and P.map == nil then return fields end
   return {
     index = index, fields = fields, bytes = fields.data,
     path = ffi.string(record.path, record.path_len),
@@ -427,6 +427,7 @@ function M.source_spec()
   for k, v in pairs(source.spec) do spec[k] = v end
   spec.signature = source.signature
   spec.on_error, spec.seed = P.on_error, P.seed
+  spec.pack, spec.shuffle = P.pack, P.shuffle  -- token sources: packing; a mixture shuffles its sources' rows
   return spec
 end
 
@@ -507,7 +508,7 @@ function M.describe(epochs, workers, prefetch, seed_override, source_size, the_h
     dataset_size = P.source.size,
     batch_size = P.batch_size,
     drop_last = P.drop_last,
-    shuffle = P.shuffle,
+    shuffle = P.shuffle and P.source.kind ~= "mix",  -- a mixture's order is its schedule
     seed = the_seed,
     epochs = epochs or P.epochs,
     workers = auto_zero(workers or P.workers),    -- 0: auto (kAutoWorkers)

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "sluice/error.h"
 #include "sluice/io/file_source.h"
@@ -12,6 +13,7 @@
 #include "sluice/io/tar_stream.h"
 #include "sluice/io/tfrecord.h"
 #include "sluice/io/tfrecord_stream.h"
+#include "sluice/text/mixing.h"
 
 namespace sluice::scripting {
 namespace {
@@ -59,6 +61,8 @@ std::shared_ptr<const DataSource> DataSource::open(const SourceSpec& spec, OnErr
     else if (spec.kind == "tfrecord") source->open_tfrecord();
     else if (spec.kind == "tar") source->open_tar();
     else if (spec.kind == "npy") source->open_npy();
+    else if (spec.kind == "tokens") source->open_tokens();
+    else if (spec.kind == "mix") source->open_mix();
     else throw Error("unknown source kind '" + spec.kind + "'");
   } catch (const Error& e) {
     throw Error(what + ": " + e.what());
@@ -81,6 +85,8 @@ void DataSource::open_files() {
 std::string DataSource::origin(std::uint64_t id) const {
   if (id >= size_) return "";
   if (mode_ == Mode::npy) return columns_.empty() ? "" : columns_[0].array.path() + " row " + std::to_string(id);
+  if (mode_ == Mode::tokens) return corpus_->origin(id);
+  if (mode_ == Mode::packed) return packed_->origin(0, id);
   if (mode_ != Mode::indexed) return "";
   const io::SampleLocation where = records_->locate(id);
   const std::string& file = records_->files().at(where.file);
@@ -138,6 +144,84 @@ void DataSource::open_npy() {
   }
   mode_ = Mode::npy;
   size_ = rows;
+}
+
+namespace {
+
+std::shared_ptr<const text::TokenCorpus> open_corpus(const SourceSpec& spec) {
+  text::CorpusOptions options;
+  const auto dtype = text::parse_token_type(spec.dtype);
+  if (!dtype) throw Error("dtype must be \"uint16\" or \"uint32\", got \"" + spec.dtype + "\"");
+  options.dtype = *dtype;
+  if (spec.eos >= 0) options.eos = static_cast<std::uint32_t>(spec.eos);
+  options.vocab_size = spec.vocab_size;
+  return text::TokenCorpus::open(expand("sluice.tokens", spec.paths), options);
+}
+
+text::PackOptions pack_options(const SourceSpec& spec) {
+  const auto mode = text::parse_pack_mode(spec.pack_mode);
+  if (!mode) throw Error("pack.mode must be \"concat\" or \"best_fit\", got \"" + spec.pack_mode + "\"");
+  return {.seq_len = spec.seq_len, .mode = *mode, .window = spec.pack_window};
+}
+
+std::string packing_note(const text::Packing& packing) {
+  const auto& o = packing.options();
+  const double rows = static_cast<double>(packing.rows()) * o.seq_len;
+  char line[256];
+  if (o.mode == text::PackMode::concat) {
+    std::snprintf(line, sizeof line, "pack: %llu documents, %llu tokens into %llu rows of %u (concat; %llu tail tokens left out)",
+                  static_cast<unsigned long long>(packing.corpus().documents()),
+                  static_cast<unsigned long long>(packing.corpus().tokens()),
+                  static_cast<unsigned long long>(packing.rows()), o.seq_len,
+                  static_cast<unsigned long long>(packing.tail_tokens()));
+  } else {
+    std::snprintf(line, sizeof line, "pack: %llu documents, %llu tokens into %llu rows of %u (best_fit, window %u; padding %.2f%%)",
+                  static_cast<unsigned long long>(packing.corpus().documents()),
+                  static_cast<unsigned long long>(packing.corpus().tokens()),
+                  static_cast<unsigned long long>(packing.rows()), o.seq_len, o.window,
+                  100.0 * static_cast<double>(packing.padding_tokens()) / rows);
+  }
+  return line;
+}
+
+}  // namespace
+
+void DataSource::open_tokens() {
+  corpus_ = open_corpus(spec_);
+  if (spec_.seq_len == 0) {
+    mode_ = Mode::tokens;
+    size_ = corpus_->documents();
+    return;
+  }
+  auto packing = std::make_shared<text::Packing>(corpus_, pack_options(spec_));
+  notes_.push_back(packing_note(*packing));
+  mode_ = Mode::packed;
+  size_ = packing->rows();
+  packed_ = std::move(packing);
+}
+
+void DataSource::open_mix() {
+  if (spec_.seq_len == 0) throw Error("a mixture needs the pipeline's pack = { seq_len = ... }");
+  std::vector<std::shared_ptr<const text::PackedSource>> parts;
+  for (std::size_t k = 0; k < spec_.parts.size(); ++k) {
+    try {
+      auto packing = std::make_shared<text::Packing>(open_corpus(spec_.parts[k]), pack_options(spec_));
+      notes_.push_back("source " + std::to_string(k + 1) + ": " + packing_note(*packing));
+      parts.push_back(std::move(packing));
+    } catch (const Error& e) {
+      throw Error("source " + std::to_string(k + 1) + ": " + e.what());
+    }
+  }
+  auto mix = std::make_shared<text::Mix>(std::move(parts), spec_.weights,
+                                         text::MixOptions{.size = spec_.size, .shuffle = spec_.shuffle, .seed = seed_});
+  std::string quotas;
+  for (std::size_t k = 0; k < spec_.parts.size(); ++k)
+    quotas += (k ? ", " : "") + std::to_string(mix->schedule().quota(static_cast<std::uint32_t>(k)));
+  notes_.push_back("mix: " + std::to_string(mix->rows()) + " rows per epoch; every " +
+                   std::to_string(mix->schedule().period()) + " rows hold " + quotas + " of the sources in turn");
+  mode_ = Mode::packed;
+  size_ = mix->rows();
+  packed_ = std::move(mix);
 }
 
 // Streaming: the data set's size is given, or counted in one pass.

@@ -1,5 +1,6 @@
 // data_source.h: the data set a pipeline's native source names (sluice.files,
-// sluice.folders, sluice.tfrecord, sluice.tar, sluice.npy), opened once.
+// sluice.folders, sluice.tfrecord, sluice.tar, sluice.npy, sluice.tokens,
+// sluice.mix), opened once.
 //
 // load_script opens it in the launching process: file lists and globs are
 // expanded, TFRecord shards indexed (sidecars loaded or built), tar headers
@@ -12,7 +13,10 @@
 //            index, uncompressed tar): an io::RecordSource read by an AsyncReader;
 //   stream   front to back (TFRecord without an index, gzip tar): each worker
 //            streams its own partition of the shards (see sluice.lua);
-//   npy      rows of memory-mapped arrays, by dataset index.
+//   npy      rows of memory-mapped arrays, by dataset index;
+//   tokens   documents of a token corpus (sluice.tokens without `pack`), by index;
+//   packed   rows of packed tokens (sluice/text/packing.h, mixing.h), by
+//            (epoch, index): sluice.tokens or sluice.mix with `pack`.
 //
 // Errors: open() throws sluice::Error naming the source and the file.
 // Thread safety: immutable after open(); holds no descriptors or threads, so
@@ -28,6 +32,8 @@
 #include "sluice/io/record_source.h"
 #include "sluice/io/record_stream.h"
 #include "sluice/options.h"
+#include "sluice/text/packing.h"
+#include "sluice/text/token_file.h"
 
 namespace sluice::scripting {
 
@@ -43,7 +49,20 @@ struct SourceSpec {
   bool verify_crc = true;               // tfrecord
   bool shuffle_shards = false;          // streaming: a fresh shard order per pass
   std::uint64_t shuffle_buffer = 0;     // streaming: records to shuffle among
-  std::uint64_t size = 0;               // streaming: records in the data set; 0 = count them
+  std::uint64_t size = 0;               // streaming: records in the data set; 0 = count them;
+                                        // mix: rows per epoch, 0 = the sources' rows summed
+  // tokens
+  std::string dtype = "uint16";
+  std::int64_t eos = -1;                // -1: none
+  std::uint64_t vocab_size = 0;
+  // tokens, mix: the pipeline's `pack` (seq_len 0: no packing) and shuffle
+  std::uint32_t seq_len = 0;
+  std::string pack_mode = "concat";
+  std::uint32_t pack_window = 64;
+  bool shuffle = false;
+  // mix
+  std::vector<SourceSpec> parts;
+  std::vector<double> weights;
 };
 
 struct NpyColumn {
@@ -53,7 +72,7 @@ struct NpyColumn {
 
 class DataSource {
  public:
-  enum class Mode { indexed, stream, npy };
+  enum class Mode { indexed, stream, npy, tokens, packed };
 
   static std::shared_ptr<const DataSource> open(const SourceSpec& spec, OnError on_error,
                                                 std::uint64_t seed);
@@ -75,6 +94,11 @@ class DataSource {
   // npy
   const std::vector<NpyColumn>& columns() const { return columns_; }
 
+  // tokens: the corpus, whose documents are the samples
+  const std::shared_ptr<const text::TokenCorpus>& corpus() const { return corpus_; }
+  // packed: the rows
+  const std::shared_ptr<const text::PackedSource>& packed() const { return packed_; }
+
   // For people looking at samples (sluice peek): where dataset sample `id`
   // lies ("DIR/cat/1.jpg", "shard.tar at byte 1536", "x.npy row 7"), or "" when
   // the source cannot say (streaming); the class names of sluice.folders by
@@ -90,6 +114,8 @@ class DataSource {
   void open_tar();
   void open_npy();
   void count_stream();
+  void open_tokens();
+  void open_mix();
 
   SourceSpec spec_;
   OnError on_error_ = OnError::fail;
@@ -100,6 +126,8 @@ class DataSource {
   std::shared_ptr<const io::RecordSource> records_;
   std::vector<std::string> shards_;
   std::vector<NpyColumn> columns_;
+  std::shared_ptr<const text::TokenCorpus> corpus_;
+  std::shared_ptr<const text::PackedSource> packed_;
 };
 
 }  // namespace sluice::scripting

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <utility>
 
+#include "sluice/dtype.h"
 #include "sluice/error.h"
 
 namespace sluice::scripting {
@@ -45,6 +46,18 @@ RecordFeed::RecordFeed(std::shared_ptr<const DataSource> source, const FeedOptio
       for (const NpyColumn& column : source_->columns())
         rows_.emplace_back(column.array.rows_contiguous() ? 0 : column.array.row_bytes());
       break;
+    case DataSource::Mode::tokens:
+      break;
+    case DataSource::Mode::packed: {
+      const std::size_t L = source_->packed()->seq_len();
+      tokens_.resize(L);
+      targets_.resize(L);
+      segment_ids_.resize(L);
+      positions_.resize(L);
+      loss_mask_.resize(L);
+      fields_.resize(5);
+      break;
+    }
   }
 }
 
@@ -57,6 +70,7 @@ void RecordFeed::upcoming(std::uint64_t epoch, std::uint64_t batch, std::span<co
 }
 
 void RecordFeed::begin_batch(std::uint64_t epoch, std::uint64_t batch) {
+  epoch_ = epoch;
   if (!reader_) return;
   discard(std::exchange(current_, 0));
   for (std::size_t k = 0; k < announced_.size(); ++k) {
@@ -86,6 +100,8 @@ bool RecordFeed::take(std::uint64_t index, sluice_record& out) noexcept {
       case DataSource::Mode::indexed: return take_indexed(index, out);
       case DataSource::Mode::stream: return take_stream(index, out);
       case DataSource::Mode::npy: return take_npy(index, out);
+      case DataSource::Mode::tokens: return take_tokens(index, out);
+      case DataSource::Mode::packed: return take_packed(index, out);
     }
   } catch (const std::exception& e) {
     return failed(index, e.what());
@@ -176,6 +192,64 @@ bool RecordFeed::take_npy(std::uint64_t index, sluice_record& out) {
   out.path_len = first.path().size();
   out.fields = fields_.data();
   out.field_count = static_cast<std::uint32_t>(columns.size());
+  return true;
+}
+
+bool RecordFeed::take_tokens(std::uint64_t index, sluice_record& out) {
+  const text::TokenCorpus& corpus = *source_->corpus();
+  const text::Document& doc = corpus.document(index);
+  const text::TokenCorpus::File& file = corpus.files()[doc.file];
+  const bool narrow = file.type == text::TokenType::uint16;
+  if (fields_.empty()) fields_.resize(1);
+  static constexpr char kName[] = "tokens";
+  sluice_record_field& f = fields_[0];
+  f.name = kName;
+  f.name_len = sizeof kName - 1;
+  f.data = static_cast<const char*>(file.data) + doc.begin * (narrow ? 2 : 4);
+  f.size = doc.length * (narrow ? 2 : 4);
+  f.dtype = static_cast<std::int32_t>(narrow ? DType::u16 : DType::u32);
+  f.ndim = 1;
+  f.shape[0] = static_cast<std::int64_t>(doc.length);
+  out = sluice_record{};
+  out.record = index;
+  out.offset = doc.begin * (narrow ? 2 : 4);
+  out.label = -1;
+  out.path = file.path.data();
+  out.path_len = file.path.size();
+  out.fields = fields_.data();
+  out.field_count = 1;
+  return true;
+}
+
+bool RecordFeed::take_packed(std::uint64_t index, sluice_record& out) {
+  const text::PackedSource& packed = *source_->packed();
+  packed.fill(epoch_, index, {tokens_.data(), targets_.data(), segment_ids_.data(), positions_.data(), loss_mask_.data()});
+  struct Part {
+    const char* name;
+    const void* data;
+    DType dtype;
+  };
+  const Part parts[5] = {{"tokens", tokens_.data(), DType::i64},
+                         {"targets", targets_.data(), DType::i64},
+                         {"segment_ids", segment_ids_.data(), DType::i32},
+                         {"positions", positions_.data(), DType::i32},
+                         {"loss_mask", loss_mask_.data(), DType::f32}};
+  const std::int64_t L = packed.seq_len();
+  for (std::size_t k = 0; k < 5; ++k) {
+    sluice_record_field& f = fields_[k];
+    f.name = parts[k].name;
+    f.name_len = std::char_traits<char>::length(parts[k].name);
+    f.data = parts[k].data;
+    f.size = static_cast<std::uint64_t>(L) * dtype_size(parts[k].dtype);
+    f.dtype = static_cast<std::int32_t>(parts[k].dtype);
+    f.ndim = 1;
+    f.shape[0] = L;
+  }
+  out = sluice_record{};
+  out.record = index;
+  out.label = -1;
+  out.fields = fields_.data();
+  out.field_count = 5;
   return true;
 }
 

@@ -12,6 +12,10 @@
 //            `workers`), read front to back; take() returns the next record,
 //            whatever the index, starting a new pass when the partition ends.
 //   npy      rows in place in the mapping (Fortran order: copied to scratch).
+//   tokens   a document's tokens in place in the mapping (field "tokens").
+//   packed   the row (sluice/text/packing.h) of the batch's epoch, computed
+//            into this object's buffers: fields tokens, targets, segment_ids,
+//            positions, loss_mask.
 // In the launching process (for_launcher): synchronous reads, no libuv, for
 // load_script's check of sample 0; under on_error = skip a bad record there is
 // passed over for the next one.
@@ -78,6 +82,8 @@ class RecordFeed {
   bool take_indexed(std::uint64_t index, sluice_record& out);
   bool take_stream(std::uint64_t index, sluice_record& out);
   bool take_npy(std::uint64_t index, sluice_record& out);
+  bool take_tokens(std::uint64_t index, sluice_record& out);
+  bool take_packed(std::uint64_t index, sluice_record& out);
   void discard(std::size_t count);
   void discard_all();
   bool publish(const io::Sample& sample, sluice_record& out);
@@ -98,6 +104,11 @@ class RecordFeed {
   bool held_ = false;              // sample_ is a good record not handed out yet
   // npy
   std::vector<std::vector<std::byte>> rows_;  // Fortran-order rows, gathered
+  // packed
+  std::uint64_t epoch_ = 0;        // of the batch being filled (begin_batch)
+  std::vector<std::int64_t> tokens_, targets_;
+  std::vector<std::int32_t> segment_ids_, positions_;
+  std::vector<float> loss_mask_;
   io::Sample sample_;
   std::vector<sluice_record_field> fields_;
   std::string error_;
