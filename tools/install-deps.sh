@@ -21,6 +21,7 @@ cli_packages=(
   libprotobuf-dev protobuf-compiler  # tf.train.Example (lite runtime)
   libjpeg62-turbo-dev libspng-dev    # image decode ops (libjpeg-turbo's jpeglib.h API)
   liburing-dev            # small-file reads in one io_uring submission per job
+  libsentencepiece-dev    # sluice.sentencepiece: tokenization in the workers
 )
 # The rest: tests, the Python package, fuzzing (tools/test.sh).
 test_packages=(
@@ -33,6 +34,7 @@ test_packages=(
   python3-venv python3-pip python3-setuptools python3-pytest python3-torch  # its venv, offline build and tests
   python3-numpy           # .npz/.npy test files written by numpy itself (tests skip without it)
   python3-torchvision     # real torchvision transforms in the Python tests (augmentation seeding)
+  sentencepiece python3-sentencepiece  # spm_train models and the reference ids for the tokenizer tests
 )
 
 if [ "${1:-}" = "--cli" ]; then

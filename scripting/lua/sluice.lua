@@ -369,6 +369,14 @@ function M.mix(spec)
     signature = table.concat(signature, "\n--\n") }
 end
 
+-- A SentencePiece tokenizer (see sluice.text): tok:encode(bytes) gives the
+-- ids as an int32 tensor, in whichever worker runs the map.
+--   local tok = sluice.sentencepiece("m.model")
+function M.sentencepiece(path)
+  if type(path) ~= "string" then fail(1, "sluice.sentencepiece: expected the path of a .model file, got a %s", type(path)) end
+  return require("sluice.text").sentencepiece(M.path(path), 2)
+end
+
 -- tf.train.Example, parsed by protobuf in C++. sluice.example(x) parses x (a
 -- sample: its bytes; or a uint8 tensor) and returns the parsed Example, which
 -- stays valid until the next sluice.example or sluice.sequence_example call in

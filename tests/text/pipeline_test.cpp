@@ -10,7 +10,9 @@
 
 #include "sluice/error.h"
 #include "sluice/loader.h"
+#include "skip.h"
 #include "sluice/script.h"
+#include "sluice/text/tokenizer.h"
 #include "support.h"
 #include "text_test_support.h"
 
@@ -180,4 +182,53 @@ TEST_CASE("stopped on 3 ranks, resumed on 2: the same global token stream (verif
     CHECK_THAT(v.out, Contains("identical: ") && Contains("same samples and per-sample digests") &&
                           Contains("delivered 3 per-rank batches again after a resume"));
   }
+}
+
+TEST_CASE("sluice.sentencepiece tokenizes any source's bytes in the workers, as the C++ model does") {
+  if (std::system("command -v spm_train > /dev/null 2>&1") != 0)
+    SKIP_TEST("spm_train not found (Debian package sentencepiece)");
+  const std::string licenses = "/usr/share/common-licenses";
+  if (!std::filesystem::exists(licenses + "/GPL-3")) SKIP_TEST(licenses << "/GPL-3 is missing");
+  sluice::test::TempDir dir;
+  const std::string train = "spm_train --input=" + licenses + "/GPL-3," + licenses + "/Apache-2.0 --model_prefix=" +
+                            dir.path() + "/m --vocab_size=500 --byte_fallback=true --minloglevel=2 > /dev/null 2>&1";
+  REQUIRE(std::system(train.c_str()) == 0);
+  const std::string path = dir.write("t.lua", R"(
+local sluice = require("sluice")
+local tok = sluice.sentencepiece("m.model")
+local MAX = 16384
+return sluice.pipeline {
+  source = sluice.files{ "/usr/share/common-licenses/[A-M]*" },
+  fields = { { "ids", "int32", { MAX } }, { "count", "int64" } },
+  map = function(s, ctx)
+    local ids = tok:encode(s.bytes)
+    local out = ctx.out.ids
+    local n = math.min(ids.shape[1], MAX)
+    for i = 0, n - 1 do out.data[i] = ids.data[i] end
+    for i = n, MAX - 1 do out.data[i] = -1 end
+    return { ids = out, count = ids.shape[1] }
+  end,
+  batch_size = 3,
+}
+)");
+  sluice::Script script = sluice::load_script({.path = path, .workers = 2});
+  auto model = sluice::text::SentencePiece::open(dir.path() + "/m.model");
+  sluice::Loader loader(script.options);
+  std::size_t files = 0;
+  std::vector<std::int32_t> want;
+  for (const BatchCopy& b : sluice::test::drain(loader)) {
+    for (std::size_t row = 0; row < b.samples.size(); ++row, ++files) {
+      const std::string file = script.sample_file(b.samples[row]);
+      std::ifstream in(file, std::ios::binary);
+      const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+      model->encode(text, &want);
+      INFO(file);
+      const auto* count = reinterpret_cast<const std::int64_t*>(b.fields[1].data()) + row;
+      const auto* ids = reinterpret_cast<const std::int32_t*>(b.fields[0].data()) + row * 16384;
+      REQUIRE(*count == static_cast<std::int64_t>(want.size()));
+      REQUIRE(want.size() <= 16384);
+      REQUIRE(std::vector<std::int32_t>(ids, ids + want.size()) == want);
+    }
+  }
+  REQUIRE(files >= 5);
 }
