@@ -221,6 +221,16 @@ bool RecordFeed::take_tokens(std::uint64_t index, sluice_record& out) {
   return true;
 }
 
+bool RecordFeed::fill_packed(std::uint64_t index, const text::PackedRow& out) noexcept {
+  if (source_->mode() != DataSource::Mode::packed) return failed(index, "internal: the source is not packed");
+  try {
+    source_->packed()->fill(epoch_, index, out);
+    return true;
+  } catch (const std::exception& e) {
+    return failed(index, e.what());
+  }
+}
+
 bool RecordFeed::take_packed(std::uint64_t index, sluice_record& out) {
   const text::PackedSource& packed = *source_->packed();
   packed.fill(epoch_, index, {tokens_.data(), targets_.data(), segment_ids_.data(), positions_.data(), loss_mask_.data()});

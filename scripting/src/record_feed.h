@@ -72,6 +72,9 @@ class RecordFeed {
   // record (see error()).
   bool take(std::uint64_t index, sluice_record& out) noexcept;
   const std::string& error() const { return error_; }
+  // packed: the row for dataset index `index` of the current batch's epoch
+  // straight into `out` (each seq_len long); false (see error()) otherwise.
+  bool fill_packed(std::uint64_t index, const text::PackedRow& out) noexcept;
 
  private:
   struct Announced {
