@@ -341,13 +341,35 @@ end
 -- sources' rows summed).
 --   sluice.mix{ { sluice.tokens{ "web.bin", eos = 0 }, weight = 0.7 },
 --               { sluice.tokens{ "code.bin", eos = 0 }, weight = 0.3 } }
+-- New weights from a global row on (epoch * rows per epoch + row; a resumed
+-- run adds a phase where it resumes, the rows before it stay as they were):
+--   phases = { { from_row = 120000, weights = { 0.5, 0.5 } } }
 function M.mix(spec)
   if type(spec) ~= "table" or #spec == 0 then
     fail(1, "sluice.mix: expected a table of { source, weight = w } entries")
   end
-  check_keys("sluice.mix", spec, { size = true })
+  check_keys("sluice.mix", spec, { size = true, phases = true })
   check_type("sluice.mix", spec, "size", "count")
   local parts, signature = {}, { "mix", tostring(spec.size) }
+  local phases = {}
+  if spec.phases ~= nil then
+    if type(spec.phases) ~= "table" then fail(1, "sluice.mix: phases must be a list of { from_row = n, weights = {...} }") end
+    for i, phase in ipairs(spec.phases) do
+      if type(phase) ~= "table" or not (is_integer(phase.from_row) and phase.from_row > 0)
+        or type(phase.weights) ~= "table" or #phase.weights ~= #spec then
+        fail(1, "sluice.mix: phase %d must be { from_row = n > 0, weights = { %d numbers } }", i, #spec)
+      end
+      local weights = {}
+      for k, w in ipairs(phase.weights) do
+        if type(w) ~= "number" or not (w > 0) or w == math.huge then
+          fail(1, "sluice.mix: phase %d: weight %d must be a positive number, got %s", i, k, tostring(w))
+        end
+        weights[k] = w
+        signature[#signature + 1] = string.format("phase %d %.17g", phase.from_row, w)
+      end
+      phases[i] = { from_row = phase.from_row, weights = weights }
+    end
+  end
   for i, entry in ipairs(spec) do
     if type(entry) ~= "table" or type(entry[1]) ~= "table" or entry[1].kind ~= "tokens" then
       fail(1, "sluice.mix: entry %d must be { sluice.tokens{...}, weight = w }", i)
@@ -365,7 +387,7 @@ function M.mix(spec)
     parts[i] = part
     signature[#signature + 1] = entry[1].signature .. "\nweight=" .. string.format("%.17g", w)
   end
-  return { kind = "mix", native = true, spec = { kind = "mix", paths = {}, parts = parts, size = spec.size },
+  return { kind = "mix", native = true, spec = { kind = "mix", paths = {}, parts = parts, size = spec.size, phases = phases },
     signature = table.concat(signature, "\n--\n") }
 end
 

@@ -13,7 +13,6 @@
 #include "sluice/io/tar_stream.h"
 #include "sluice/io/tfrecord.h"
 #include "sluice/io/tfrecord_stream.h"
-#include "sluice/text/mixing.h"
 
 namespace sluice::scripting {
 namespace {
@@ -212,13 +211,25 @@ void DataSource::open_mix() {
       throw Error("source " + std::to_string(k + 1) + ": " + e.what());
     }
   }
-  auto mix = std::make_shared<text::Mix>(std::move(parts), spec_.weights,
-                                         text::MixOptions{.size = spec_.size, .shuffle = spec_.shuffle, .seed = seed_});
+  auto mix = std::make_shared<text::Mix>(
+      std::move(parts), spec_.weights,
+      text::MixOptions{.size = spec_.size, .shuffle = spec_.shuffle, .seed = seed_, .phases = spec_.phases});
   std::string quotas;
   for (std::size_t k = 0; k < spec_.parts.size(); ++k)
     quotas += (k ? ", " : "") + std::to_string(mix->schedule().quota(static_cast<std::uint32_t>(k)));
   notes_.push_back("mix: " + std::to_string(mix->rows()) + " rows per epoch; every " +
                    std::to_string(mix->schedule().period()) + " rows hold " + quotas + " of the sources in turn");
+  for (const text::MixPhase& phase : spec_.phases) {
+    std::string weights;
+    for (std::size_t k = 0; k < phase.weights.size(); ++k) {
+      char w[32];
+      std::snprintf(w, sizeof w, "%s%g", k ? ", " : "", phase.weights[k]);
+      weights += w;
+    }
+    notes_.push_back("mix: from global row " + std::to_string(phase.from_row) + " (epoch " +
+                     std::to_string(phase.from_row / mix->rows()) + ", row " + std::to_string(phase.from_row % mix->rows()) +
+                     ") the weights are " + weights);
+  }
   mode_ = Mode::packed;
   size_ = mix->rows();
   packed_ = std::move(mix);

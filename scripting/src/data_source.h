@@ -32,6 +32,7 @@
 #include "sluice/io/record_source.h"
 #include "sluice/io/record_stream.h"
 #include "sluice/options.h"
+#include "sluice/text/mixing.h"
 #include "sluice/text/packing.h"
 #include "sluice/text/token_file.h"
 
@@ -63,6 +64,7 @@ struct SourceSpec {
   // mix
   std::vector<SourceSpec> parts;
   std::vector<double> weights;
+  std::vector<text::MixPhase> phases;   // later weights, from a global row on
 };
 
 struct NpyColumn {

@@ -140,6 +140,27 @@ scripting::SourceSpec read_source_spec(lua_State* L, int table) {
     spec.pack_window = static_cast<std::uint32_t>(number_field(L, pack, "window"));
   }
   lua_pop(L, 1);
+  lua_getfield(L, table, "phases");  // sluice.mix: { {from_row = n, weights = {...}}, ... }
+  if (lua_istable(L, -1)) {
+    const int phases = lua_gettop(L);
+    const int count = static_cast<int>(lua_objlen(L, phases));
+    for (int i = 1; i <= count; ++i) {
+      lua_rawgeti(L, phases, i);
+      const int entry = lua_gettop(L);
+      text::MixPhase phase;
+      phase.from_row = static_cast<std::uint64_t>(number_field(L, entry, "from_row"));
+      lua_getfield(L, entry, "weights");
+      const int n = static_cast<int>(lua_objlen(L, -1));
+      for (int k = 1; k <= n; ++k) {
+        lua_rawgeti(L, -1, k);
+        phase.weights.push_back(lua_tonumber(L, -1));
+        lua_pop(L, 1);
+      }
+      lua_pop(L, 2);
+      spec.phases.push_back(std::move(phase));
+    }
+  }
+  lua_pop(L, 1);
   lua_getfield(L, table, "parts");  // sluice.mix: { {spec, weight}, ... }
   if (lua_istable(L, -1)) {
     const int parts = lua_gettop(L);

@@ -52,14 +52,21 @@ TEST_CASE("the schedule's quotas are exact per period and within one over every 
   }
 }
 
+namespace {
+
+// Rows of 8 tokens packed from `documents` documents of 5-20 tokens written to dir/name.
+std::shared_ptr<Packing> packed(const TempDir& dir, const std::string& name, std::size_t documents, std::uint64_t seed) {
+  write_tokens(dir.file(name), make_documents(lengths(documents, 5, 20, seed), true), true);
+  return std::make_shared<Packing>(TokenCorpus::open({dir.file(name)}, {.dtype = TokenType::uint32, .eos = 0}),
+                                   PackOptions{.seq_len = 8});
+}
+
+}  // namespace
+
 TEST_CASE("a mix repeats a small source and cuts a large one, each on its own epochs") {
   TempDir dir;
-  write_tokens(dir.file("small.bin"), make_documents(lengths(10, 5, 20, 1), true), true);
-  write_tokens(dir.file("large.bin"), make_documents(lengths(400, 5, 20, 2), true), true);
-  auto small = std::make_shared<Packing>(TokenCorpus::open({dir.file("small.bin")}, {.dtype = TokenType::uint32, .eos = 0}),
-                                         PackOptions{.seq_len = 8});
-  auto large = std::make_shared<Packing>(TokenCorpus::open({dir.file("large.bin")}, {.dtype = TokenType::uint32, .eos = 0}),
-                                         PackOptions{.seq_len = 8});
+  auto small = packed(dir, "small.bin", 10, 1);
+  auto large = packed(dir, "large.bin", 400, 2);
   for (bool shuffle : {false, true}) {
     Mix mix({small, large}, {0.5, 0.5}, {.size = 200, .shuffle = shuffle, .seed = 3});
     REQUIRE(mix.rows() == 200);
@@ -95,4 +102,33 @@ TEST_CASE("mix refuses bad weights and mismatched rows") {
   auto a = std::make_shared<Packing>(corpus, PackOptions{.seq_len = 8});
   auto b = std::make_shared<Packing>(corpus, PackOptions{.seq_len = 16});
   REQUIRE_THROWS_WITH(Mix({a, b}, {1, 1}, {}), Catch::Contains("source 2 packs rows of 16 tokens"));
+}
+
+TEST_CASE("new weights from a row on keep every row before it and continue each source's counter") {
+  TempDir dir;
+  auto a = packed(dir, "a.bin", 300, 1);
+  auto b = packed(dir, "b.bin", 300, 2);
+  const Mix before({a, b}, {0.7, 0.3}, {.size = 100});
+  const Mix after({a, b}, {0.7, 0.3}, {.size = 100, .phases = {{137, {0.2, 0.8}}}});
+  std::uint64_t next[2] = {0, 0};
+  std::uint64_t in_phase[2] = {0, 0};
+  for (std::uint64_t g = 0; g < 400; ++g) {
+    const Mix::Pick p = after.pick(g / 100, g % 100);
+    if (g < 137) {
+      const Mix::Pick q = before.pick(g / 100, g % 100);
+      REQUIRE((p.source == q.source && p.epoch == q.epoch && p.row == q.row));
+    } else {
+      ++in_phase[p.source];
+    }
+    // Unshuffled, each source's rows come in order: the counter runs on across the change.
+    const std::uint64_t n = (p.source == 0 ? a : b)->rows();
+    REQUIRE(p.epoch * n + p.row == next[p.source]);
+    ++next[p.source];
+  }
+  // 263 rows at 0.2 / 0.8 (period 5): 52 whole periods of 1 + 4, then 3 slots.
+  CHECK(in_phase[0] >= 52);
+  CHECK(in_phase[0] <= 53);
+  CHECK(in_phase[0] + in_phase[1] == 263);
+  REQUIRE_THROWS_WITH(Mix({a, b}, {1, 1}, {.phases = {{0, {1, 2}}}}), Catch::Contains("increasing rows above 0"));
+  REQUIRE_THROWS_WITH(Mix({a, b}, {1, 1}, {.phases = {{5, {1}}}}), Catch::Contains("has 1 weights for 2 sources"));
 }

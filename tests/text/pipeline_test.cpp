@@ -232,3 +232,38 @@ return sluice.pipeline {
   }
   REQUIRE(files >= 5);
 }
+
+TEST_CASE("a run resumed with new mixture weights keeps what came before and logs them in its record") {
+  sluice::test::TempDir dir;
+  write_corpora(dir.path());
+  const std::string before = dir.write("p.lua", pipeline(kMix, "{ seq_len = 24 }"));
+  const std::string mix_later =
+      "sluice.mix{ { sluice.tokens{ \"corpus.bin\", eos = 0 }, weight = 0.7 }, "
+      "{ sluice.tokens{ \"small.bin\", eos = 0 }, weight = 0.3 }, phases = { { from_row = 20, weights = { 0.2, 0.8 } } } }";
+  const std::string after = dir.write("q.lua", pipeline(mix_later, "{ seq_len = 24 }"));
+  auto cli = [&](const std::vector<std::string>& args) {
+    CliResult r = sluice::test::run_cli(args);
+    INFO(r.out << r.err);
+    REQUIRE(r.status == 0);
+    return r;
+  };
+  // Batches of 4: the run stops after 5 batches, at row 20, where the new weights start.
+  cli({"run", before, "--quiet", "--record", dir.path() + "/full.jsonl"});
+  cli({"run", before, "--quiet", "--batches", "5", "--state", dir.path() + "/s.json", "--record", dir.path() + "/a.jsonl"});
+  cli({"run", after, "--quiet", "--resume", dir.path() + "/s.json", "--record", dir.path() + "/b.jsonl"});
+  cli({"run", after, "--quiet", "--record", dir.path() + "/whole.jsonl"});
+  const auto full = sluice::test::read_lines(dir.path() + "/full.jsonl");
+  const auto a = sluice::test::read_lines(dir.path() + "/a.jsonl");
+  const auto b = sluice::test::read_lines(dir.path() + "/b.jsonl");
+  const auto whole = sluice::test::read_lines(dir.path() + "/whole.jsonl");
+  REQUIRE(a.size() == 6);
+  for (std::size_t i = 1; i < a.size(); ++i) CHECK(a[i] == full[i]);       // before the change: the old weights
+  for (std::size_t i = 1; i < a.size(); ++i) CHECK(whole[i] == full[i]);   // a phase from row 20 leaves rows < 20 alone
+  REQUIRE(b.size() + 5 == whole.size());
+  for (std::size_t i = 1; i < b.size(); ++i) CHECK(b[i] == whole[i + 5]);  // after it: the new weights, as in a whole run
+  CHECK(b.size() + 5 == full.size());
+  bool differs = false;
+  for (std::size_t i = 1; i < b.size(); ++i) differs = differs || b[i] != full[i + 5];
+  CHECK(differs);
+  CHECK_THAT(b[0], Contains("\"text\":[") && Contains("mix: from global row 20 (epoch 0, row 20) the weights are 0.2, 0.8"));
+}

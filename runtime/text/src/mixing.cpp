@@ -82,10 +82,31 @@ std::uint64_t MixSchedule::rank(std::uint64_t g) const {
   return (g / P) * quota_[pattern_[t]] + before_[t];
 }
 
+std::uint64_t MixSchedule::count(std::uint32_t source, std::uint64_t n) const {
+  const std::uint64_t P = pattern_.size();
+  std::uint64_t c = (n / P) * quota_[source];
+  for (std::uint64_t t = 0; t < n % P; ++t) c += pattern_[t] == source ? 1 : 0;
+  return c;
+}
+
 Mix::Mix(std::vector<std::shared_ptr<const PackedSource>> sources, const std::vector<double>& weights,
          const MixOptions& options)
-    : sources_(std::move(sources)), schedule_(weights), options_(options) {
+    : sources_(std::move(sources)), options_(options) {
   if (sources_.size() != weights.size()) throw Error("sluice.mix: one weight per source");
+  phases_.push_back({0, MixSchedule(weights), std::vector<std::uint64_t>(sources_.size(), 0)});
+  for (const MixPhase& phase : options_.phases) {
+    const Phase& last = phases_.back();
+    if (phase.from_row <= last.start)
+      throw Error("sluice.mix: phases must start at increasing rows above 0; " + std::to_string(phase.from_row) +
+                  " follows " + std::to_string(last.start));
+    if (phase.weights.size() != sources_.size())
+      throw Error("sluice.mix: the phase from row " + std::to_string(phase.from_row) + " has " +
+                  std::to_string(phase.weights.size()) + " weights for " + std::to_string(sources_.size()) + " sources");
+    std::vector<std::uint64_t> before(sources_.size());
+    for (std::uint32_t s = 0; s < sources_.size(); ++s)
+      before[s] = last.before[s] + last.schedule.count(s, phase.from_row - last.start);
+    phases_.push_back({phase.from_row, MixSchedule(phase.weights), std::move(before)});
+  }
   for (std::size_t s = 1; s < sources_.size(); ++s)
     if (sources_[s]->seq_len() != sources_[0]->seq_len())
       throw Error("sluice.mix: source " + std::to_string(s + 1) + " packs rows of " +
@@ -98,8 +119,12 @@ Mix::Mix(std::vector<std::shared_ptr<const PackedSource>> sources, const std::ve
 
 Mix::Pick Mix::pick(std::uint64_t epoch, std::uint64_t row) const {
   const std::uint64_t g = epoch * rows_ + row;
-  const std::uint32_t s = schedule_.source(g);
-  const std::uint64_t k = schedule_.rank(g);
+  const Phase* phase = &phases_[0];
+  for (const Phase& p : phases_)
+    if (p.start <= g) phase = &p;
+  const std::uint64_t local = g - phase->start;
+  const std::uint32_t s = phase->schedule.source(local);
+  const std::uint64_t k = phase->before[s] + phase->schedule.rank(local);
   const std::uint64_t n = sources_[s]->rows();
   Pick pick{s, k / n, k % n};
   if (options_.shuffle) {

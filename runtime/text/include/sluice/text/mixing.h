@@ -18,8 +18,15 @@
 // every worker computes this from the position alone, mixing does not depend
 // on worker counts, crashes or the world size of a resumed run.
 //
+// Phases: the weights may change from a global position on (a run resumed
+// with new weights adds a phase where it resumes): from phase start g0, source
+// s's counter is its count at g0 plus its rank in the new schedule from g0.
+// The positions before g0 keep their rows, so a phase added at or after the
+// resumed position leaves everything delivered before it unchanged.
+//
 // Errors: constructors throw sluice::Error (no source, a weight that is not
-// positive and finite, sources of different seq_len).
+// positive and finite, sources of different seq_len, phases not in
+// increasing order or with the wrong number of weights).
 // Thread safety: immutable; fill() is reentrant.
 #pragma once
 
@@ -40,6 +47,8 @@ class MixSchedule {
   // The source of global position g, and that source's row count before g.
   std::uint32_t source(std::uint64_t g) const { return pattern_[g % pattern_.size()]; }
   std::uint64_t rank(std::uint64_t g) const;
+  // Rows of `source` among positions [0, n).
+  std::uint64_t count(std::uint32_t source, std::uint64_t n) const;
 
  private:
   std::vector<std::uint64_t> quota_;
@@ -47,10 +56,16 @@ class MixSchedule {
   std::vector<std::uint32_t> before_;  // slots of pattern_[t]'s source before t
 };
 
+struct MixPhase {
+  std::uint64_t from_row;        // global position: epoch * rows() + row
+  std::vector<double> weights;   // one per source
+};
+
 struct MixOptions {
   std::uint64_t size = 0;  // rows per epoch of the mixture; 0: the sources' rows summed
   bool shuffle = false;    // each source's rows permuted per (seed, source, source epoch)
   std::uint64_t seed = 0;
+  std::vector<MixPhase> phases = {};  // later weights, by increasing from_row (> 0)
 };
 
 class Mix : public PackedSource {
@@ -63,7 +78,7 @@ class Mix : public PackedSource {
   void fill(std::uint64_t epoch, std::uint64_t row, const PackedRow& out) const override;
   std::string origin(std::uint64_t epoch, std::uint64_t row) const override;
 
-  const MixSchedule& schedule() const { return schedule_; }
+  const MixSchedule& schedule() const { return phases_[0].schedule; }  // the first phase's
   // Which source, its epoch and its row, for the mixture's (epoch, row).
   struct Pick {
     std::uint32_t source;
@@ -73,8 +88,13 @@ class Mix : public PackedSource {
   Pick pick(std::uint64_t epoch, std::uint64_t row) const;
 
  private:
+  struct Phase {
+    std::uint64_t start;
+    MixSchedule schedule;
+    std::vector<std::uint64_t> before;  // each source's rows before `start`
+  };
   std::vector<std::shared_ptr<const PackedSource>> sources_;
-  MixSchedule schedule_;
+  std::vector<Phase> phases_;
   MixOptions options_;
   std::uint64_t rows_ = 0;
 };
