@@ -5,9 +5,10 @@
 //             concat) from a uint16 token file, against memcpy of the same
 //             token bytes (the file's bytes, 2 per token), and against memcpy
 //             of the bytes the batches hold (28 per token: five fields).
-//   spm       tokens/s of SentencePiece tokenization in a map (sluice.files
-//             over text files), against python3-sentencepiece in a PyTorch
-//             DataLoader with the same worker count over the same files.
+//   spm       tokens/s of SentencePiece tokenization in a map (the Debian
+//             license texts whole through sluice.files, and their lines as
+//             TFRecord records), against python3-sentencepiece in a PyTorch
+//             DataLoader with the same worker count over the same texts.
 //   padding   best_fit's padding fraction against naive pad-to-length (one
 //             document per row, longer ones split) on the same documents.
 //
@@ -22,10 +23,12 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "harness.h"
+#include "sluice/io/tfrecord_writer.h"
 #include "sluice/loader.h"
 #include "sluice/script.h"
 #include "sluice/text/packing.h"
@@ -179,57 +182,94 @@ int main(int argc, char** argv) {
     std::printf("spm: spm_train failed\n");
     return 1;
   }
-  const std::string spm = dir + "/spm.lua";
-  std::ofstream(spm) << "local sluice = require('sluice')\n"
-                        "local tok = sluice.sentencepiece('" << model << ".model')\n"
-                        "return sluice.pipeline {\n"
-                        "  source = sluice.files{ '" << texts << "/*' },\n"
-                        "  fields = { { 'count', 'int64' } },\n"
-                        "  map = function(s, ctx) return { count = tok:encode(s.bytes).shape[1] } end,\n"
-                        "  batch_size = 8,\n}\n";
-  std::vector<double> sl, py;
-  for (int r = 0; r < runs; ++r) {
-    sl.push_back(pipeline_rate(spm, workers, [](const sluice::Batch& b) {
-      const auto* c = static_cast<const std::int64_t*>(b.field(0).data);
-      double n = 0;
-      for (std::size_t i = 0; i < b.size(); ++i) n += static_cast<double>(c[i]);
-      return n;
-    }));
-  }
-  const double s = median(sl);
-  std::printf("spm (%zu files, %u worker%s): sluice %.2f M tokens/s (runs %s)", licenses.size() * 20, workers,
-              workers == 1 ? "" : "s", s / 1e6,
-              sluice::bench::format_values([&] { auto v = sl; for (auto& x : v) x /= 1e6; return v; }(), 2).c_str());
-  if (!python || std::system("/usr/bin/python3 -c 'import torch, sentencepiece' > /dev/null 2>&1") != 0) {
-    std::printf("; python3-sentencepiece + DataLoader: skipped\n");
-    return 0;
+  // Whole files (10-35 KB, the library's own speed dominates) and their lines
+  // (~60 bytes, one TFRecord record each: the per-sample cost dominates).
+  const std::string lines = dir + "/lines.tfrecord";
+  std::uint64_t line_count = 0;
+  {
+    sluice::io::TFRecordWriter writer(lines);
+    for (int copy_index = 0; copy_index < 4; ++copy_index)
+      for (const auto& license : licenses) {
+        std::ifstream in(license);
+        for (std::string line; std::getline(in, line);) {
+          if (line.empty()) continue;
+          writer.write(std::as_bytes(std::span(line.data(), line.size())));
+          ++line_count;
+        }
+      }
+    writer.close();
   }
   const std::string py_script = dir + "/spm_dataloader.py";
   std::ofstream(py_script)
-      << "import glob, sys, time, torch, sentencepiece as spm\n"
-         "files = sorted(glob.glob(sys.argv[2] + '/*'))\n"
+      << "import glob, struct, sys, time, torch, sentencepiece as spm\n"
+         "model, what, workers, batch = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])\n"
+         "if what.endswith('.tfrecord'):\n"
+         "    data, texts, at = open(what, 'rb').read(), [], 0\n"
+         "    while at < len(data):\n"
+         "        n = struct.unpack_from('<Q', data, at)[0]; texts.append(data[at + 12:at + 12 + n]); at += 16 + n\n"
+         "else:\n"
+         "    texts = sorted(glob.glob(what + '/*'))\n"
          "class Texts(torch.utils.data.Dataset):\n"
          "    def __init__(self): self.sp = None\n"
-         "    def __len__(self): return len(files)\n"
+         "    def __len__(self): return len(texts)\n"
          "    def __getitem__(self, i):\n"
-         "        if self.sp is None: self.sp = spm.SentencePieceProcessor(model_file=sys.argv[1])\n"
-         "        return len(self.sp.encode(open(files[i], 'rb').read().decode('utf-8')))\n"
-         "loader = torch.utils.data.DataLoader(Texts(), batch_size=8, num_workers=int(sys.argv[3]))\n"
+         "        if self.sp is None: self.sp = spm.SentencePieceProcessor(model_file=model)\n"
+         "        t = texts[i] if isinstance(texts[i], bytes) else open(texts[i], 'rb').read()\n"
+         "        return len(self.sp.encode(t.decode('utf-8')))\n"
+         "loader = torch.utils.data.DataLoader(Texts(), batch_size=batch, num_workers=workers)\n"
          "it = iter(loader); n = 0; next(it); t = time.perf_counter()\n"
          "for b in it: n += int(b.sum())\n"
          "print(n / (time.perf_counter() - t))\n";
-  for (int r = 0; r < runs; ++r) {
-    const std::string cmd = "/usr/bin/python3 " + py_script + " " + model + ".model " + texts + " " +
-                            std::to_string(workers) + " > " + dir + "/py.out";
-    if (std::system(cmd.c_str()) != 0) break;
-    std::ifstream in(dir + "/py.out");
-    double rate = 0;
-    in >> rate;
-    py.push_back(rate);
+  const bool have_python = python && std::system("/usr/bin/python3 -c 'import torch, sentencepiece' > /dev/null 2>&1") == 0;
+  struct Case {
+    const char* name;
+    std::string source, what;
+    int batch;
+  };
+  const Case cases[] = {
+      {"whole files", "sluice.files{ '" + texts + "/*' }", texts, 8},
+      {"lines", "sluice.tfrecord{ '" + lines + "' }", lines, 64},
+  };
+  for (const Case& c : cases) {
+    const std::string spm = dir + "/spm.lua";
+    std::ofstream(spm) << "local sluice = require('sluice')\n"
+                          "local tok = sluice.sentencepiece('" << model << ".model')\n"
+                          "return sluice.pipeline {\n"
+                          "  source = " << c.source << ",\n"
+                          "  fields = { { 'count', 'int64' } },\n"
+                          "  map = function(s, ctx) return { count = tok:encode(s.bytes).shape[1] } end,\n"
+                          "  batch_size = " << c.batch << ",\n}\n";
+    std::vector<double> sl, py;
+    for (int r = 0; r < runs; ++r) {
+      sl.push_back(pipeline_rate(spm, workers, [](const sluice::Batch& b) {
+        const auto* count = static_cast<const std::int64_t*>(b.field(0).data);
+        double n = 0;
+        for (std::size_t i = 0; i < b.size(); ++i) n += static_cast<double>(count[i]);
+        return n;
+      }));
+      if (!have_python) continue;
+      const std::string cmd = "/usr/bin/python3 " + py_script + " " + model + ".model " + c.what + " " +
+                              std::to_string(workers) + " " + std::to_string(c.batch) + " > " + dir + "/py.out";
+      if (std::system(cmd.c_str()) != 0) continue;
+      std::ifstream in(dir + "/py.out");
+      double rate = 0;
+      in >> rate;
+      py.push_back(rate);
+    }
+    const double s = median(sl);
+    const std::uint64_t samples = c.what == lines ? line_count : licenses.size() * 20;
+    std::printf("spm, %s (%llu samples, batch %d, %u worker%s): sluice %.2f M tokens/s (runs %s)", c.name,
+                static_cast<unsigned long long>(samples), c.batch, workers, workers == 1 ? "" : "s", s / 1e6,
+                sluice::bench::format_values([&] { auto v = sl; for (auto& x : v) x /= 1e6; return v; }(), 2).c_str());
+    if (py.empty()) {
+      std::printf("; python3-sentencepiece + DataLoader: skipped\n");
+      continue;
+    }
+    const double p = median(py);
+    std::printf("; python3-sentencepiece in a DataLoader %.2f M tokens/s (runs %s): ratio %.2f (target >= 3); "
+                "first touch %.2f us\n",
+                p / 1e6, sluice::bench::format_values([&] { auto v = py; for (auto& x : v) x /= 1e6; return v; }(), 2).c_str(),
+                s / p, touch_us);
   }
-  const double p = median(py);
-  std::printf("; python3-sentencepiece in a DataLoader %.2f M tokens/s (runs %s): ratio %.2f (target >= 3); first touch %.2f us\n",
-              p / 1e6, sluice::bench::format_values([&] { auto v = py; for (auto& x : v) x /= 1e6; return v; }(), 2).c_str(),
-              s / p, touch_us);
   return 0;
 }
