@@ -140,7 +140,7 @@ local function native_source(kind, spec, paths)
   local parts = { kind }
   for _, p in ipairs(paths) do parts[#parts + 1] = p end
   for _, key in ipairs({ "index", "index_dir", "verify_crc", "shuffle_shards", "shuffle_buffer", "size",
-                         "dtype", "eos", "vocab_size" }) do
+                         "dtype", "eos", "vocab_size", "window" }) do
     if spec[key] ~= nil then parts[#parts + 1] = key .. "=" .. tostring(spec[key]) end
   end
   for _, list in ipairs({ spec.names or {}, spec.members or {}, spec.extensions or {} }) do
@@ -316,12 +316,18 @@ end
 --   sluice.tokens{ "shards/*.bin", dtype = "uint32", eos = 50256, vocab_size = 50257 }
 -- vocab_size (optional) checks every id at load. Without `pack` a sample is a
 -- document: sample.fields.tokens (read-only, uint16/uint32, its length), for a
--- map to turn into fields. With `pack` a sample is a packed row.
+-- map to turn into fields; with window = N it is a window of N + 1 tokens of
+-- the documents concatenated (nanoGPT's x = w[0, N), y = w[1, N]), windows
+-- r * N apart: tokens int64[N + 1], a field without a map. With `pack` a
+-- sample is a packed row.
 function M.tokens(spec)
   local paths
   paths, spec = path_list("sluice.tokens", spec)
   if #paths == 0 then fail(1, "sluice.tokens: no token file given") end
-  check_keys("sluice.tokens", spec, { dtype = true, eos = true, vocab_size = true })
+  check_keys("sluice.tokens", spec, { dtype = true, eos = true, vocab_size = true, window = true })
+  if spec.window ~= nil and not (is_integer(spec.window) and spec.window > 0 and spec.window < 2^31) then
+    fail(1, "sluice.tokens: window must be a positive integer, got %s", tostring(spec.window))
+  end
   local dtype = spec.dtype or "uint16"
   if dtype ~= "uint16" and dtype ~= "uint32" then
     fail(1, 'sluice.tokens: dtype must be "uint16" or "uint32", got %s', tostring(spec.dtype))
@@ -330,7 +336,8 @@ function M.tokens(spec)
     fail(1, "sluice.tokens: eos must be a token id of dtype %s, got %s", dtype, tostring(spec.eos))
   end
   check_type("sluice.tokens", spec, "vocab_size", "count")
-  return native_source("tokens", { dtype = dtype, eos = spec.eos, vocab_size = spec.vocab_size }, paths)
+  return native_source("tokens", { dtype = dtype, eos = spec.eos, vocab_size = spec.vocab_size, window = spec.window },
+    paths)
 end
 
 -- Source: token sources mixed by weight (each a sluice.tokens), for a pipeline
@@ -648,7 +655,11 @@ function M.pipeline(spec)
   elseif source.kind == "mix" then
     fail(1, "sluice.pipeline: sluice.mix mixes packed rows; add pack = { seq_len = n }")
   end
-  if source.native and source.kind ~= "npy" and spec.map == nil and p.pack == nil then
+  local windows = source.native and source.spec.window ~= nil
+  if p.pack and windows then
+    fail(1, "sluice.pipeline: sluice.tokens{ window = ... } gives windows; leave out pack, or window")
+  end
+  if source.native and source.kind ~= "npy" and spec.map == nil and p.pack == nil and not windows then
     fail(1, "sluice.pipeline: sluice.%s gives records of bytes; add map = function(sample, ctx) that "
       .. "turns one into fields", source.kind)
   end

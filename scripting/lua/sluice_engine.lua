@@ -249,7 +249,7 @@ local function take_record(index, row)
       fields[name] = tensor.view(DTYPES[f.dtype + 1].name, shape, f.data)
     end
   end
-  if (P.source.kind == "npy" or P.pack) and P.map == nil then return fields end
+  if (P.source.kind == "npy" or P.pack or P.source.spec.window) and P.map == nil then return fields end
   return {
     index = index, fields = fields, bytes = fields.data,
     path = ffi.string(record.path, record.path_len),

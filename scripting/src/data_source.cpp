@@ -84,7 +84,7 @@ void DataSource::open_files() {
 std::string DataSource::origin(std::uint64_t id) const {
   if (id >= size_) return "";
   if (mode_ == Mode::npy) return columns_.empty() ? "" : columns_[0].array.path() + " row " + std::to_string(id);
-  if (mode_ == Mode::tokens) return corpus_->origin(id);
+  if (mode_ == Mode::tokens) return windows_ ? windows_->origin(0, id) : corpus_->origin(id);
   if (mode_ == Mode::packed) return packed_->origin(0, id);
   if (mode_ != Mode::indexed) return "";
   const io::SampleLocation where = records_->locate(id);
@@ -190,8 +190,13 @@ void DataSource::open_tokens() {
   if (spec_.seq_len == 0) {
     mode_ = Mode::tokens;
     size_ = corpus_->documents();
+    if (spec_.window > 0) {
+      windows_ = std::make_shared<text::Packing>(corpus_, text::PackOptions{.seq_len = spec_.window});
+      size_ = windows_->rows();
+    }
     return;
   }
+  if (spec_.window > 0) throw Error("window (samples of window + 1 tokens) and the pipeline's pack exclude each other");
   auto packing = std::make_shared<text::Packing>(corpus_, pack_options(spec_));
   notes_.push_back(packing_note(*packing));
   mode_ = Mode::packed;

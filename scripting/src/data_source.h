@@ -14,7 +14,8 @@
 //   stream   front to back (TFRecord without an index, gzip tar): each worker
 //            streams its own partition of the shards (see sluice.lua);
 //   npy      rows of memory-mapped arrays, by dataset index;
-//   tokens   documents of a token corpus (sluice.tokens without `pack`), by index;
+//   tokens   documents of a token corpus (sluice.tokens without `pack`), by index,
+//            or windows of window + 1 tokens of the concatenated documents;
 //   packed   rows of packed tokens (sluice/text/packing.h, mixing.h), by
 //            (epoch, index): sluice.tokens or sluice.mix with `pack`.
 //
@@ -56,6 +57,7 @@ struct SourceSpec {
   std::string dtype = "uint16";
   std::int64_t eos = -1;                // -1: none
   std::uint64_t vocab_size = 0;
+  std::uint32_t window = 0;             // > 0: samples are windows of window + 1 tokens
   // tokens, mix: the pipeline's `pack` (seq_len 0: no packing) and shuffle
   std::uint32_t seq_len = 0;
   std::string pack_mode = "concat";
@@ -100,6 +102,8 @@ class DataSource {
   const std::shared_ptr<const text::TokenCorpus>& corpus() const { return corpus_; }
   // packed: the rows
   const std::shared_ptr<const text::PackedSource>& packed() const { return packed_; }
+  // tokens with a window: the windows (rows of a concat packing), else null
+  const std::shared_ptr<const text::Packing>& windows() const { return windows_; }
 
   // For people looking at samples (sluice peek): where dataset sample `id`
   // lies ("DIR/cat/1.jpg", "shard.tar at byte 1536", "x.npy row 7"), or "" when
@@ -130,6 +134,7 @@ class DataSource {
   std::vector<NpyColumn> columns_;
   std::shared_ptr<const text::TokenCorpus> corpus_;
   std::shared_ptr<const text::PackedSource> packed_;
+  std::shared_ptr<const text::Packing> windows_;
 };
 
 }  // namespace sluice::scripting

@@ -131,6 +131,7 @@ scripting::SourceSpec read_source_spec(lua_State* L, int table) {
   spec.eos = lua_isnumber(L, -1) ? static_cast<std::int64_t>(lua_tonumber(L, -1)) : -1;
   lua_pop(L, 1);
   spec.vocab_size = static_cast<std::uint64_t>(number_field(L, table, "vocab_size"));
+  spec.window = static_cast<std::uint32_t>(number_field(L, table, "window"));
   spec.shuffle = bool_field(L, table, "shuffle");
   lua_getfield(L, table, "pack");
   if (lua_istable(L, -1)) {

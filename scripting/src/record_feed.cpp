@@ -196,6 +196,7 @@ bool RecordFeed::take_npy(std::uint64_t index, sluice_record& out) {
 }
 
 bool RecordFeed::take_tokens(std::uint64_t index, sluice_record& out) {
+  if (source_->windows()) return take_window(index, out);
   const text::TokenCorpus& corpus = *source_->corpus();
   const text::Document& doc = corpus.document(index);
   const text::TokenCorpus::File& file = corpus.files()[doc.file];
@@ -229,6 +230,29 @@ bool RecordFeed::fill_packed(std::uint64_t index, const text::PackedRow& out) no
   } catch (const std::exception& e) {
     return failed(index, e.what());
   }
+}
+
+bool RecordFeed::take_window(std::uint64_t index, sluice_record& out) {
+  const text::Packing& windows = *source_->windows();
+  const std::uint64_t n = windows.seq_len() + std::uint64_t{1};
+  tokens_.resize(n);
+  windows.read_window(index, tokens_.data());
+  if (fields_.empty()) fields_.resize(1);
+  static constexpr char kName[] = "tokens";
+  sluice_record_field& f = fields_[0];
+  f.name = kName;
+  f.name_len = sizeof kName - 1;
+  f.data = tokens_.data();
+  f.size = n * sizeof(std::int64_t);
+  f.dtype = static_cast<std::int32_t>(DType::i64);
+  f.ndim = 1;
+  f.shape[0] = static_cast<std::int64_t>(n);
+  out = sluice_record{};
+  out.record = index;
+  out.label = -1;
+  out.fields = fields_.data();
+  out.field_count = 1;
+  return true;
 }
 
 bool RecordFeed::take_packed(std::uint64_t index, sluice_record& out) {

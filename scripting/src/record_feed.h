@@ -12,7 +12,8 @@
 //            `workers`), read front to back; take() returns the next record,
 //            whatever the index, starting a new pass when the partition ends.
 //   npy      rows in place in the mapping (Fortran order: copied to scratch).
-//   tokens   a document's tokens in place in the mapping (field "tokens").
+//   tokens   a document's tokens in place in the mapping (field "tokens"), or
+//            a window of window + 1 tokens, widened to int64 (field "tokens").
 //   packed   the row (sluice/text/packing.h) of the batch's epoch, computed
 //            into this object's buffers: fields tokens, targets, segment_ids,
 //            positions, loss_mask.
@@ -86,6 +87,7 @@ class RecordFeed {
   bool take_stream(std::uint64_t index, sluice_record& out);
   bool take_npy(std::uint64_t index, sluice_record& out);
   bool take_tokens(std::uint64_t index, sluice_record& out);
+  bool take_window(std::uint64_t index, sluice_record& out);
   bool take_packed(std::uint64_t index, sluice_record& out);
   void discard(std::size_t count);
   void discard_all();

@@ -267,3 +267,39 @@ TEST_CASE("a run resumed with new mixture weights keeps what came before and log
   CHECK(differs);
   CHECK_THAT(b[0], Contains("\"text\":[") && Contains("mix: from global row 20 (epoch 0, row 20) the weights are 0.2, 0.8"));
 }
+
+TEST_CASE("sluice.tokens{ window = N } gives nanoGPT windows of N + 1 tokens, once each per epoch") {
+  sluice::test::TempDir dir;
+  write_corpora(dir.path());
+  const std::string path = dir.write("w.lua", R"(
+local sluice = require("sluice")
+return sluice.pipeline {
+  source = sluice.tokens{ "corpus.bin", eos = 0, window = 32 },
+  batch_size = 5, shuffle = true, seed = 2,
+}
+)");
+  sluice::Script script = sluice::load_script({.path = path, .workers = 2});
+  REQUIRE(script.options.fields.size() == 1);
+  REQUIRE(script.options.fields[0].shape == std::vector<std::int64_t>{33});
+  std::vector<std::int64_t> stream;
+  for (const auto& doc : sluice::text::test::make_documents(sluice::text::test::lengths(400, 1, 60, 21), true))
+    stream.insert(stream.end(), doc.begin(), doc.end());
+  REQUIRE(script.options.dataset_size == (stream.size() - 1) / 32);
+  sluice::Loader loader(script.options);
+  std::set<std::uint64_t> seen;
+  const auto batches = sluice::test::drain(loader);
+  for (const BatchCopy& b : batches) {
+    const auto* t = reinterpret_cast<const std::int64_t*>(b.fields[0].data());
+    for (std::size_t row = 0; row < b.samples.size(); ++row) {
+      const std::uint64_t r = b.samples[row];
+      REQUIRE(seen.insert(r).second);
+      REQUIRE(std::vector<std::int64_t>(t + row * 33, t + row * 33 + 33) ==
+              std::vector<std::int64_t>(stream.begin() + static_cast<std::ptrdiff_t>(r * 32),
+                                        stream.begin() + static_cast<std::ptrdiff_t>(r * 32 + 33)));
+    }
+  }
+  REQUIRE(seen.size() == script.options.dataset_size);
+  sluice::Script two = sluice::load_script({.path = path, .workers = 3});
+  sluice::Loader again(two.options);
+  CHECK(sluice::test::drain(again) == batches);
+}

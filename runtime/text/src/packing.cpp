@@ -126,6 +126,18 @@ void Packing::fill_concat(std::uint64_t row, const PackedRow& out) const {
   std::fill(out.loss_mask, out.loss_mask + L, 1.0f);
 }
 
+void Packing::read_window(std::uint64_t row, std::int64_t* out) const {
+  const std::uint64_t L = options_.seq_len;
+  const std::uint64_t at = row * L;
+  std::uint64_t d = static_cast<std::uint64_t>(std::upper_bound(starts_.begin(), starts_.end(), at) - starts_.begin()) - 1;
+  std::uint64_t offset = at - starts_[d];
+  for (std::uint64_t i = 0; i < L + 1; ++d, offset = 0) {
+    const std::uint64_t n = std::min(L + 1 - i, corpus_->document(d).length - offset);
+    corpus_->read(d, offset, n, out + i);
+    i += n;
+  }
+}
+
 void Packing::fill_best_fit(std::uint64_t row, const PackedRow& out) const {
   const std::uint64_t L = options_.seq_len;
   std::uint64_t i = 0;

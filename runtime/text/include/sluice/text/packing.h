@@ -89,6 +89,9 @@ class Packing : public PackedSource {
 
   const PackOptions& options() const { return options_; }
   const TokenCorpus& corpus() const { return *corpus_; }
+  // concat: row `row`'s window of seq_len + 1 tokens of the stream (its
+  // tokens and its last target; nanoGPT's x and y in one), into out.
+  void read_window(std::uint64_t row, std::int64_t* out) const;
   std::uint64_t padding_tokens() const;  // over one epoch of rows
   std::uint64_t tail_tokens() const;     // concat: inputs left out at the end
 
