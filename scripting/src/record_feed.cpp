@@ -7,6 +7,30 @@
 #include "sluice/error.h"
 
 namespace sluice::scripting {
+namespace {
+
+// A typed one-dimensional part of a record: `count` elements of `dtype` at `data`.
+void set_vector(sluice_record_field& f, const char* name, const void* data, DType dtype, std::uint64_t count) {
+  f.name = name;
+  f.name_len = std::char_traits<char>::length(name);
+  f.data = data;
+  f.size = count * dtype_size(dtype);
+  f.dtype = static_cast<std::int32_t>(dtype);
+  f.ndim = 1;
+  f.shape[0] = static_cast<std::int64_t>(count);
+}
+
+// A record of `count` parts in fields, numbered `index`, with no file.
+void set_record(sluice_record& out, std::uint64_t index, const std::vector<sluice_record_field>& fields,
+                std::uint32_t count) {
+  out = sluice_record{};
+  out.record = index;
+  out.label = -1;
+  out.fields = fields.data();
+  out.field_count = count;
+}
+
+}  // namespace
 
 std::unique_ptr<RecordFeed> RecordFeed::for_worker(std::shared_ptr<const DataSource> source,
                                                    const FeedOptions& options) {
@@ -202,23 +226,12 @@ bool RecordFeed::take_tokens(std::uint64_t index, sluice_record& out) {
   const text::TokenCorpus::File& file = corpus.files()[doc.file];
   const bool narrow = file.type == text::TokenType::uint16;
   if (fields_.empty()) fields_.resize(1);
-  static constexpr char kName[] = "tokens";
-  sluice_record_field& f = fields_[0];
-  f.name = kName;
-  f.name_len = sizeof kName - 1;
-  f.data = static_cast<const char*>(file.data) + doc.begin * (narrow ? 2 : 4);
-  f.size = doc.length * (narrow ? 2 : 4);
-  f.dtype = static_cast<std::int32_t>(narrow ? DType::u16 : DType::u32);
-  f.ndim = 1;
-  f.shape[0] = static_cast<std::int64_t>(doc.length);
-  out = sluice_record{};
-  out.record = index;
+  set_vector(fields_[0], "tokens", static_cast<const char*>(file.data) + doc.begin * (narrow ? 2 : 4),
+             narrow ? DType::u16 : DType::u32, doc.length);
+  set_record(out, index, fields_, 1);
   out.offset = doc.begin * (narrow ? 2 : 4);
-  out.label = -1;
   out.path = file.path.data();
   out.path_len = file.path.size();
-  out.fields = fields_.data();
-  out.field_count = 1;
   return true;
 }
 
@@ -238,52 +251,21 @@ bool RecordFeed::take_window(std::uint64_t index, sluice_record& out) {
   tokens_.resize(n);
   windows.read_window(index, tokens_.data());
   if (fields_.empty()) fields_.resize(1);
-  static constexpr char kName[] = "tokens";
-  sluice_record_field& f = fields_[0];
-  f.name = kName;
-  f.name_len = sizeof kName - 1;
-  f.data = tokens_.data();
-  f.size = n * sizeof(std::int64_t);
-  f.dtype = static_cast<std::int32_t>(DType::i64);
-  f.ndim = 1;
-  f.shape[0] = static_cast<std::int64_t>(n);
-  out = sluice_record{};
-  out.record = index;
-  out.label = -1;
-  out.fields = fields_.data();
-  out.field_count = 1;
+  set_vector(fields_[0], "tokens", tokens_.data(), DType::i64, n);
+  set_record(out, index, fields_, 1);
   return true;
 }
 
 bool RecordFeed::take_packed(std::uint64_t index, sluice_record& out) {
   const text::PackedSource& packed = *source_->packed();
   packed.fill(epoch_, index, {tokens_.data(), targets_.data(), segment_ids_.data(), positions_.data(), loss_mask_.data()});
-  struct Part {
-    const char* name;
-    const void* data;
-    DType dtype;
-  };
-  const Part parts[5] = {{"tokens", tokens_.data(), DType::i64},
-                         {"targets", targets_.data(), DType::i64},
-                         {"segment_ids", segment_ids_.data(), DType::i32},
-                         {"positions", positions_.data(), DType::i32},
-                         {"loss_mask", loss_mask_.data(), DType::f32}};
-  const std::int64_t L = packed.seq_len();
-  for (std::size_t k = 0; k < 5; ++k) {
-    sluice_record_field& f = fields_[k];
-    f.name = parts[k].name;
-    f.name_len = std::char_traits<char>::length(parts[k].name);
-    f.data = parts[k].data;
-    f.size = static_cast<std::uint64_t>(L) * dtype_size(parts[k].dtype);
-    f.dtype = static_cast<std::int32_t>(parts[k].dtype);
-    f.ndim = 1;
-    f.shape[0] = L;
-  }
-  out = sluice_record{};
-  out.record = index;
-  out.label = -1;
-  out.fields = fields_.data();
-  out.field_count = 5;
+  const std::uint64_t L = packed.seq_len();
+  set_vector(fields_[0], "tokens", tokens_.data(), DType::i64, L);
+  set_vector(fields_[1], "targets", targets_.data(), DType::i64, L);
+  set_vector(fields_[2], "segment_ids", segment_ids_.data(), DType::i32, L);
+  set_vector(fields_[3], "positions", positions_.data(), DType::i32, L);
+  set_vector(fields_[4], "loss_mask", loss_mask_.data(), DType::f32, L);
+  set_record(out, index, fields_, 5);
   return true;
 }
 
