@@ -94,6 +94,11 @@ TEST_CASE("concat: every token is an input exactly once per epoch; segments foll
         // positions agree with the token's place in its document, within the row
         if (row.tokens[i] != 0 && doc_start && i > 0) REQUIRE(at.at(row.tokens[i]).offset == 0);
       }
+      // The row's window of L + 1 tokens (nanoGPT's x and y) is the same stretch of the stream.
+      std::vector<std::int64_t> window(L + 1);
+      packing.read_window(r, window.data());
+      REQUIRE(window == std::vector<std::int64_t>(stream.begin() + static_cast<std::ptrdiff_t>(r * L),
+                                                  stream.begin() + static_cast<std::ptrdiff_t>(r * L + L + 1)));
     }
   }
 }
