@@ -320,11 +320,41 @@ end
 -- the documents concatenated (nanoGPT's x = w[0, N), y = w[1, N]), windows
 -- r * N apart: tokens int64[N + 1], a field without a map. With `pack` a
 -- sample is a packed row.
+--
+-- Text instead of token files: text = an indexed source (sluice.files,
+-- .folders, .tfrecord, .tar: each record's bytes are a document), tokenizer =
+-- sluice.sentencepiece(model); the launching process tokenizes every document
+-- once at load, eos (default: the model's) after each, and the ids are then a
+-- corpus like a token file's:
+--   sluice.tokens{ text = sluice.files{ "books/*.txt" }, tokenizer = sluice.sentencepiece("m.model") }
 function M.tokens(spec)
   local paths
   paths, spec = path_list("sluice.tokens", spec)
+  check_keys("sluice.tokens", spec, { dtype = true, eos = true, vocab_size = true, window = true, text = true,
+    tokenizer = true })
+  if spec.text ~= nil or spec.tokenizer ~= nil then
+    local text, tok = spec.text, spec.tokenizer
+    if type(text) ~= "table" or not text.native or text.kind == "tokens" or text.kind == "mix" or text.kind == "npy" then
+      fail(1, "sluice.tokens: text must be a source of text records (sluice.files, .folders, .tfrecord, .tar)")
+    end
+    if type(tok) ~= "table" or type(tok.path) ~= "string" or tok.vocab_size == nil then
+      fail(1, "sluice.tokens: text needs tokenizer = sluice.sentencepiece(model)")
+    end
+    if #paths > 0 then fail(1, "sluice.tokens: give token files or text, not both") end
+    local eos = spec.eos
+    if eos == nil then eos = tok.eos_id end
+    if not (is_integer(eos) and eos >= 0) then
+      fail(1, "sluice.tokens: the model %s has no eos id; give eos = ID", tok.path)
+    end
+    if spec.window ~= nil and not (is_integer(spec.window) and spec.window > 0 and spec.window < 2^31) then
+      fail(1, "sluice.tokens: window must be a positive integer, got %s", tostring(spec.window))
+    end
+    local source = native_source("tokens", { text = text.spec, tokenizer = tok.path, eos = eos, dtype = "uint32",
+      window = spec.window }, {})
+    source.signature = source.signature .. "\ntext\n" .. text.signature .. "\ntokenizer=" .. tok.path
+    return source
+  end
   if #paths == 0 then fail(1, "sluice.tokens: no token file given") end
-  check_keys("sluice.tokens", spec, { dtype = true, eos = true, vocab_size = true, window = true })
   if spec.window ~= nil and not (is_integer(spec.window) and spec.window > 0 and spec.window < 2^31) then
     fail(1, "sluice.tokens: window must be a positive integer, got %s", tostring(spec.window))
   end

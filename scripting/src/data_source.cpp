@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 
 #include "sluice/error.h"
@@ -13,6 +14,7 @@
 #include "sluice/io/tar_stream.h"
 #include "sluice/io/tfrecord.h"
 #include "sluice/io/tfrecord_stream.h"
+#include "sluice/text/tokenizer.h"
 
 namespace sluice::scripting {
 namespace {
@@ -147,6 +149,38 @@ void DataSource::open_npy() {
 
 namespace {
 
+// Text from an indexed source, tokenized here, once, with EOS after each document.
+std::shared_ptr<const text::TokenCorpus> tokenize_corpus(const SourceSpec& spec, OnError on_error, std::uint64_t seed,
+                                                         std::vector<std::string>& notes) {
+  const auto model = text::SentencePiece::open(spec.tokenizer);
+  std::shared_ptr<const DataSource> text = DataSource::open(spec.text.at(0), on_error, seed);
+  if (text->mode() != DataSource::Mode::indexed)
+    throw Error("text = sluice." + text->kind() + " must be a source read by index (files, folders, tfrecord, tar)");
+  if (spec.eos < 0) throw Error("text needs an eos id to end each document (the model " + spec.tokenizer + " has none)");
+  std::vector<std::uint32_t> tokens;
+  std::vector<std::uint64_t> lengths;
+  std::vector<std::byte> buffer;
+  std::vector<std::int32_t> ids;
+  io::Sample sample;
+  const auto start = std::chrono::steady_clock::now();
+  for (std::uint64_t id = 0; id < text->size(); ++id) {
+    io::read_sample(*text->records(), id, buffer, sample);
+    std::string bytes;
+    for (const io::Field& f : sample.fields) bytes.append(reinterpret_cast<const char*>(f.bytes.data()), f.bytes.size());
+    model->encode(bytes, &ids);
+    tokens.insert(tokens.end(), ids.begin(), ids.end());
+    tokens.push_back(static_cast<std::uint32_t>(spec.eos));
+    lengths.push_back(ids.size() + 1);
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  char line[200];
+  std::snprintf(line, sizeof line, "tokens: %llu text documents tokenized at load into %zu tokens in %.2f s",
+                static_cast<unsigned long long>(text->size()), tokens.size(), seconds);
+  notes.push_back(line);
+  return text::TokenCorpus::from_documents("sluice." + text->kind() + " text, tokenized by " + spec.tokenizer,
+                                           std::move(tokens), lengths);
+}
+
 std::shared_ptr<const text::TokenCorpus> open_corpus(const SourceSpec& spec) {
   text::CorpusOptions options;
   const auto dtype = text::parse_token_type(spec.dtype);
@@ -186,7 +220,7 @@ std::string packing_note(const text::Packing& packing) {
 }  // namespace
 
 void DataSource::open_tokens() {
-  corpus_ = open_corpus(spec_);
+  corpus_ = spec_.text.empty() ? open_corpus(spec_) : tokenize_corpus(spec_, on_error_, seed_, notes_);
   if (spec_.seq_len == 0) {
     mode_ = Mode::tokens;
     size_ = corpus_->documents();
@@ -209,7 +243,9 @@ void DataSource::open_mix() {
   std::vector<std::shared_ptr<const text::PackedSource>> parts;
   for (std::size_t k = 0; k < spec_.parts.size(); ++k) {
     try {
-      auto packing = std::make_shared<text::Packing>(open_corpus(spec_.parts[k]), pack_options(spec_));
+      const SourceSpec& part = spec_.parts[k];
+      auto corpus = part.text.empty() ? open_corpus(part) : tokenize_corpus(part, on_error_, seed_, notes_);
+      auto packing = std::make_shared<text::Packing>(std::move(corpus), pack_options(spec_));
       notes_.push_back("source " + std::to_string(k + 1) + ": " + packing_note(*packing));
       parts.push_back(std::move(packing));
     } catch (const Error& e) {

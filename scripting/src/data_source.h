@@ -58,6 +58,8 @@ struct SourceSpec {
   std::int64_t eos = -1;                // -1: none
   std::uint64_t vocab_size = 0;
   std::uint32_t window = 0;             // > 0: samples are windows of window + 1 tokens
+  std::vector<SourceSpec> text;         // one source whose records are text, tokenized at load
+  std::string tokenizer;                // with text: the SentencePiece model
   // tokens, mix: the pipeline's `pack` (seq_len 0: no packing) and shuffle
   std::uint32_t seq_len = 0;
   std::string pack_mode = "concat";

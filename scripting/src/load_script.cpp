@@ -132,6 +132,10 @@ scripting::SourceSpec read_source_spec(lua_State* L, int table) {
   lua_pop(L, 1);
   spec.vocab_size = static_cast<std::uint64_t>(number_field(L, table, "vocab_size"));
   spec.window = static_cast<std::uint32_t>(number_field(L, table, "window"));
+  spec.tokenizer = string_field(L, table, "tokenizer");
+  lua_getfield(L, table, "text");  // sluice.tokens{ text = source, tokenizer = ... }
+  if (lua_istable(L, -1)) spec.text.push_back(read_source_spec(L, lua_gettop(L)));
+  lua_pop(L, 1);
   spec.shuffle = bool_field(L, table, "shuffle");
   lua_getfield(L, table, "pack");
   if (lua_istable(L, -1)) {

@@ -34,6 +34,22 @@ std::string pipeline(const std::string& source, const std::string& pack, const s
          ",\n  pack = " + pack + ",\n  batch_size = 4, shuffle = true, seed = 5, epochs = 2,\n" + extra + "}\n";
 }
 
+const std::string kLicenses = "/usr/share/common-licenses";
+
+// Why a SentencePiece model cannot be trained here, or "".
+std::string spm_missing() {
+  if (std::system("command -v spm_train > /dev/null 2>&1") != 0) return "spm_train not found (Debian package sentencepiece)";
+  if (!std::filesystem::exists(kLicenses + "/GPL-3")) return kLicenses + "/GPL-3 is missing";
+  return "";
+}
+
+// dir/m.model: a unigram model with byte fallback, trained on two licenses.
+void train_model(const std::string& dir) {
+  const std::string train = "spm_train --input=" + kLicenses + "/GPL-3," + kLicenses + "/Apache-2.0 --model_prefix=" +
+                            dir + "/m --vocab_size=500 --byte_fallback=true --minloglevel=2 > /dev/null 2>&1";
+  REQUIRE(std::system(train.c_str()) == 0);
+}
+
 std::vector<BatchCopy> run(const std::string& path, std::uint32_t workers) {
   sluice::Script script = sluice::load_script({.path = path, .workers = workers});
   sluice::Loader loader(script.options);
@@ -185,14 +201,10 @@ TEST_CASE("stopped on 3 ranks, resumed on 2: the same global token stream (verif
 }
 
 TEST_CASE("sluice.sentencepiece tokenizes any source's bytes in the workers, as the C++ model does") {
-  if (std::system("command -v spm_train > /dev/null 2>&1") != 0)
-    SKIP_TEST("spm_train not found (Debian package sentencepiece)");
-  const std::string licenses = "/usr/share/common-licenses";
-  if (!std::filesystem::exists(licenses + "/GPL-3")) SKIP_TEST(licenses << "/GPL-3 is missing");
+  const std::string missing = spm_missing();
+  if (!missing.empty()) SKIP_TEST(missing);
   sluice::test::TempDir dir;
-  const std::string train = "spm_train --input=" + licenses + "/GPL-3," + licenses + "/Apache-2.0 --model_prefix=" +
-                            dir.path() + "/m --vocab_size=500 --byte_fallback=true --minloglevel=2 > /dev/null 2>&1";
-  REQUIRE(std::system(train.c_str()) == 0);
+  train_model(dir.path());
   const std::string path = dir.write("t.lua", R"(
 local sluice = require("sluice")
 local tok = sluice.sentencepiece("m.model")
@@ -302,4 +314,54 @@ return sluice.pipeline {
   sluice::Script two = sluice::load_script({.path = path, .workers = 3});
   sluice::Loader again(two.options);
   CHECK(sluice::test::drain(again) == batches);
+}
+
+TEST_CASE("sluice.tokens{ text = ..., tokenizer = ... } packs text tokenized at load, as the model encodes it") {
+  const std::string missing = spm_missing();
+  if (!missing.empty()) SKIP_TEST(missing);
+  sluice::test::TempDir dir;
+  train_model(dir.path());
+  const std::string path = dir.write("t.lua", R"(
+local sluice = require("sluice")
+local tok = sluice.sentencepiece("m.model")
+return sluice.pipeline {
+  source = sluice.tokens{ text = sluice.files{ "/usr/share/common-licenses/[A-C]*" }, tokenizer = tok },
+  pack = { seq_len = 128 },
+  batch_size = 4, workers = 2,
+}
+)");
+  sluice::Script script = sluice::load_script({.path = path, .epochs = 1});
+  // The stream: each file's ids, then EOS (the model's, 2), in the files' order.
+  auto model = sluice::text::SentencePiece::open(dir.path() + "/m.model");
+  REQUIRE(model->eos_id() == 2);
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(kLicenses)) {
+    const std::string name = e.path().filename().string();
+    if (!name.empty() && name[0] >= 'A' && name[0] <= 'C') files.push_back(e.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  std::vector<std::int64_t> stream;
+  std::vector<std::int32_t> ids;
+  for (const auto& f : files) {
+    std::ifstream in(f, std::ios::binary);
+    model->encode(std::string{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()}, &ids);
+    stream.insert(stream.end(), ids.begin(), ids.end());
+    stream.push_back(2);
+  }
+  REQUIRE(script.options.dataset_size == (stream.size() - 1) / 128);
+  std::size_t tokens_field = 0;
+  for (std::size_t k = 0; k < script.options.fields.size(); ++k)
+    if (script.options.fields[k].name == "tokens") tokens_field = k;
+  sluice::Loader loader(script.options);
+  std::size_t rows = 0;
+  for (const BatchCopy& b : sluice::test::drain(loader)) {
+    const auto* t = reinterpret_cast<const std::int64_t*>(b.fields[tokens_field].data());
+    for (std::size_t row = 0; row < b.samples.size(); ++row, ++rows) {
+      const std::uint64_t r = b.samples[row];
+      REQUIRE(std::vector<std::int64_t>(t + row * 128, t + row * 128 + 128) ==
+              std::vector<std::int64_t>(stream.begin() + static_cast<std::ptrdiff_t>(r * 128),
+                                        stream.begin() + static_cast<std::ptrdiff_t>(r * 128 + 128)));
+    }
+  }
+  REQUIRE(rows == script.options.dataset_size);
 }

@@ -54,6 +54,22 @@ std::shared_ptr<const TokenCorpus> TokenCorpus::open(const std::vector<std::stri
   return corpus;
 }
 
+std::shared_ptr<const TokenCorpus> TokenCorpus::from_documents(const std::string& name, std::vector<std::uint32_t> tokens,
+                                                               const std::vector<std::uint64_t>& lengths) {
+  std::shared_ptr<TokenCorpus> corpus(new TokenCorpus());
+  auto held = std::make_shared<const std::vector<std::uint32_t>>(std::move(tokens));
+  corpus->files_.push_back({name, TokenType::uint32, held, held->data(), held->size()});
+  std::uint64_t at = 0;
+  for (std::uint64_t n : lengths) {
+    if (n == 0) continue;
+    if (at + n > held->size()) throw Error(name + ": the documents' lengths exceed its tokens");
+    corpus->documents_.push_back({0, at, n});
+    at += n;
+  }
+  corpus->tokens_ = at;
+  return corpus;
+}
+
 void TokenCorpus::check_vocab(std::uint32_t f, std::uint64_t begin, std::uint64_t count,
                               std::uint64_t vocab) const {
   if (vocab == 0) return;

@@ -1,6 +1,7 @@
 // sluice/text/token_file.h: token corpora on disk, memory-mapped, as documents.
 //
-// Two layouts, one TokenCorpus over any number of files (documents numbered
+// Two layouts on disk (and from_documents, token ids in memory), one
+// TokenCorpus over any number of files (documents numbered
 // across files in the order given):
 //   flat      a file of little-endian uint16 or uint32 token ids (nanoGPT's
 //             train.bin). Documents end at each `eos` token (kept, as the
@@ -63,6 +64,10 @@ class TokenCorpus {
 
   static std::shared_ptr<const TokenCorpus> open(const std::vector<std::string>& paths,
                                                  const CorpusOptions& options);
+  // A corpus held in memory (text tokenized at load): documents of the given
+  // lengths, one after another in `tokens`; `name` stands for the file.
+  static std::shared_ptr<const TokenCorpus> from_documents(const std::string& name, std::vector<std::uint32_t> tokens,
+                                                           const std::vector<std::uint64_t>& lengths);
 
   std::uint64_t documents() const { return documents_.size(); }
   const Document& document(std::uint64_t d) const { return documents_[d]; }
