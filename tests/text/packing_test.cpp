@@ -62,7 +62,7 @@ std::vector<std::vector<RefPiece>> reference_best_fit(const std::vector<std::uin
 
 }  // namespace
 
-TEST_CASE("concat: every token is an input exactly once per epoch; segments follow the EOS boundaries") {
+TEST_CASE("concat: every token is an input exactly once per epoch, and segments follow the EOS boundaries") {
   TempDir dir;
   const auto lens = lengths(300, 1, 90, 7);
   const auto docs = make_documents(lens, true);
