@@ -25,6 +25,9 @@
 --   sluice.tar{ "shards/*.tar" }                  WebDataset: sample.fields.jpg, .cls, ... by extension
 --   sluice.npy{ "x.npy", "y.npy" }                rows along axis 0: sample.fields.x, sample.fields.y
 --   sluice.npy{ { "d.npz", member = "x" } }       a .npz archive's member: sample.fields.x
+--   sluice.tokens{ "c.bin", dtype = "uint16", eos = 0 }   token files (flat or Megatron .bin/.idx):
+--                                                 documents, windows, or packed rows with `pack`
+--   sluice.mix{ { sluice.tokens{...}, weight = 0.7 }, ... }   token sources mixed by weight (with `pack`)
 -- A record reaches map(sample, ctx) as (valid during that call only):
 --   sample.bytes     uint8 tensor over the record (files, folders, tfrecord): .data, .nbytes
 --   sample.fields    name -> tensor: "data" for files and tfrecord, extensions for tar
@@ -644,6 +647,9 @@ end
 --   skip_fill   "shrink": a batch that lost samples to on_error = "skip" is
 --               shorter; "repeat": it keeps batch_size samples by repeating
 --               its surviving samples in order (fixed shapes for compiled models)
+--   pack        token sources (sluice.tokens, sluice.mix): { seq_len = n, mode = "concat" |
+--               "best_fit", window = 64 }; samples become packed rows whose fields
+--               (tokens, targets, segment_ids, positions, loss_mask) need no map
 --   read_ahead  64: records read ahead of the sample being made, per worker
 --   io_threads  4: libuv thread-pool threads per worker (whole-file reads)
 function M.pipeline(spec)
