@@ -24,6 +24,7 @@ cli_packages=(
   liburing-dev            # small-file reads in one io_uring submission per job
   libcurl4-openssl-dev ca-certificates  # s3:// and https:// shards (runtime/remote), the system's CA store
   libsnappy-dev libzstd-dev liblz4-dev libbrotli-dev  # Parquet page codecs (zlib above for GZIP)
+  libsentencepiece-dev    # sluice.sentencepiece: tokenization in the workers
 )
 # The rest: tests, the Python package, fuzzing (tools/test.sh).
 test_packages=(
@@ -39,6 +40,7 @@ test_packages=(
   nginx-light             # the HTTP server of the remote tests (Range, an access log to count requests)
   nodejs npm              # s3rver (tests/npm/package.json), the S3 server of the remote tests
   python3-boto3           # uploads to s3rver in the remote tests (an independent S3 client)
+  sentencepiece python3-sentencepiece  # spm_train models and the reference ids for the tokenizer tests
 )
 
 if [ "${1:-}" = "--cli" ]; then

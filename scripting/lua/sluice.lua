@@ -27,6 +27,9 @@
 --   sluice.npy{ "x.npy", "y.npy" }                rows along axis 0: sample.fields.x, sample.fields.y
 --   sluice.npy{ { "d.npz", member = "x" } }       a .npz archive's member: sample.fields.x
 --   sluice.parquet{ "t/*.parquet", columns = { "text", "label" } }  rows: sample.fields.text, ...
+--   sluice.tokens{ "c.bin", dtype = "uint16", eos = 0 }   token files (flat or Megatron .bin/.idx):
+--                                                 documents, windows, or packed rows with `pack`
+--   sluice.mix{ { sluice.tokens{...}, weight = 0.7 }, ... }   token sources mixed by weight (with `pack`)
 -- A record reaches map(sample, ctx) as (valid during that call only):
 --   sample.bytes     uint8 tensor over the record (files, folders, tfrecord), or over
 --                    the `field` string of a JSON line (jsonl): .data, .nbytes
@@ -150,7 +153,7 @@ local function native_source(kind, spec, paths)
   local parts = { kind }
   for _, p in ipairs(paths) do parts[#parts + 1] = p end
   for _, key in ipairs({ "index", "index_dir", "verify_crc", "shuffle_shards", "shuffle_buffer", "size", "field",
-                        "row_groups" }) do
+                         "row_groups", "dtype", "eos", "vocab_size", "window" }) do
     if spec[key] ~= nil then parts[#parts + 1] = key .. "=" .. tostring(spec[key]) end
   end
   for _, list in ipairs({ spec.names or {}, spec.members or {}, spec.extensions or {} }) do
@@ -372,6 +375,135 @@ function M.parquet(spec)
   return native_source("parquet", { names = columns, row_groups = spec.row_groups }, paths)
 end
 
+-- Source: token files for language-model pretraining (see also `pack` and
+-- sluice.mix). A flat file of uint16 or uint32 token ids (nanoGPT's train.bin),
+-- split into documents after each `eos` token; or a Megatron-LM indexed dataset
+-- (PREFIX.bin + PREFIX.idx; give the prefix or either file), whose sequences
+-- are the documents. Files are memory-mapped.
+--   sluice.tokens{ "corpus.bin", dtype = "uint16", eos = 0 }
+--   sluice.tokens{ "shards/*.bin", dtype = "uint32", eos = 50256, vocab_size = 50257 }
+-- vocab_size (optional) checks every id at load. Without `pack` a sample is a
+-- document: sample.fields.tokens (read-only, uint16/uint32, its length), for a
+-- map to turn into fields; with window = N it is a window of N + 1 tokens of
+-- the documents concatenated (nanoGPT's x = w[0, N), y = w[1, N]), windows
+-- r * N apart: tokens int64[N + 1], a field without a map. With `pack` a
+-- sample is a packed row.
+--
+-- Text instead of token files: text = an indexed source (sluice.files,
+-- .folders, .tfrecord, .tar: each record's bytes are a document), tokenizer =
+-- sluice.sentencepiece(model); the launching process tokenizes every document
+-- once at load, eos (default: the model's) after each, and the ids are then a
+-- corpus like a token file's:
+--   sluice.tokens{ text = sluice.files{ "books/*.txt" }, tokenizer = sluice.sentencepiece("m.model") }
+function M.tokens(spec)
+  local paths
+  paths, spec = path_list("sluice.tokens", spec)
+  check_keys("sluice.tokens", spec, { dtype = true, eos = true, vocab_size = true, window = true, text = true,
+    tokenizer = true })
+  if spec.text ~= nil or spec.tokenizer ~= nil then
+    local text, tok = spec.text, spec.tokenizer
+    if type(text) ~= "table" or not text.native or text.kind == "tokens" or text.kind == "mix" or text.kind == "npy" then
+      fail(1, "sluice.tokens: text must be a source of text records (sluice.files, .folders, .tfrecord, .tar)")
+    end
+    if type(tok) ~= "table" or type(tok.path) ~= "string" or tok.vocab_size == nil then
+      fail(1, "sluice.tokens: text needs tokenizer = sluice.sentencepiece(model)")
+    end
+    if #paths > 0 then fail(1, "sluice.tokens: give token files or text, not both") end
+    local eos = spec.eos
+    if eos == nil then eos = tok.eos_id end
+    if not (is_integer(eos) and eos >= 0) then
+      fail(1, "sluice.tokens: the model %s has no eos id; give eos = ID", tok.path)
+    end
+    if spec.window ~= nil and not (is_integer(spec.window) and spec.window > 0 and spec.window < 2^31) then
+      fail(1, "sluice.tokens: window must be a positive integer, got %s", tostring(spec.window))
+    end
+    local source = native_source("tokens", { text = text.spec, tokenizer = tok.path, eos = eos, dtype = "uint32",
+      window = spec.window }, {})
+    source.signature = source.signature .. "\ntext\n" .. text.signature .. "\ntokenizer=" .. tok.path
+    return source
+  end
+  if #paths == 0 then fail(1, "sluice.tokens: no token file given") end
+  if spec.window ~= nil and not (is_integer(spec.window) and spec.window > 0 and spec.window < 2^31) then
+    fail(1, "sluice.tokens: window must be a positive integer, got %s", tostring(spec.window))
+  end
+  local dtype = spec.dtype or "uint16"
+  if dtype ~= "uint16" and dtype ~= "uint32" then
+    fail(1, 'sluice.tokens: dtype must be "uint16" or "uint32", got %s', tostring(spec.dtype))
+  end
+  if spec.eos ~= nil and not (is_integer(spec.eos) and spec.eos >= 0 and spec.eos < (dtype == "uint16" and 2^16 or 2^32)) then
+    fail(1, "sluice.tokens: eos must be a token id of dtype %s, got %s", dtype, tostring(spec.eos))
+  end
+  check_type("sluice.tokens", spec, "vocab_size", "count")
+  return native_source("tokens", { dtype = dtype, eos = spec.eos, vocab_size = spec.vocab_size, window = spec.window },
+    paths)
+end
+
+-- Source: token sources mixed by weight (each a sluice.tokens), for a pipeline
+-- with `pack`: every row comes from one source, on a fixed schedule that gives
+-- each source its exact share of every period of rows (see
+-- sluice/text/mixing.h). A small source repeats, a large one is cut, each
+-- over its own epochs; size = rows per epoch of the mixture (default: the
+-- sources' rows summed).
+--   sluice.mix{ { sluice.tokens{ "web.bin", eos = 0 }, weight = 0.7 },
+--               { sluice.tokens{ "code.bin", eos = 0 }, weight = 0.3 } }
+-- New weights from a global row on (epoch * rows per epoch + row; a resumed
+-- run adds a phase where it resumes, the rows before it stay as they were):
+--   phases = { { from_row = 120000, weights = { 0.5, 0.5 } } }
+function M.mix(spec)
+  if type(spec) ~= "table" or #spec == 0 then
+    fail(1, "sluice.mix: expected a table of { source, weight = w } entries")
+  end
+  check_keys("sluice.mix", spec, { size = true, phases = true })
+  check_type("sluice.mix", spec, "size", "count")
+  local parts, signature = {}, { "mix", tostring(spec.size) }
+  local phases = {}
+  if spec.phases ~= nil then
+    if type(spec.phases) ~= "table" then fail(1, "sluice.mix: phases must be a list of { from_row = n, weights = {...} }") end
+    for i, phase in ipairs(spec.phases) do
+      if type(phase) ~= "table" or not (is_integer(phase.from_row) and phase.from_row > 0)
+        or type(phase.weights) ~= "table" or #phase.weights ~= #spec then
+        fail(1, "sluice.mix: phase %d must be { from_row = n > 0, weights = { %d numbers } }", i, #spec)
+      end
+      local weights = {}
+      for k, w in ipairs(phase.weights) do
+        if type(w) ~= "number" or not (w > 0) or w == math.huge then
+          fail(1, "sluice.mix: phase %d: weight %d must be a positive number, got %s", i, k, tostring(w))
+        end
+        weights[k] = w
+        signature[#signature + 1] = string.format("phase %d %.17g", phase.from_row, w)
+      end
+      phases[i] = { from_row = phase.from_row, weights = weights }
+    end
+  end
+  for i, entry in ipairs(spec) do
+    if type(entry) ~= "table" or type(entry[1]) ~= "table" or entry[1].kind ~= "tokens" then
+      fail(1, "sluice.mix: entry %d must be { sluice.tokens{...}, weight = w }", i)
+    end
+    for key in pairs(entry) do
+      if key ~= 1 and key ~= "weight" then fail(1, "sluice.mix: entry %d: unknown option '%s'", i, tostring(key)) end
+    end
+    local w = entry.weight
+    if type(w) ~= "number" or not (w > 0) or w == math.huge then
+      fail(1, "sluice.mix: entry %d: weight must be a positive number, got %s", i, tostring(w))
+    end
+    local part = {}
+    for k, v in pairs(entry[1].spec) do part[k] = v end
+    part.weight = w
+    parts[i] = part
+    signature[#signature + 1] = entry[1].signature .. "\nweight=" .. string.format("%.17g", w)
+  end
+  return { kind = "mix", native = true, spec = { kind = "mix", paths = {}, parts = parts, size = spec.size, phases = phases },
+    signature = table.concat(signature, "\n--\n") }
+end
+
+-- A SentencePiece tokenizer (see sluice.text): tok:encode(bytes) gives the
+-- ids as an int32 tensor, in whichever worker runs the map.
+--   local tok = sluice.sentencepiece("m.model")
+function M.sentencepiece(path)
+  if type(path) ~= "string" then fail(1, "sluice.sentencepiece: expected the path of a .model file, got a %s", type(path)) end
+  return require("sluice.text").sentencepiece(M.path(path), 2)
+end
+
 -- tf.train.Example, parsed by protobuf in C++. sluice.example(x) parses x (a
 -- sample: its bytes; or a uint8 tensor) and returns the parsed Example, which
 -- stays valid until the next sluice.example or sluice.sequence_example call in
@@ -507,9 +639,12 @@ M.half = {
 local OPTION_NAMES = {
   "source", "map", "map_batch", "fields", "read_ahead", "io_threads",
   "batch_size", "drop_last", "shuffle", "shuffle_window", "seed", "workers", "prefetch", "memory_budget_mb",
+  "source", "map", "map_batch", "fields", "read_ahead", "io_threads", "pack",
+  "batch_size", "drop_last", "shuffle", "seed", "workers", "prefetch", "memory_budget_mb",
   "ordered", "epochs", "device", "on_error", "skip_fill",
 }
-local PARTS = { source = true, map = true, map_batch = true, fields = true, read_ahead = true, io_threads = true }
+local PARTS = { source = true, map = true, map_batch = true, fields = true, read_ahead = true, io_threads = true,
+  pack = true }
 local OPTIONS = {}  -- name -> "part" (the pipeline's own) or "setting" (a run setting)
 for _, name in ipairs(OPTION_NAMES) do OPTIONS[name] = PARTS[name] and "part" or "setting" end
 local OPTION_LIST = table.concat(OPTION_NAMES, ", ")
@@ -582,6 +717,9 @@ end
 --   skip_fill   "shrink": a batch that lost samples to on_error = "skip" is
 --               shorter; "repeat": it keeps batch_size samples by repeating
 --               its surviving samples in order (fixed shapes for compiled models)
+--   pack        token sources (sluice.tokens, sluice.mix): { seq_len = n, mode = "concat" |
+--               "best_fit", window = 64 }; samples become packed rows whose fields
+--               (tokens, targets, segment_ids, positions, loss_mask) need no map
 --   read_ahead  64: records read ahead of the sample being made, per worker
 --   io_threads  4: libuv thread-pool threads per worker (whole-file reads)
 function M.pipeline(spec)
@@ -598,6 +736,39 @@ function M.pipeline(spec)
       .. "sluice.tfrecord{...}, sluice.tar{...}, sluice.jsonl{...}, sluice.npy{...} or sluice.parquet{...}")
   end
   if source.native and source.kind ~= "npy" and source.kind ~= "parquet" and spec.map == nil then
+      .. "sluice.tfrecord{...}, sluice.tar{...}, sluice.npy{...}, sluice.tokens{...} or sluice.mix{...}")
+  end
+  if spec.pack ~= nil then
+    local pack = spec.pack
+    if source.kind ~= "tokens" and source.kind ~= "mix" then
+      fail(1, "sluice.pipeline: pack needs a token source (sluice.tokens or sluice.mix), not sluice.%s", source.kind)
+    end
+    if type(pack) ~= "table" then fail(1, "sluice.pipeline: pack must be a table { seq_len = n, mode = ..., window = n }") end
+    for key in pairs(pack) do
+      if key ~= "seq_len" and key ~= "mode" and key ~= "window" then
+        fail(1, "sluice.pipeline: pack: unknown option '%s' (options: mode, seq_len, window)", tostring(key))
+      end
+    end
+    if not (is_integer(pack.seq_len) and pack.seq_len > 0 and pack.seq_len < 2^31) then
+      fail(1, "sluice.pipeline: pack.seq_len must be a positive integer, got %s", tostring(pack.seq_len))
+    end
+    local mode = pack.mode or "concat"
+    if mode ~= "concat" and mode ~= "best_fit" then
+      fail(1, 'sluice.pipeline: pack.mode must be "concat" or "best_fit", got %s', tostring(pack.mode))
+    end
+    local window = pack.window or 64
+    if not (is_integer(window) and window > 0 and window < 2^32) then
+      fail(1, "sluice.pipeline: pack.window must be a positive integer, got %s", tostring(pack.window))
+    end
+    p.pack = { seq_len = pack.seq_len, mode = mode, window = window }
+  elseif source.kind == "mix" then
+    fail(1, "sluice.pipeline: sluice.mix mixes packed rows; add pack = { seq_len = n }")
+  end
+  local windows = source.native and source.spec.window ~= nil
+  if p.pack and windows then
+    fail(1, "sluice.pipeline: sluice.tokens{ window = ... } gives windows; leave out pack, or window")
+  end
+  if source.native and source.kind ~= "npy" and spec.map == nil and p.pack == nil and not windows then
     fail(1, "sluice.pipeline: sluice.%s gives records of bytes; add map = function(sample, ctx) that "
       .. "turns one into fields", source.kind)
   end

@@ -249,7 +249,9 @@ local function take_record(index, row)
       fields[name] = tensor.view(DTYPES[f.dtype + 1].name, shape, f.data)
     end
   end
-  if (P.source.kind == "npy" or P.source.kind == "parquet") and P.map == nil then return fields end
+  if (P.source.kind == "npy" or P.source.kind == "parquet" or P.pack or P.source.spec.window) and P.map == nil then
+    return fields
+  end
   return {
     index = index, fields = fields, bytes = P.source.kind == "jsonl" and fields[P.source.spec.field] or fields.data,
     path = ffi.string(record.path, record.path_len),
@@ -305,12 +307,49 @@ local function set_fields(list)
   field_list = #names > 0 and table.concat(names, ", ") or "name = value, ..."
 end
 
+-- Packed token rows without a map go straight into the slot (one write per
+-- byte, no views): packed_slots[j] is the field index of the j-th packed field
+-- (tokens, targets, segment_ids, positions, loss_mask), or nil when the
+-- fields are not exactly those.
+local PACKED = { { "tokens", "int64" }, { "targets", "int64" }, { "segment_ids", "int32" },
+  { "positions", "int32" }, { "loss_mask", "float32" } }
+local packed_slots
+local packed_dst = ffi.new("void*[5]")
+
+local function find_packed_slots()
+  packed_slots = nil
+  if not P.pack or P.map or #fields ~= #PACKED then return end
+  local slots = {}
+  for j, want in ipairs(PACKED) do
+    local f = field_named[want[1]]
+    if f == nil or f.dtype.name ~= want[2] or f.numel ~= P.pack.seq_len then return end
+    for k, g in ipairs(fields) do if g == f then slots[j] = k end end
+  end
+  packed_slots = slots
+end
+
+local function fill_packed(view, n)
+  local epoch = tonumber(view.epoch)
+  for row = 0, n - 1 do
+    for j = 1, 5 do
+      local k = packed_slots[j]
+      packed_dst[j - 1] = bases[k] + row * fields[k].nbytes
+    end
+    local index = view.samples[row]
+    if api.feed_fill_packed(host, row, index, packed_dst, record) ~= 0 then
+      current.index, current.epoch, current.stage = tonumber(index), epoch, source_stage
+      fail("%s", ffi.string(record.error, record.error_len))
+    end
+  end
+end
+
 local function prepare(list, the_seed)
   seed = the_seed
   source_stage = P.source.make and ("source (" .. where(P.source.make) .. ")") or "source"
   map_stage = P.map and ("map (" .. where(P.map) .. ")") or nil
   batch_stage = P.map_batch and ("map_batch (" .. where(P.map_batch) .. ")") or nil
   set_fields(list)
+  find_packed_slots()
 end
 
 -- Fill one batch: view is a const sluice_fill_view* (lightuserdata or cdata).
@@ -320,7 +359,8 @@ function M.fill(view)
   local epoch, n = tonumber(view.epoch), view.size
   ctx.epoch, ctx.batch, ctx.worker, ctx.size = epoch, tonumber(view.batch), view.worker, n
   for k = 1, #fields do bases[k] = ffi.cast(char_ptr, view.data[k - 1]) end
-  for row = 0, n - 1 do
+  if packed_slots then fill_packed(view, n) end
+  for row = 0, packed_slots and -1 or n - 1 do
     for k = 1, #fields do
       local f = fields[k]
       out[f.name].data = ffi.cast(f.dtype.pointer, bases[k] + row * f.nbytes)
@@ -427,6 +467,7 @@ function M.source_spec()
   for k, v in pairs(source.spec) do spec[k] = v end
   spec.signature = source.signature
   spec.on_error, spec.seed = P.on_error, P.seed
+  spec.pack, spec.shuffle = P.pack, P.shuffle  -- token sources: packing; a mixture shuffles its sources' rows
   return spec
 end
 
@@ -507,7 +548,7 @@ function M.describe(epochs, workers, prefetch, seed_override, source_size, the_h
     dataset_size = P.source.size,
     batch_size = P.batch_size,
     drop_last = P.drop_last,
-    shuffle = P.shuffle,
+    shuffle = P.shuffle and P.source.kind ~= "mix",  -- a mixture's order is its schedule
     shuffle_window = P.shuffle_window,
     seed = the_seed,
     epochs = epochs or P.epochs,

@@ -32,6 +32,7 @@ typedef struct sluice_ffi_api {
   int32_t (*example_steps)(void* example, const char* name, uint64_t* steps);
   void (*copy_to_batch)(void* dst, const void* src, uint64_t bytes);
   const char* (*setting_error)(const char* name, const char* value);
+  int32_t (*feed_fill_packed)(void* host, uint32_t row, uint64_t index, void* const* dst, struct sluice_record* out);
 } sluice_ffi_api;
 
 typedef struct sluice_record_field {

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <chrono>
+#include <cstdio>
 
 #include "sluice/error.h"
 #include "sluice/io/file_source.h"
@@ -19,6 +21,7 @@
 #include "sluice/remote/cache.h"
 #include "sluice/remote/s3_listing.h"
 #include "sluice/remote/url.h"
+#include "sluice/text/tokenizer.h"
 
 namespace sluice::scripting {
 namespace {
@@ -87,6 +90,8 @@ std::shared_ptr<const DataSource> DataSource::open(const SourceSpec& spec, OnErr
     else if (spec.kind == "jsonl") source->open_jsonl();
     else if (spec.kind == "npy") source->open_npy();
     else if (spec.kind == "parquet") source->open_parquet();
+    else if (spec.kind == "tokens") source->open_tokens();
+    else if (spec.kind == "mix") source->open_mix();
     else throw Error("unknown source kind '" + spec.kind + "'");
   } catch (const Error& e) {
     throw Error(what + ": " + e.what());
@@ -156,6 +161,8 @@ std::string DataSource::origin(std::uint64_t id) const {
     const auto [file, row] = origin_reader_->locate(id);
     return parquet_files_[file]->path() + " row " + std::to_string(row);
   }
+  if (mode_ == Mode::tokens) return windows_ ? windows_->origin(0, id) : corpus_->origin(id);
+  if (mode_ == Mode::packed) return packed_->origin(0, id);
   if (mode_ != Mode::indexed) return "";
   if (const auto* jsonl = dynamic_cast<const io::JsonlSource*>(records_.get())) return jsonl->where(id);
   const io::SampleLocation where = records_->locate(id);
@@ -250,6 +257,135 @@ std::unique_ptr<io::ParquetReader> DataSource::parquet_reader() const {
   if (spec_.row_groups > 0) options.cached_row_groups = spec_.row_groups;
   return std::make_unique<io::ParquetReader>(parquet_files_,
                                              parquet_columns_.empty() ? spec_.names : parquet_columns_, options);
+}
+
+namespace {
+
+// Text from an indexed source, tokenized here, once, with EOS after each document.
+std::shared_ptr<const text::TokenCorpus> tokenize_corpus(const SourceSpec& spec, OnError on_error, std::uint64_t seed,
+                                                         std::vector<std::string>& notes) {
+  const auto model = text::SentencePiece::open(spec.tokenizer);
+  std::shared_ptr<const DataSource> text = DataSource::open(spec.text.at(0), on_error, seed);
+  if (text->mode() != DataSource::Mode::indexed)
+    throw Error("text = sluice." + text->kind() + " must be a source read by index (files, folders, tfrecord, tar)");
+  if (spec.eos < 0) throw Error("text needs an eos id to end each document (the model " + spec.tokenizer + " has none)");
+  std::vector<std::uint32_t> tokens;
+  std::vector<std::uint64_t> lengths;
+  std::vector<std::byte> buffer;
+  std::vector<std::int32_t> ids;
+  io::Sample sample;
+  const auto start = std::chrono::steady_clock::now();
+  for (std::uint64_t id = 0; id < text->size(); ++id) {
+    io::read_sample(*text->records(), id, buffer, sample);
+    std::string bytes;
+    for (const io::Field& f : sample.fields) bytes.append(reinterpret_cast<const char*>(f.bytes.data()), f.bytes.size());
+    model->encode(bytes, &ids);
+    tokens.insert(tokens.end(), ids.begin(), ids.end());
+    tokens.push_back(static_cast<std::uint32_t>(spec.eos));
+    lengths.push_back(ids.size() + 1);
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  char line[200];
+  std::snprintf(line, sizeof line, "tokens: %llu text documents tokenized at load into %zu tokens in %.2f s",
+                static_cast<unsigned long long>(text->size()), tokens.size(), seconds);
+  notes.push_back(line);
+  return text::TokenCorpus::from_documents("sluice." + text->kind() + " text, tokenized by " + spec.tokenizer,
+                                           std::move(tokens), lengths);
+}
+
+std::shared_ptr<const text::TokenCorpus> open_corpus(const SourceSpec& spec) {
+  text::CorpusOptions options;
+  const auto dtype = text::parse_token_type(spec.dtype);
+  if (!dtype) throw Error("dtype must be \"uint16\" or \"uint32\", got \"" + spec.dtype + "\"");
+  options.dtype = *dtype;
+  if (spec.eos >= 0) options.eos = static_cast<std::uint32_t>(spec.eos);
+  options.vocab_size = spec.vocab_size;
+  return text::TokenCorpus::open(expand("sluice.tokens", spec.paths), options);
+}
+
+text::PackOptions pack_options(const SourceSpec& spec) {
+  const auto mode = text::parse_pack_mode(spec.pack_mode);
+  if (!mode) throw Error("pack.mode must be \"concat\" or \"best_fit\", got \"" + spec.pack_mode + "\"");
+  return {.seq_len = spec.seq_len, .mode = *mode, .window = spec.pack_window};
+}
+
+std::string packing_note(const text::Packing& packing) {
+  const auto& o = packing.options();
+  const double rows = static_cast<double>(packing.rows()) * o.seq_len;
+  char line[256];
+  if (o.mode == text::PackMode::concat) {
+    std::snprintf(line, sizeof line, "pack: %llu documents, %llu tokens into %llu rows of %u (concat; %llu tail tokens left out)",
+                  static_cast<unsigned long long>(packing.corpus().documents()),
+                  static_cast<unsigned long long>(packing.corpus().tokens()),
+                  static_cast<unsigned long long>(packing.rows()), o.seq_len,
+                  static_cast<unsigned long long>(packing.tail_tokens()));
+  } else {
+    std::snprintf(line, sizeof line, "pack: %llu documents, %llu tokens into %llu rows of %u (best_fit, window %u; padding %.2f%%)",
+                  static_cast<unsigned long long>(packing.corpus().documents()),
+                  static_cast<unsigned long long>(packing.corpus().tokens()),
+                  static_cast<unsigned long long>(packing.rows()), o.seq_len, o.window,
+                  100.0 * static_cast<double>(packing.padding_tokens()) / rows);
+  }
+  return line;
+}
+
+}  // namespace
+
+void DataSource::open_tokens() {
+  corpus_ = spec_.text.empty() ? open_corpus(spec_) : tokenize_corpus(spec_, on_error_, seed_, notes_);
+  if (spec_.seq_len == 0) {
+    mode_ = Mode::tokens;
+    size_ = corpus_->documents();
+    if (spec_.window > 0) {
+      windows_ = std::make_shared<text::Packing>(corpus_, text::PackOptions{.seq_len = spec_.window});
+      size_ = windows_->rows();
+    }
+    return;
+  }
+  if (spec_.window > 0) throw Error("window (samples of window + 1 tokens) and the pipeline's pack exclude each other");
+  auto packing = std::make_shared<text::Packing>(corpus_, pack_options(spec_));
+  notes_.push_back(packing_note(*packing));
+  mode_ = Mode::packed;
+  size_ = packing->rows();
+  packed_ = std::move(packing);
+}
+
+void DataSource::open_mix() {
+  if (spec_.seq_len == 0) throw Error("a mixture needs the pipeline's pack = { seq_len = ... }");
+  std::vector<std::shared_ptr<const text::PackedSource>> parts;
+  for (std::size_t k = 0; k < spec_.parts.size(); ++k) {
+    try {
+      const SourceSpec& part = spec_.parts[k];
+      auto corpus = part.text.empty() ? open_corpus(part) : tokenize_corpus(part, on_error_, seed_, notes_);
+      auto packing = std::make_shared<text::Packing>(std::move(corpus), pack_options(spec_));
+      notes_.push_back("source " + std::to_string(k + 1) + ": " + packing_note(*packing));
+      parts.push_back(std::move(packing));
+    } catch (const Error& e) {
+      throw Error("source " + std::to_string(k + 1) + ": " + e.what());
+    }
+  }
+  auto mix = std::make_shared<text::Mix>(
+      std::move(parts), spec_.weights,
+      text::MixOptions{.size = spec_.size, .shuffle = spec_.shuffle, .seed = seed_, .phases = spec_.phases});
+  std::string quotas;
+  for (std::size_t k = 0; k < spec_.parts.size(); ++k)
+    quotas += (k ? ", " : "") + std::to_string(mix->schedule().quota(static_cast<std::uint32_t>(k)));
+  notes_.push_back("mix: " + std::to_string(mix->rows()) + " rows per epoch; every " +
+                   std::to_string(mix->schedule().period()) + " rows hold " + quotas + " of the sources in turn");
+  for (const text::MixPhase& phase : spec_.phases) {
+    std::string weights;
+    for (std::size_t k = 0; k < phase.weights.size(); ++k) {
+      char w[32];
+      std::snprintf(w, sizeof w, "%s%g", k ? ", " : "", phase.weights[k]);
+      weights += w;
+    }
+    notes_.push_back("mix: from global row " + std::to_string(phase.from_row) + " (epoch " +
+                     std::to_string(phase.from_row / mix->rows()) + ", row " + std::to_string(phase.from_row % mix->rows()) +
+                     ") the weights are " + weights);
+  }
+  mode_ = Mode::packed;
+  size_ = mix->rows();
+  packed_ = std::move(mix);
 }
 
 // Streaming: the data set's size is given, or counted in one pass.

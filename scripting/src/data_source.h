@@ -1,6 +1,6 @@
 // data_source.h: the data set a pipeline's native source names (sluice.files,
 // sluice.folders, sluice.tfrecord, sluice.tar, sluice.jsonl, sluice.npy,
-// sluice.parquet), opened once.
+// sluice.parquet, sluice.tokens, sluice.mix), opened once.
 //
 // load_script opens it in the launching process: file lists and globs are
 // expanded, TFRecord shards and JSON lines indexed (sidecars loaded or built;
@@ -19,6 +19,10 @@
 //   npy      rows of memory-mapped arrays, by dataset index;
 //   parquet  rows of Parquet tables, by dataset index (each feed decodes row
 //            groups with its own io::ParquetReader).
+//   tokens   documents of a token corpus (sluice.tokens without `pack`), by index,
+//            or windows of window + 1 tokens of the concatenated documents;
+//   packed   rows of packed tokens (sluice/text/packing.h, mixing.h), by
+//            (epoch, index): sluice.tokens or sluice.mix with `pack`.
 //
 // Errors: open() throws sluice::Error naming the source and the file.
 // Thread safety: immutable after open(); holds no descriptors or threads, so
@@ -36,6 +40,9 @@
 #include "sluice/io/record_stream.h"
 #include "sluice/options.h"
 #include "sluice/remote/cache.h"
+#include "sluice/text/mixing.h"
+#include "sluice/text/packing.h"
+#include "sluice/text/token_file.h"
 
 namespace sluice::scripting {
 
@@ -52,8 +59,25 @@ struct SourceSpec {
   bool verify_crc = true;               // tfrecord
   bool shuffle_shards = false;          // streaming: a fresh shard order per pass
   std::uint64_t shuffle_buffer = 0;     // streaming: records to shuffle among
-  std::uint64_t size = 0;               // streaming: records in the data set; 0 = count them
+  std::uint64_t size = 0;               // streaming: records in the data set; 0 = count them;
+                                        // mix: rows per epoch, 0 = the sources' rows summed
+  // tokens
   std::uint32_t row_groups = 0;         // parquet: decoded row groups kept per reader; 0 = default
+  std::string dtype = "uint16";
+  std::int64_t eos = -1;                // -1: none
+  std::uint64_t vocab_size = 0;
+  std::uint32_t window = 0;             // > 0: samples are windows of window + 1 tokens
+  std::vector<SourceSpec> text;         // one source whose records are text, tokenized at load
+  std::string tokenizer;                // with text: the SentencePiece model
+  // tokens, mix: the pipeline's `pack` (seq_len 0: no packing) and shuffle
+  std::uint32_t seq_len = 0;
+  std::string pack_mode = "concat";
+  std::uint32_t pack_window = 64;
+  bool shuffle = false;
+  // mix
+  std::vector<SourceSpec> parts;
+  std::vector<double> weights;
+  std::vector<text::MixPhase> phases;   // later weights, from a global row on
 };
 
 // The node cache's options for this process: SLUICE_CACHE_DIR (else
@@ -68,7 +92,7 @@ struct NpyColumn {
 
 class DataSource {
  public:
-  enum class Mode { indexed, stream, npy, parquet };
+  enum class Mode { indexed, stream, npy, parquet, tokens, packed };
 
   // `cache`: where remote paths are fetched to, and how.
   static std::shared_ptr<const DataSource> open(const SourceSpec& spec, OnError on_error, std::uint64_t seed,
@@ -101,6 +125,13 @@ class DataSource {
   // parquet: the files, and a reader of the selected columns (one per feed).
   std::unique_ptr<io::ParquetReader> parquet_reader() const;
 
+  // tokens: the corpus, whose documents are the samples
+  const std::shared_ptr<const text::TokenCorpus>& corpus() const { return corpus_; }
+  // packed: the rows
+  const std::shared_ptr<const text::PackedSource>& packed() const { return packed_; }
+  // tokens with a window: the windows (rows of a concat packing), else null
+  const std::shared_ptr<const text::Packing>& windows() const { return windows_; }
+
   // For people looking at samples (sluice peek): where dataset sample `id`
   // lies ("DIR/cat/1.jpg", "shard.tar at byte 1536", "x.npy row 7"), or "" when
   // the source cannot say (streaming); the class names of sluice.folders by
@@ -119,6 +150,8 @@ class DataSource {
   void open_npy();
   void open_parquet();
   void count_stream();
+  void open_tokens();
+  void open_mix();
 
   SourceSpec spec_;
   OnError on_error_ = OnError::fail;
@@ -134,6 +167,9 @@ class DataSource {
   std::vector<std::shared_ptr<const io::ParquetFile>> parquet_files_;
   std::vector<std::string> parquet_columns_;
   std::unique_ptr<io::ParquetReader> origin_reader_;  // for origin(): locate() only
+  std::shared_ptr<const text::TokenCorpus> corpus_;
+  std::shared_ptr<const text::PackedSource> packed_;
+  std::shared_ptr<const text::Packing> windows_;
 };
 
 }  // namespace sluice::scripting

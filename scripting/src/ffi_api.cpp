@@ -54,6 +54,23 @@ std::int32_t ffi_feed_take(void* host, std::uint32_t row, std::uint64_t index, s
   return -1;
 }
 
+std::int32_t ffi_feed_fill_packed(void* host, std::uint32_t row, std::uint64_t index, void* const* dst,
+                                  sluice_record* out) noexcept {
+  ffi_feed_begin(host, row);
+  const auto* h = static_cast<const FeedHost*>(host);
+  *out = sluice_record{};
+  if (h != nullptr && h->feed != nullptr &&
+      h->feed->fill_packed(index, {static_cast<std::int64_t*>(dst[0]), static_cast<std::int64_t*>(dst[1]),
+                                   static_cast<std::int32_t*>(dst[2]), static_cast<std::int32_t*>(dst[3]),
+                                   static_cast<float*>(dst[4])}))
+    return 0;
+  static constexpr char kNoFeed[] = "internal: this pipeline's source has no packed rows";
+  const std::string_view why = h != nullptr && h->feed != nullptr ? std::string_view(h->feed->error()) : kNoFeed;
+  out->error = why.data();
+  out->error_len = why.size();
+  return -1;
+}
+
 // A parsed tf.train.Example and the reason its last call failed.
 struct ExampleHandle {
   io::Example example;
@@ -164,7 +181,7 @@ constexpr sluice_ffi_api kApi = {
     ffi_alloc,          ffi_release,       ffi_feed_begin,     ffi_feed_take,
     ffi_example_new,    ffi_example_free,  ffi_example_error,  ffi_example_parse,
     ffi_example_info,   ffi_example_values, ffi_example_bytes, ffi_example_copy,
-    ffi_example_steps,  ffi_copy_to_batch, ffi_setting_error,
+    ffi_example_steps,  ffi_copy_to_batch, ffi_setting_error, ffi_feed_fill_packed,
 };
 
 }  // namespace

@@ -66,6 +66,11 @@ struct sluice_ffi_api {
   // words of the table of settings (sluice/settings.h), or NULL if it is fine.
   // The text lives until the thread's next call.
   const char* (*setting_error)(const char* name, const char* value);
+  // A packed token row (pipelines with `pack` and no map) straight into the
+  // slot: dst[0..4] are row `row`'s tokens, targets, segment_ids, positions and
+  // loss_mask (sluice/text/packing.h). 0, or -1 with out->error set.
+  std::int32_t (*feed_fill_packed)(void* host, std::uint32_t row, std::uint64_t index, void* const* dst,
+                                   sluice_record* out);
 };
 
 // One part of a record (sluice/io/sample.h Field). dtype < 0: raw bytes;

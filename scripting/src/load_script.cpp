@@ -128,6 +128,60 @@ scripting::SourceSpec read_source_spec(lua_State* L, int table) {
   spec.shuffle_buffer = static_cast<std::uint64_t>(number_field(L, table, "shuffle_buffer"));
   spec.size = static_cast<std::uint64_t>(number_field(L, table, "size"));
   spec.row_groups = static_cast<std::uint32_t>(number_field(L, table, "row_groups"));
+  lua_getfield(L, table, "dtype");
+  if (lua_isstring(L, -1)) spec.dtype = string_at(L, -1);
+  lua_pop(L, 1);
+  lua_getfield(L, table, "eos");
+  spec.eos = lua_isnumber(L, -1) ? static_cast<std::int64_t>(lua_tonumber(L, -1)) : -1;
+  lua_pop(L, 1);
+  spec.vocab_size = static_cast<std::uint64_t>(number_field(L, table, "vocab_size"));
+  spec.window = static_cast<std::uint32_t>(number_field(L, table, "window"));
+  spec.tokenizer = string_field(L, table, "tokenizer");
+  lua_getfield(L, table, "text");  // sluice.tokens{ text = source, tokenizer = ... }
+  if (lua_istable(L, -1)) spec.text.push_back(read_source_spec(L, lua_gettop(L)));
+  lua_pop(L, 1);
+  spec.shuffle = bool_field(L, table, "shuffle");
+  lua_getfield(L, table, "pack");
+  if (lua_istable(L, -1)) {
+    const int pack = lua_gettop(L);
+    spec.seq_len = static_cast<std::uint32_t>(number_field(L, pack, "seq_len"));
+    spec.pack_mode = string_field(L, pack, "mode");
+    spec.pack_window = static_cast<std::uint32_t>(number_field(L, pack, "window"));
+  }
+  lua_pop(L, 1);
+  lua_getfield(L, table, "phases");  // sluice.mix: { {from_row = n, weights = {...}}, ... }
+  if (lua_istable(L, -1)) {
+    const int phases = lua_gettop(L);
+    const int count = static_cast<int>(lua_objlen(L, phases));
+    for (int i = 1; i <= count; ++i) {
+      lua_rawgeti(L, phases, i);
+      const int entry = lua_gettop(L);
+      text::MixPhase phase;
+      phase.from_row = static_cast<std::uint64_t>(number_field(L, entry, "from_row"));
+      lua_getfield(L, entry, "weights");
+      const int n = static_cast<int>(lua_objlen(L, -1));
+      for (int k = 1; k <= n; ++k) {
+        lua_rawgeti(L, -1, k);
+        phase.weights.push_back(lua_tonumber(L, -1));
+        lua_pop(L, 1);
+      }
+      lua_pop(L, 2);
+      spec.phases.push_back(std::move(phase));
+    }
+  }
+  lua_pop(L, 1);
+  lua_getfield(L, table, "parts");  // sluice.mix: { {spec, weight}, ... }
+  if (lua_istable(L, -1)) {
+    const int parts = lua_gettop(L);
+    const int count = static_cast<int>(lua_objlen(L, parts));
+    for (int i = 1; i <= count; ++i) {
+      lua_rawgeti(L, parts, i);
+      spec.parts.push_back(read_source_spec(L, lua_gettop(L)));
+      spec.weights.push_back(number_field(L, lua_gettop(L), "weight"));
+      lua_pop(L, 1);
+    }
+  }
+  lua_pop(L, 1);
   return spec;
 }
 

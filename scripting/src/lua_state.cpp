@@ -12,6 +12,7 @@
 #include "embedded_lua.h"
 #include "ffi_api.h"
 #include "image_api.h"
+#include "text_api.h"
 #include "sluice/error.h"
 
 namespace sluice::scripting {
@@ -77,6 +78,7 @@ int setup(lua_State* L) {
   lua_call(L, 3, 0);
   lua_pop(L, 1);
   open_image_api(L);
+  open_text_api(L);
 
   lua_getglobal(L, "require");
   lua_pushstring(L, "sluice.engine");

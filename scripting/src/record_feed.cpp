@@ -3,9 +3,34 @@
 #include <cstdio>
 #include <utility>
 
+#include "sluice/dtype.h"
 #include "sluice/error.h"
 
 namespace sluice::scripting {
+namespace {
+
+// A typed one-dimensional part of a record: `count` elements of `dtype` at `data`.
+void set_vector(sluice_record_field& f, const char* name, const void* data, DType dtype, std::uint64_t count) {
+  f.name = name;
+  f.name_len = std::char_traits<char>::length(name);
+  f.data = data;
+  f.size = count * dtype_size(dtype);
+  f.dtype = static_cast<std::int32_t>(dtype);
+  f.ndim = 1;
+  f.shape[0] = static_cast<std::int64_t>(count);
+}
+
+// A record of `count` parts in fields, numbered `index`, with no file.
+void set_record(sluice_record& out, std::uint64_t index, const std::vector<sluice_record_field>& fields,
+                std::uint32_t count) {
+  out = sluice_record{};
+  out.record = index;
+  out.label = -1;
+  out.fields = fields.data();
+  out.field_count = count;
+}
+
+}  // namespace
 
 std::unique_ptr<RecordFeed> RecordFeed::for_worker(std::shared_ptr<const DataSource> source,
                                                    const FeedOptions& options) {
@@ -50,6 +75,18 @@ RecordFeed::RecordFeed(std::shared_ptr<const DataSource> source, const FeedOptio
       parquet_values_.resize(parquet_->column_names().size());
       fields_.resize(parquet_values_.size());
       break;
+    case DataSource::Mode::tokens:
+      break;
+    case DataSource::Mode::packed: {
+      const std::size_t L = source_->packed()->seq_len();
+      tokens_.resize(L);
+      targets_.resize(L);
+      segment_ids_.resize(L);
+      positions_.resize(L);
+      loss_mask_.resize(L);
+      fields_.resize(5);
+      break;
+    }
   }
 }
 
@@ -62,6 +99,7 @@ void RecordFeed::upcoming(std::uint64_t epoch, std::uint64_t batch, std::span<co
 }
 
 void RecordFeed::begin_batch(std::uint64_t epoch, std::uint64_t batch) {
+  epoch_ = epoch;
   if (!reader_) return;
   discard(std::exchange(current_, 0));
   for (std::size_t k = 0; k < announced_.size(); ++k) {
@@ -92,6 +130,8 @@ bool RecordFeed::take(std::uint64_t index, sluice_record& out) noexcept {
       case DataSource::Mode::stream: return take_stream(index, out);
       case DataSource::Mode::npy: return take_npy(index, out);
       case DataSource::Mode::parquet: return take_parquet(index, out);
+      case DataSource::Mode::tokens: return take_tokens(index, out);
+      case DataSource::Mode::packed: return take_packed(index, out);
     }
   } catch (const std::exception& e) {
     return failed(index, e.what());
@@ -217,6 +257,56 @@ bool RecordFeed::take_parquet(std::uint64_t index, sluice_record& out) {
   out.path_len = path.size();
   out.fields = fields_.data();
   out.field_count = static_cast<std::uint32_t>(names.size());
+  return true;
+}
+
+bool RecordFeed::take_tokens(std::uint64_t index, sluice_record& out) {
+  if (source_->windows()) return take_window(index, out);
+  const text::TokenCorpus& corpus = *source_->corpus();
+  const text::Document& doc = corpus.document(index);
+  const text::TokenCorpus::File& file = corpus.files()[doc.file];
+  const bool narrow = file.type == text::TokenType::uint16;
+  if (fields_.empty()) fields_.resize(1);
+  set_vector(fields_[0], "tokens", static_cast<const char*>(file.data) + doc.begin * (narrow ? 2 : 4),
+             narrow ? DType::u16 : DType::u32, doc.length);
+  set_record(out, index, fields_, 1);
+  out.offset = doc.begin * (narrow ? 2 : 4);
+  out.path = file.path.data();
+  out.path_len = file.path.size();
+  return true;
+}
+
+bool RecordFeed::fill_packed(std::uint64_t index, const text::PackedRow& out) noexcept {
+  if (source_->mode() != DataSource::Mode::packed) return failed(index, "internal: the source is not packed");
+  try {
+    source_->packed()->fill(epoch_, index, out);
+    return true;
+  } catch (const std::exception& e) {
+    return failed(index, e.what());
+  }
+}
+
+bool RecordFeed::take_window(std::uint64_t index, sluice_record& out) {
+  const text::Packing& windows = *source_->windows();
+  const std::uint64_t n = windows.seq_len() + std::uint64_t{1};
+  tokens_.resize(n);
+  windows.read_window(index, tokens_.data());
+  if (fields_.empty()) fields_.resize(1);
+  set_vector(fields_[0], "tokens", tokens_.data(), DType::i64, n);
+  set_record(out, index, fields_, 1);
+  return true;
+}
+
+bool RecordFeed::take_packed(std::uint64_t index, sluice_record& out) {
+  const text::PackedSource& packed = *source_->packed();
+  packed.fill(epoch_, index, {tokens_.data(), targets_.data(), segment_ids_.data(), positions_.data(), loss_mask_.data()});
+  const std::uint64_t L = packed.seq_len();
+  set_vector(fields_[0], "tokens", tokens_.data(), DType::i64, L);
+  set_vector(fields_[1], "targets", targets_.data(), DType::i64, L);
+  set_vector(fields_[2], "segment_ids", segment_ids_.data(), DType::i32, L);
+  set_vector(fields_[3], "positions", positions_.data(), DType::i32, L);
+  set_vector(fields_[4], "loss_mask", loss_mask_.data(), DType::f32, L);
+  set_record(out, index, fields_, 5);
   return true;
 }
 

@@ -15,6 +15,11 @@
 //   parquet  rows in place in the row group this feed's io::ParquetReader
 //            decoded (kept while its rows are wanted), views valid until the
 //            next take().
+//   tokens   a document's tokens in place in the mapping (field "tokens"), or
+//            a window of window + 1 tokens, widened to int64 (field "tokens").
+//   packed   the row (sluice/text/packing.h) of the batch's epoch, computed
+//            into this object's buffers: fields tokens, targets, segment_ids,
+//            positions, loss_mask.
 // In the launching process (for_launcher): synchronous reads, no libuv, for
 // load_script's check of sample 0; under on_error = skip a bad record there is
 // passed over for the next one.
@@ -71,6 +76,9 @@ class RecordFeed {
   // record (see error()).
   bool take(std::uint64_t index, sluice_record& out) noexcept;
   const std::string& error() const { return error_; }
+  // packed: the row for dataset index `index` of the current batch's epoch
+  // straight into `out` (each seq_len long); false (see error()) otherwise.
+  bool fill_packed(std::uint64_t index, const text::PackedRow& out) noexcept;
 
  private:
   struct Announced {
@@ -82,6 +90,9 @@ class RecordFeed {
   bool take_stream(std::uint64_t index, sluice_record& out);
   bool take_npy(std::uint64_t index, sluice_record& out);
   bool take_parquet(std::uint64_t index, sluice_record& out);
+  bool take_tokens(std::uint64_t index, sluice_record& out);
+  bool take_window(std::uint64_t index, sluice_record& out);
+  bool take_packed(std::uint64_t index, sluice_record& out);
   void discard(std::size_t count);
   void discard_all();
   bool publish(const io::Sample& sample, sluice_record& out);
@@ -105,6 +116,11 @@ class RecordFeed {
   // parquet
   std::unique_ptr<io::ParquetReader> parquet_;
   std::vector<io::ParquetValue> parquet_values_;
+  // packed
+  std::uint64_t epoch_ = 0;        // of the batch being filled (begin_batch)
+  std::vector<std::int64_t> tokens_, targets_;
+  std::vector<std::int32_t> segment_ids_, positions_;
+  std::vector<float> loss_mask_;
   io::Sample sample_;
   std::vector<sluice_record_field> fields_;
   std::string error_;

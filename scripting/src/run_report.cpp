@@ -10,14 +10,27 @@
 namespace sluice {
 namespace {
 
+// What the token sources said at load (packing, a mixture's weights and the
+// phases that change them), for the run record's header: a run resumed with
+// new weights shows them there.
+std::string text_notes_json(const std::vector<std::string>& notes) {
+  std::string list;
+  for (const std::string& note : notes) {
+    if (!note.starts_with("pack: ") && !note.starts_with("mix: ") && !note.starts_with("source ")) continue;
+    list += (list.empty() ? "" : ",") + json_string(note);
+  }
+  return list.empty() ? "" : ",\"text\":[" + list + "]";
+}
+
 // What shapes the data, for the run record's header.
-std::string options_json(const Options& o, const std::string& script_path) {
+std::string options_json(const Options& o, const std::string& script_path, const std::vector<std::string>& notes) {
   char text[256];
   std::snprintf(text, sizeof text, ",\"dataset_size\":%llu,\"batch_size\":%u,\"drop_last\":%s,\"shuffle\":%s,"
                 "\"epochs\":%u,\"skip_fill\":\"%s\",\"fields\":",
                 static_cast<unsigned long long>(o.dataset_size), o.batch_size, o.drop_last ? "true" : "false",
                 o.shuffle ? "true" : "false", o.epochs, name_of(o.skip_fill));
-  return "{\"script\":" + json_string(script_path) + text + json_string(describe_fields(o)) + "}";
+  return "{\"script\":" + json_string(script_path) + text + json_string(describe_fields(o)) + text_notes_json(notes) +
+         "}";
 }
 
 }  // namespace
@@ -41,7 +54,7 @@ RecordHeader record_header(const Script& script) {
   char hash[17];
   std::snprintf(hash, sizeof hash, "%016llx",
                 static_cast<unsigned long long>(digest_bytes(source.data(), source.size())));
-  return RecordHeader{hash, options_json(o, script.path), o.seed, o.rank, o.world_size};
+  return RecordHeader{hash, options_json(o, script.path, script.notes), o.seed, o.rank, o.world_size};
 }
 
 std::string read_text_file(const std::string& path) {

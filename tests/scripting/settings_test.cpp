@@ -162,7 +162,7 @@ TEST_CASE("what pipeline.lua may set is the table's, and each takes its default"
     while (name.starts_with(" ")) name.erase(0, 1);
     in_lua.insert(name);
   }
-  for (const char* own : {"source", "map", "map_batch", "fields", "read_ahead", "io_threads"}) {
+  for (const char* own : {"source", "map", "map_batch", "fields", "read_ahead", "io_threads", "pack"}) {
     CHECK(in_lua.erase(own) == 1);
   }
   CHECK(in_lua == in_table);

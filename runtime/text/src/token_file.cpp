@@ -1,0 +1,192 @@
+#include "sluice/text/token_file.h"
+
+#include <cstring>
+
+#include "mapped_file.h"
+#include "sluice/error.h"
+
+namespace sluice::text {
+namespace {
+
+std::size_t token_bytes(TokenType type) { return type == TokenType::uint16 ? 2 : 4; }
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// The Megatron prefix `path` names, or "" for a flat file.
+std::string megatron_prefix(const std::string& path) {
+  if (ends_with(path, ".idx")) return path.substr(0, path.size() - 4);
+  if (ends_with(path, ".bin") && detail::file_exists(path.substr(0, path.size() - 4) + ".idx"))
+    return path.substr(0, path.size() - 4);
+  if (!detail::file_exists(path) && detail::file_exists(path + ".idx") && detail::file_exists(path + ".bin"))
+    return path;
+  return "";
+}
+
+// Little-endian reads from the index (x86-64 and aarch64 are little-endian).
+template <typename T>
+T load(const unsigned char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+}  // namespace
+
+std::optional<TokenType> parse_token_type(const std::string& name) {
+  if (name == "uint16") return TokenType::uint16;
+  if (name == "uint32") return TokenType::uint32;
+  return std::nullopt;
+}
+
+const char* name_of(TokenType type) { return type == TokenType::uint16 ? "uint16" : "uint32"; }
+
+std::shared_ptr<const TokenCorpus> TokenCorpus::open(const std::vector<std::string>& paths,
+                                                     const CorpusOptions& options) {
+  if (paths.empty()) throw Error("no token file given");
+  std::shared_ptr<TokenCorpus> corpus(new TokenCorpus());
+  for (const std::string& path : paths) {
+    const std::string prefix = megatron_prefix(path);
+    if (prefix.empty()) corpus->add_flat(path, options);
+    else corpus->add_megatron(prefix, options);
+  }
+  return corpus;
+}
+
+std::shared_ptr<const TokenCorpus> TokenCorpus::from_documents(const std::string& name, std::vector<std::uint32_t> tokens,
+                                                               const std::vector<std::uint64_t>& lengths) {
+  std::shared_ptr<TokenCorpus> corpus(new TokenCorpus());
+  auto held = std::make_shared<const std::vector<std::uint32_t>>(std::move(tokens));
+  corpus->files_.push_back({name, TokenType::uint32, held, held->data(), held->size()});
+  std::uint64_t at = 0;
+  for (std::uint64_t n : lengths) {
+    if (n == 0) continue;
+    if (at + n > held->size()) throw Error(name + ": the documents' lengths exceed its tokens");
+    corpus->documents_.push_back({0, at, n});
+    at += n;
+  }
+  corpus->tokens_ = at;
+  return corpus;
+}
+
+void TokenCorpus::check_vocab(std::uint32_t f, std::uint64_t begin, std::uint64_t count,
+                              std::uint64_t vocab) const {
+  if (vocab == 0) return;
+  const File& file = files_[f];
+  for (std::uint64_t i = begin; i < begin + count; ++i) {
+    const std::uint32_t id = file.type == TokenType::uint16 ? static_cast<const std::uint16_t*>(file.data)[i]
+                                                            : static_cast<const std::uint32_t*>(file.data)[i];
+    if (id >= vocab)
+      throw Error(file.path + ": token " + std::to_string(i) + " (byte " +
+                  std::to_string(i * token_bytes(file.type)) + ") is " + std::to_string(id) +
+                  ", not below vocab_size " + std::to_string(vocab));
+  }
+}
+
+void TokenCorpus::add_flat(const std::string& path, const CorpusOptions& options) {
+  detail::MappedFile mapped = detail::map_file(path);
+  const std::size_t width = token_bytes(options.dtype);
+  if (mapped.size % width != 0)
+    throw Error(path + ": " + std::to_string(mapped.size) + " bytes is not a whole number of " +
+                name_of(options.dtype) + " tokens (" + std::to_string(width) +
+                " bytes each); is the dtype right, or the file cut short?");
+  const auto f = static_cast<std::uint32_t>(files_.size());
+  files_.push_back({path, options.dtype, mapped.mapping, mapped.mapping.get(), mapped.size / width});
+  const File& file = files_.back();
+  check_vocab(f, 0, file.tokens, options.vocab_size);
+  std::uint64_t start = 0;
+  if (options.eos) {
+    const std::uint32_t eos = *options.eos;
+    for (std::uint64_t i = 0; i < file.tokens; ++i) {
+      const std::uint32_t id = file.type == TokenType::uint16 ? static_cast<const std::uint16_t*>(file.data)[i]
+                                                              : static_cast<const std::uint32_t*>(file.data)[i];
+      if (id != eos) continue;
+      documents_.push_back({f, start, i + 1 - start});
+      start = i + 1;
+    }
+  }
+  if (start < file.tokens) documents_.push_back({f, start, file.tokens - start});
+  tokens_ += file.tokens;
+}
+
+// megatron.core.datasets.indexed_dataset: "MMIDIDX\0\0", version (u64 = 1),
+// dtype code (u8), sequence count (u64), document count (u64), then
+// int32 sequence_lengths[sequences], int64 sequence_pointers[sequences] (byte
+// offsets into .bin), int64 document_indices[documents].
+void TokenCorpus::add_megatron(const std::string& prefix, const CorpusOptions& options) {
+  const std::string idx_path = prefix + ".idx", bin_path = prefix + ".bin";
+  detail::MappedFile idx = detail::map_file(idx_path);
+  static constexpr unsigned char kMagic[9] = {'M', 'M', 'I', 'D', 'I', 'D', 'X', 0, 0};
+  constexpr std::uint64_t kHeader = 9 + 8 + 1 + 8 + 8;
+  if (idx.size < 9 || std::memcmp(idx.bytes(), kMagic, 9) != 0)
+    throw Error(idx_path + ": not a Megatron-LM index (no MMIDIDX magic)");
+  if (idx.size < kHeader)
+    throw Error(idx_path + ": truncated: " + std::to_string(idx.size) + " bytes, the header alone takes " +
+                std::to_string(kHeader));
+  const unsigned char* p = idx.bytes();
+  const auto version = load<std::uint64_t>(p + 9);
+  if (version != 1) throw Error(idx_path + ": index version " + std::to_string(version) + " (sluice reads version 1)");
+  const unsigned code = p[17];
+  TokenType type;
+  if (code == 8) type = TokenType::uint16;
+  else if (code == 4) type = TokenType::uint32;  // int32 ids, read as uint32
+  else
+    throw Error(idx_path + ": token type code " + std::to_string(code) +
+                " is not supported (uint16 = 8 and int32 = 4 are)");
+  if (type != options.dtype)
+    throw Error(idx_path + ": the index holds " + name_of(type) + " tokens, but dtype = \"" +
+                name_of(options.dtype) + "\" was asked for");
+  const auto sequences = load<std::uint64_t>(p + 18);
+  const auto docs = load<std::uint64_t>(p + 26);
+  const std::uint64_t limit = idx.size;  // every count below is bounded by the file's size
+  if (sequences > limit / 12 || docs > limit / 8 || kHeader + sequences * 12 + docs * 8 > idx.size)
+    throw Error(idx_path + ": truncated: " + std::to_string(sequences) + " sequences and " + std::to_string(docs) +
+                " documents need " + std::to_string(kHeader + sequences * 12 + docs * 8) + " bytes, the file has " +
+                std::to_string(idx.size));
+  detail::MappedFile bin = detail::map_file(bin_path);
+  const std::size_t width = token_bytes(type);
+  if (bin.size % width != 0)
+    throw Error(bin_path + ": " + std::to_string(bin.size) + " bytes is not a whole number of " + name_of(type) +
+                " tokens");
+  const auto f = static_cast<std::uint32_t>(files_.size());
+  files_.push_back({bin_path, type, bin.mapping, bin.mapping.get(), bin.size / width});
+  const unsigned char* lengths = p + kHeader;
+  const unsigned char* pointers = lengths + sequences * 4;
+  documents_.reserve(documents_.size() + sequences);
+  for (std::uint64_t s = 0; s < sequences; ++s) {
+    const auto length = load<std::int32_t>(lengths + s * 4);
+    const auto pointer = load<std::int64_t>(pointers + s * 8);
+    if (length < 0 || pointer < 0 || static_cast<std::uint64_t>(pointer) % width != 0 ||
+        static_cast<std::uint64_t>(pointer) / width + static_cast<std::uint64_t>(length) > files_[f].tokens)
+      throw Error(idx_path + ": sequence " + std::to_string(s) + " (" + std::to_string(length) +
+                  " tokens at byte " + std::to_string(pointer) + ") lies outside " + bin_path + " (" +
+                  std::to_string(bin.size) + " bytes)");
+    if (length == 0) continue;
+    const std::uint64_t begin = static_cast<std::uint64_t>(pointer) / width;
+    check_vocab(f, begin, static_cast<std::uint64_t>(length), options.vocab_size);
+    documents_.push_back({f, begin, static_cast<std::uint64_t>(length)});
+    tokens_ += static_cast<std::uint64_t>(length);
+  }
+}
+
+void TokenCorpus::read(std::uint64_t d, std::uint64_t begin, std::uint64_t count, std::int64_t* out) const {
+  const Document& doc = documents_[d];
+  const File& f = files_[doc.file];
+  const std::uint64_t at = doc.begin + begin;
+  if (f.type == TokenType::uint16) {
+    const auto* src = static_cast<const std::uint16_t*>(f.data) + at;
+    for (std::uint64_t i = 0; i < count; ++i) out[i] = src[i];
+  } else {
+    const auto* src = static_cast<const std::uint32_t*>(f.data) + at;
+    for (std::uint64_t i = 0; i < count; ++i) out[i] = src[i];
+  }
+}
+
+std::string TokenCorpus::origin(std::uint64_t d) const {
+  if (d >= documents_.size()) return "";
+  const Document& doc = documents_[d];
+  return files_[doc.file].path + " token " + std::to_string(doc.begin);
+}
+
+}  // namespace sluice::text

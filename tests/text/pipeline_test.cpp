@@ -1,0 +1,367 @@
+// Token pipelines through real worker processes: packed rows as batches,
+// identical for any worker count, resumed on another world size with the
+// same global token stream (sluice verify --global).
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "sluice/error.h"
+#include "sluice/loader.h"
+#include "skip.h"
+#include "sluice/script.h"
+#include "sluice/text/tokenizer.h"
+#include "support.h"
+#include "text_test_support.h"
+
+using sluice::test::BatchCopy;
+using sluice::test::CliResult;
+using Catch::Contains;
+
+namespace {
+
+// A corpus of unique tokens (EOS = 0), in dir/corpus.bin, and a smaller one in dir/small.bin.
+void write_corpora(const std::string& dir) {
+  using namespace sluice::text::test;
+  write_tokens(dir + "/corpus.bin", make_documents(lengths(400, 1, 60, 21), true), false);
+  write_tokens(dir + "/small.bin", make_documents(lengths(40, 1, 30, 22), true), false);
+}
+
+std::string pipeline(const std::string& source, const std::string& pack, const std::string& extra = "") {
+  return "local sluice = require(\"sluice\")\nreturn sluice.pipeline {\n  source = " + source +
+         ",\n  pack = " + pack + ",\n  batch_size = 4, shuffle = true, seed = 5, epochs = 2,\n" + extra + "}\n";
+}
+
+const std::string kLicenses = "/usr/share/common-licenses";
+
+// Why a SentencePiece model cannot be trained here, or "".
+std::string spm_missing() {
+  if (std::system("command -v spm_train > /dev/null 2>&1") != 0) return "spm_train not found (Debian package sentencepiece)";
+  if (!std::filesystem::exists(kLicenses + "/GPL-3")) return kLicenses + "/GPL-3 is missing";
+  return "";
+}
+
+// dir/m.model: a unigram model with byte fallback, trained on two licenses.
+void train_model(const std::string& dir) {
+  const std::string train = "spm_train --input=" + kLicenses + "/GPL-3," + kLicenses + "/Apache-2.0 --model_prefix=" +
+                            dir + "/m --vocab_size=500 --byte_fallback=true --minloglevel=2 > /dev/null 2>&1";
+  REQUIRE(std::system(train.c_str()) == 0);
+}
+
+std::vector<BatchCopy> run(const std::string& path, std::uint32_t workers) {
+  sluice::Script script = sluice::load_script({.path = path, .workers = workers});
+  sluice::Loader loader(script.options);
+  return sluice::test::drain(loader);
+}
+
+const char* kTokens = "sluice.tokens{ \"corpus.bin\", dtype = \"uint16\", eos = 0 }";
+const char* kMix =
+    "sluice.mix{ { sluice.tokens{ \"corpus.bin\", eos = 0 }, weight = 0.7 }, "
+    "{ sluice.tokens{ \"small.bin\", eos = 0 }, weight = 0.3 } }";
+
+}  // namespace
+
+TEST_CASE("packed rows are batches with the five fields, identical for 1, 2 and 3 workers") {
+  sluice::test::TempDir dir;
+  write_corpora(dir.path());
+  for (const std::string& pack : {std::string("{ seq_len = 32 }"), std::string("{ seq_len = 32, mode = \"best_fit\", window = 16 }")}) {
+    for (const std::string& source : {std::string(kTokens), std::string(kMix)}) {
+      INFO(source << " pack = " << pack);
+      const std::string path = dir.write("p.lua", pipeline(source, pack));
+      sluice::Script script = sluice::load_script({.path = path, .workers = 1});
+      REQUIRE(script.options.fields.size() == 5);
+      std::map<std::string, sluice::FieldSpec> by_name;
+      for (const auto& f : script.options.fields) by_name[f.name] = f;
+      REQUIRE(by_name.at("tokens").dtype == sluice::DType::i64);
+      REQUIRE(by_name.at("targets").dtype == sluice::DType::i64);
+      REQUIRE(by_name.at("segment_ids").dtype == sluice::DType::i32);
+      REQUIRE(by_name.at("positions").dtype == sluice::DType::i32);
+      REQUIRE(by_name.at("loss_mask").dtype == sluice::DType::f32);
+      REQUIRE(by_name.at("tokens").shape == std::vector<std::int64_t>{32});
+      const auto one = run(path, 1);
+      REQUIRE(!one.empty());
+      CHECK(run(path, 2) == one);
+      CHECK(run(path, 3) == one);
+    }
+  }
+}
+
+TEST_CASE("a concat epoch through the loader holds every row once and every token once") {
+  sluice::test::TempDir dir;
+  write_corpora(dir.path());
+  const std::string path = dir.write("p.lua", pipeline(kTokens, "{ seq_len = 16 }"));
+  sluice::Script script = sluice::load_script({.path = path, .epochs = 1, .workers = 2});
+  std::size_t tokens_field = 0;
+  for (std::size_t k = 0; k < script.options.fields.size(); ++k)
+    if (script.options.fields[k].name == "tokens") tokens_field = k;
+  sluice::Loader loader(script.options);
+  std::multiset<std::int64_t> seen;
+  std::set<std::uint64_t> rows;
+  for (const BatchCopy& b : sluice::test::drain(loader)) {
+    rows.insert(b.samples.begin(), b.samples.end());
+    const auto* t = reinterpret_cast<const std::int64_t*>(b.fields[tokens_field].data());
+    for (std::size_t i = 0; i < b.fields[tokens_field].size() / 8; ++i) seen.insert(t[i]);
+  }
+  REQUIRE(rows.size() == script.options.dataset_size);
+  // The inputs of an epoch are the corpus' stream up to its tail, once each.
+  std::multiset<std::int64_t> want;
+  std::uint64_t at = 0;
+  for (const auto& doc : sluice::text::test::make_documents(sluice::text::test::lengths(400, 1, 60, 21), true))
+    for (std::uint32_t t : doc)
+      if (at++ < rows.size() * 16) want.insert(t);
+  REQUIRE(seen == want);
+}
+
+TEST_CASE("sluice.tokens without pack gives documents to map") {
+  sluice::test::TempDir dir;
+  write_corpora(dir.path());
+  const std::string path = dir.write("d.lua", R"(
+local sluice = require("sluice")
+return sluice.pipeline {
+  source = sluice.tokens{ "corpus.bin", eos = 0 },
+  map = function(s, ctx)
+    local t = s.fields.tokens
+    assert(t.dtype == "uint16" and t.data[t.shape[1] - 1] == 0)
+    return { length = t.shape[1], first = t.data[0] }
+  end,
+  batch_size = 8,
+}
+)");
+  sluice::Script script = sluice::load_script({.path = path, .workers = 2});
+  REQUIRE(script.options.dataset_size == 400);
+  sluice::Loader loader(script.options);
+  REQUIRE(sluice::test::drain(loader).size() == 50);
+}
+
+TEST_CASE("token pipelines refuse what they cannot do, naming it") {
+  sluice::test::TempDir dir;
+  write_corpora(dir.path());
+  auto error_of = [&](const std::string& text) {
+    try {
+      sluice::load_script({.path = dir.write("bad.lua", text)});
+    } catch (const sluice::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK_THAT(error_of(pipeline("sluice.range(10)", "{ seq_len = 8 }")), Contains("pack needs a token source"));
+  CHECK_THAT(error_of("local sluice = require('sluice')\nreturn sluice.pipeline{ source = " + std::string(kMix) + " }"),
+             Contains("add pack = { seq_len = n }"));
+  CHECK_THAT(error_of(pipeline(kTokens, "{ seq_len = 8, mode = 'pad' }")), Contains("pack.mode must be"));
+  CHECK_THAT(error_of(pipeline("sluice.tokens{ \"corpus.bin\", eos = 0, vocab_size = 20 }", "{ seq_len = 8 }")),
+             Contains("corpus.bin") && Contains("not below vocab_size 20"));
+  sluice::text::test::write_tokens(dir.path() + "/odd.bin", sluice::text::test::make_documents({3}, true), false);
+  CHECK_THAT(error_of(pipeline("sluice.tokens{ \"odd.bin\", dtype = \"uint32\" }", "{ seq_len = 8 }")),
+             Contains("odd.bin: 6 bytes is not a whole number of uint32 tokens"));
+  CHECK_THAT(error_of(pipeline("sluice.mix{ { sluice.tokens{ \"corpus.bin\" }, weight = 0 } }", "{ seq_len = 8 }")),
+             Contains("weight must be a positive number"));
+}
+
+TEST_CASE("stopped on 3 ranks, resumed on 2: the same global token stream (verify --global)") {
+  sluice::test::TempDir dir;
+  write_corpora(dir.path());
+  for (const std::string& pack : {std::string("{ seq_len = 24 }"), std::string("{ seq_len = 24, mode = \"best_fit\" }")}) {
+    const std::string script = dir.write("p.lua", pipeline(kMix, pack));
+    std::filesystem::remove_all(dir.path() + "/records");
+    std::filesystem::remove_all(dir.path() + "/states");
+    std::filesystem::create_directories(dir.path() + "/records");
+    std::filesystem::create_directories(dir.path() + "/states");
+    auto cli = [&](std::vector<std::string> args) {
+      CliResult r = sluice::test::run_cli(args);
+      INFO(r.out << r.err);
+      REQUIRE(r.status == 0);
+      return r;
+    };
+    const std::vector<std::string> common = {"run", script, "--quiet", "--global-batch-size", "12"};
+    auto with = [&](std::vector<std::string> more) {
+      std::vector<std::string> args = common;
+      args.insert(args.end(), more.begin(), more.end());
+      return args;
+    };
+    cli(with({"--record", dir.path() + "/full.jsonl"}));
+    for (int r = 0; r < 3; ++r) {
+      const std::string rank = std::to_string(r);
+      cli(with({"--rank", rank, "--world-size", "3", "--workers", std::to_string(1 + r), "--batches",
+                std::to_string(3 + r), "--record", dir.path() + "/records/a_" + rank + ".jsonl", "--state",
+                dir.path() + "/states/state_" + rank + ".json"}));
+    }
+    for (int r = 0; r < 2; ++r) {
+      const std::string rank = std::to_string(r);
+      cli(with({"--rank", rank, "--world-size", "2", "--resume", dir.path() + "/states/state_*.json", "--record",
+                dir.path() + "/records/b_" + rank + ".jsonl"}));
+    }
+    CliResult v = sluice::test::run_cli({"verify", "--global", dir.path() + "/full.jsonl", dir.path() + "/records"});
+    INFO(pack << ": " << v.out << v.err);
+    CHECK(v.status == 0);
+    CHECK_THAT(v.out, Contains("identical: ") && Contains("same samples and per-sample digests") &&
+                          Contains("delivered 3 per-rank batches again after a resume"));
+  }
+}
+
+TEST_CASE("sluice.sentencepiece tokenizes any source's bytes in the workers, as the C++ model does") {
+  const std::string missing = spm_missing();
+  if (!missing.empty()) SKIP_TEST(missing);
+  sluice::test::TempDir dir;
+  train_model(dir.path());
+  const std::string path = dir.write("t.lua", R"(
+local sluice = require("sluice")
+local tok = sluice.sentencepiece("m.model")
+local MAX = 16384
+return sluice.pipeline {
+  source = sluice.files{ "/usr/share/common-licenses/[A-M]*" },
+  fields = { { "ids", "int32", { MAX } }, { "count", "int64" } },
+  map = function(s, ctx)
+    local ids = tok:encode(s.bytes)
+    local out = ctx.out.ids
+    local n = math.min(ids.shape[1], MAX)
+    for i = 0, n - 1 do out.data[i] = ids.data[i] end
+    for i = n, MAX - 1 do out.data[i] = -1 end
+    return { ids = out, count = ids.shape[1] }
+  end,
+  batch_size = 3,
+}
+)");
+  sluice::Script script = sluice::load_script({.path = path, .workers = 2});
+  auto model = sluice::text::SentencePiece::open(dir.path() + "/m.model");
+  sluice::Loader loader(script.options);
+  std::size_t files = 0;
+  std::vector<std::int32_t> want;
+  for (const BatchCopy& b : sluice::test::drain(loader)) {
+    for (std::size_t row = 0; row < b.samples.size(); ++row, ++files) {
+      const std::string file = script.sample_file(b.samples[row]);
+      std::ifstream in(file, std::ios::binary);
+      const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+      model->encode(text, &want);
+      INFO(file);
+      const auto* count = reinterpret_cast<const std::int64_t*>(b.fields[1].data()) + row;
+      const auto* ids = reinterpret_cast<const std::int32_t*>(b.fields[0].data()) + row * 16384;
+      REQUIRE(*count == static_cast<std::int64_t>(want.size()));
+      REQUIRE(want.size() <= 16384);
+      REQUIRE(std::vector<std::int32_t>(ids, ids + want.size()) == want);
+    }
+  }
+  REQUIRE(files >= 5);
+}
+
+TEST_CASE("a run resumed with new mixture weights keeps what came before and logs them in its record") {
+  sluice::test::TempDir dir;
+  write_corpora(dir.path());
+  const std::string before = dir.write("p.lua", pipeline(kMix, "{ seq_len = 24 }"));
+  const std::string mix_later =
+      "sluice.mix{ { sluice.tokens{ \"corpus.bin\", eos = 0 }, weight = 0.7 }, "
+      "{ sluice.tokens{ \"small.bin\", eos = 0 }, weight = 0.3 }, phases = { { from_row = 20, weights = { 0.2, 0.8 } } } }";
+  const std::string after = dir.write("q.lua", pipeline(mix_later, "{ seq_len = 24 }"));
+  auto cli = [&](const std::vector<std::string>& args) {
+    CliResult r = sluice::test::run_cli(args);
+    INFO(r.out << r.err);
+    REQUIRE(r.status == 0);
+    return r;
+  };
+  // Batches of 4: the run stops after 5 batches, at row 20, where the new weights start.
+  cli({"run", before, "--quiet", "--record", dir.path() + "/full.jsonl"});
+  cli({"run", before, "--quiet", "--batches", "5", "--state", dir.path() + "/s.json", "--record", dir.path() + "/a.jsonl"});
+  cli({"run", after, "--quiet", "--resume", dir.path() + "/s.json", "--record", dir.path() + "/b.jsonl"});
+  cli({"run", after, "--quiet", "--record", dir.path() + "/whole.jsonl"});
+  const auto full = sluice::test::read_lines(dir.path() + "/full.jsonl");
+  const auto a = sluice::test::read_lines(dir.path() + "/a.jsonl");
+  const auto b = sluice::test::read_lines(dir.path() + "/b.jsonl");
+  const auto whole = sluice::test::read_lines(dir.path() + "/whole.jsonl");
+  REQUIRE(a.size() == 6);
+  for (std::size_t i = 1; i < a.size(); ++i) CHECK(a[i] == full[i]);       // before the change: the old weights
+  for (std::size_t i = 1; i < a.size(); ++i) CHECK(whole[i] == full[i]);   // a phase from row 20 leaves rows < 20 alone
+  REQUIRE(b.size() + 5 == whole.size());
+  for (std::size_t i = 1; i < b.size(); ++i) CHECK(b[i] == whole[i + 5]);  // after it: the new weights, as in a whole run
+  CHECK(b.size() + 5 == full.size());
+  bool differs = false;
+  for (std::size_t i = 1; i < b.size(); ++i) differs = differs || b[i] != full[i + 5];
+  CHECK(differs);
+  CHECK_THAT(b[0], Contains("\"text\":[") && Contains("mix: from global row 20 (epoch 0, row 20) the weights are 0.2, 0.8"));
+}
+
+TEST_CASE("sluice.tokens{ window = N } gives nanoGPT windows of N + 1 tokens, once each per epoch") {
+  sluice::test::TempDir dir;
+  write_corpora(dir.path());
+  const std::string path = dir.write("w.lua", R"(
+local sluice = require("sluice")
+return sluice.pipeline {
+  source = sluice.tokens{ "corpus.bin", eos = 0, window = 32 },
+  batch_size = 5, shuffle = true, seed = 2,
+}
+)");
+  sluice::Script script = sluice::load_script({.path = path, .workers = 2});
+  REQUIRE(script.options.fields.size() == 1);
+  REQUIRE(script.options.fields[0].shape == std::vector<std::int64_t>{33});
+  std::vector<std::int64_t> stream;
+  for (const auto& doc : sluice::text::test::make_documents(sluice::text::test::lengths(400, 1, 60, 21), true))
+    stream.insert(stream.end(), doc.begin(), doc.end());
+  REQUIRE(script.options.dataset_size == (stream.size() - 1) / 32);
+  sluice::Loader loader(script.options);
+  std::set<std::uint64_t> seen;
+  const auto batches = sluice::test::drain(loader);
+  for (const BatchCopy& b : batches) {
+    const auto* t = reinterpret_cast<const std::int64_t*>(b.fields[0].data());
+    for (std::size_t row = 0; row < b.samples.size(); ++row) {
+      const std::uint64_t r = b.samples[row];
+      REQUIRE(seen.insert(r).second);
+      REQUIRE(std::vector<std::int64_t>(t + row * 33, t + row * 33 + 33) ==
+              std::vector<std::int64_t>(stream.begin() + static_cast<std::ptrdiff_t>(r * 32),
+                                        stream.begin() + static_cast<std::ptrdiff_t>(r * 32 + 33)));
+    }
+  }
+  REQUIRE(seen.size() == script.options.dataset_size);
+  sluice::Script two = sluice::load_script({.path = path, .workers = 3});
+  sluice::Loader again(two.options);
+  CHECK(sluice::test::drain(again) == batches);
+}
+
+TEST_CASE("sluice.tokens{ text = ..., tokenizer = ... } packs text tokenized at load, as the model encodes it") {
+  const std::string missing = spm_missing();
+  if (!missing.empty()) SKIP_TEST(missing);
+  sluice::test::TempDir dir;
+  train_model(dir.path());
+  const std::string path = dir.write("t.lua", R"(
+local sluice = require("sluice")
+local tok = sluice.sentencepiece("m.model")
+return sluice.pipeline {
+  source = sluice.tokens{ text = sluice.files{ "/usr/share/common-licenses/[A-C]*" }, tokenizer = tok },
+  pack = { seq_len = 128 },
+  batch_size = 4, workers = 2,
+}
+)");
+  sluice::Script script = sluice::load_script({.path = path, .epochs = 1});
+  // The stream: each file's ids, then EOS (the model's, 2), in the files' order.
+  auto model = sluice::text::SentencePiece::open(dir.path() + "/m.model");
+  REQUIRE(model->eos_id() == 2);
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(kLicenses)) {
+    const std::string name = e.path().filename().string();
+    if (!name.empty() && name[0] >= 'A' && name[0] <= 'C') files.push_back(e.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  std::vector<std::int64_t> stream;
+  std::vector<std::int32_t> ids;
+  for (const auto& f : files) {
+    std::ifstream in(f, std::ios::binary);
+    model->encode(std::string{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()}, &ids);
+    stream.insert(stream.end(), ids.begin(), ids.end());
+    stream.push_back(2);
+  }
+  REQUIRE(script.options.dataset_size == (stream.size() - 1) / 128);
+  std::size_t tokens_field = 0;
+  for (std::size_t k = 0; k < script.options.fields.size(); ++k)
+    if (script.options.fields[k].name == "tokens") tokens_field = k;
+  sluice::Loader loader(script.options);
+  std::size_t rows = 0;
+  for (const BatchCopy& b : sluice::test::drain(loader)) {
+    const auto* t = reinterpret_cast<const std::int64_t*>(b.fields[tokens_field].data());
+    for (std::size_t row = 0; row < b.samples.size(); ++row, ++rows) {
+      const std::uint64_t r = b.samples[row];
+      REQUIRE(std::vector<std::int64_t>(t + row * 128, t + row * 128 + 128) ==
+              std::vector<std::int64_t>(stream.begin() + static_cast<std::ptrdiff_t>(r * 128),
+                                        stream.begin() + static_cast<std::ptrdiff_t>(r * 128 + 128)));
+    }
+  }
+  REQUIRE(rows == script.options.dataset_size);
+}
