@@ -11,12 +11,10 @@
 #include <vector>
 
 #include "run_args.h"
-#include "sluice/batch.h"
 #include "sluice/error.h"
-#include "sluice/io/shard_writer.h"
+#include "sluice/io/batch_writer.h"
 #include "sluice/loader.h"
 #include "sluice/script.h"
-#include "sluice/state.h"
 
 namespace sluice::cli {
 namespace {
@@ -120,61 +118,27 @@ int write(WriteArgs& args) {
   Script script = args.settings.load();
   for (const std::string& note : script.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
   Options& o = script.options;
-  o.ordered = true;  // the shards follow the plan's order, whatever the workers' speeds
 
   io::ShardWriterOptions wo;
   wo.dir = args.to;
   wo.format = args.format;
   wo.shard_samples = args.shard_samples;
   wo.shard_bytes = args.shard_bytes;
-  for (const FieldSpec& f : o.fields) {
-    if (f.max_bytes > 0) {
-      wo.fields.push_back({f.name, "bytes", {}, ""});
-    } else {
-      wo.fields.push_back({f.name, std::string(dtype_name(f.dtype)), f.shape, ""});
-    }
-  }
-  io::ShardWriter writer(wo);
-  if (writer.already_complete()) {
+  io::BatchWriter writer(o.fields, wo);
+  const io::ShardWriter& shards = writer.shards();
+  if (shards.already_complete()) {
     std::printf("%s is already written and complete (%zu shards, %llu samples)\n", args.to.c_str(),
-                writer.shards_kept(), static_cast<unsigned long long>(writer.samples_kept()));
+                shards.shards_kept(), static_cast<unsigned long long>(shards.samples_kept()));
     return 0;
   }
-  std::uint64_t skip_rows = writer.resume_row();
-  if (writer.shards_kept() > 0) {
-    LoaderState state = LoaderState::start_of(o);
-    state.epoch = 0;
-    state.batch = writer.resume_batch();
-    o.resume = state;
+  if (shards.shards_kept() > 0)
     std::fprintf(stderr, "resuming %s: %zu shards (%llu samples) kept, from batch %llu\n", args.to.c_str(),
-                 writer.shards_kept(), static_cast<unsigned long long>(writer.samples_kept()),
-                 static_cast<unsigned long long>(writer.resume_batch()));
-  }
-
+                 shards.shards_kept(), static_cast<unsigned long long>(shards.samples_kept()),
+                 static_cast<unsigned long long>(shards.resume_batch()));
+  writer.prepare(o);
   Loader loader(o);
-  std::vector<std::span<const std::byte>> values(o.fields.size());
-  std::vector<std::size_t> row_bytes(o.fields.size());
-  std::uint64_t written = 0;
-  while (std::optional<Batch> batch = loader.next()) {
-    const std::size_t n = batch->size();
-    const auto ids = batch->sample_ids();
-    std::vector<FieldView> views;
-    for (std::size_t f = 0; f < o.fields.size(); ++f) {
-      views.push_back(batch->field(f));
-      row_bytes[f] = n ? views[f].nbytes / n : 0;
-    }
-    for (std::size_t row = skip_rows; row < n; ++row) {
-      for (std::size_t f = 0; f < views.size(); ++f) {
-        values[f] = o.fields[f].max_bytes > 0
-                        ? field_bytes(views[f], row)
-                        : std::span(static_cast<const std::byte*>(views[f].data) + row * row_bytes[f], row_bytes[f]);
-      }
-      const bool last = row + 1 == n;
-      writer.add(ids[row], values, last ? batch->index() + 1 : batch->index(), last ? 0 : row + 1);
-      ++written;
-    }
-    skip_rows = 0;
-  }
+  while (std::optional<Batch> batch = loader.next()) writer.write(*batch);
+  const std::uint64_t written = writer.samples_written();
   const io::Manifest& m = writer.finish();
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   std::printf("wrote %s: %zu %s shards, %llu samples, %.1f MB (%llu samples this run in %.2f s, %.0f samples/s)\n",
