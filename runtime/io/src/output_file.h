@@ -2,6 +2,9 @@
 // checksum kept as it goes (so a written shard is never read back to be
 // summed), made durable and visible in one step.
 //
+// Writeback starts as the file grows (sync_file_range), so the final fsync
+// waits for the last few MiB only.
+//
 // The publish protocol (what keeps a crash from leaving a file that looks
 // complete but is not): write under a temporary name, fsync the file, rename
 // it to its final name, fsync the folder. A reader that finds the final name
@@ -55,11 +58,14 @@ class OutputFile {
 
  private:
   void flush();
+  void start_writeback();
   std::string path_;
   Fd fd_;
   std::vector<std::byte> buffer_;
   std::size_t used_ = 0;
   std::uint64_t bytes_ = 0;
+  std::uint64_t written_ = 0;  // handed to write(2)
+  std::uint64_t synced_ = 0;   // of those, asked to be written back
   Checksum checksum_;
 };
 

@@ -77,15 +77,6 @@ float float_at(DType t, const std::byte* p) {
   }
 }
 
-void append_member(const std::string& name, std::span<const std::byte> data, std::string& out) {
-  std::array<std::byte, kTarBlock> block;
-  if (name.size() > 100) throw Error("tar member name '" + name + "' is longer than 100 bytes");
-  tar_file_header(name, data.size(), block);
-  out.append(reinterpret_cast<const char*>(block.data()), block.size());
-  out.append(reinterpret_cast<const char*>(data.data()), data.size());
-  out.append(tar_padded(data.size()) - data.size(), '\0');
-}
-
 }  // namespace
 
 std::vector<EncodedField> prepare_fields(std::vector<ManifestField>& fields) {
@@ -151,23 +142,46 @@ void encode_npy(DType dtype, std::span<const std::int64_t> shape, std::span<cons
   out.append(reinterpret_cast<const char*>(data.data()), data.size());
 }
 
-void encode_tar_sample(const std::string& key, const std::vector<EncodedField>& fields,
-                       std::span<const std::span<const std::byte>> values, std::string& out) {
-  std::string scratch;
+void TarSample::member(const std::string& name, std::span<const std::byte> data, bool external) {
+  if (name.size() > 100) throw Error("tar member name '" + name + "' is longer than 100 bytes");
+  std::array<std::byte, kTarBlock> block;
+  tar_file_header(name, data.size(), block);
+  const std::size_t padding = tar_padded(data.size()) - data.size();
+  pieces_.push_back({nullptr, scratch_.size(), kTarBlock});
+  scratch_.append(reinterpret_cast<const char*>(block.data()), block.size());
+  if (external) {
+    pieces_.push_back({data.data(), 0, data.size()});
+  } else {
+    pieces_.push_back({nullptr, scratch_.size(), data.size()});
+    scratch_.append(reinterpret_cast<const char*>(data.data()), data.size());
+  }
+  if (padding) {
+    pieces_.push_back({nullptr, scratch_.size(), padding});
+    scratch_.append(padding, '\0');
+  }
+  size_ += kTarBlock + data.size() + padding;
+}
+
+void TarSample::encode(const std::string& key, const std::vector<EncodedField>& fields,
+                       std::span<const std::span<const std::byte>> values) {
+  scratch_.clear();
+  pieces_.clear();
+  size_ = 0;
   for (std::size_t i = 0; i < fields.size(); ++i) {
     const EncodedField& f = fields[i];
     const std::string name = key + "." + f.member_ext;
     if (f.bytes) {
-      append_member(name, values[i], out);
-    } else if (f.spec->shape.empty() && is_integer(f.dtype)) {
-      scratch = std::to_string(integer_at(f.dtype, values[i].data()));
-      if (f.dtype == DType::u64) scratch = std::to_string(load<std::uint64_t>(values[i].data()));
-      append_member(name, std::as_bytes(std::span(scratch.data(), scratch.size())), out);
-    } else {
-      scratch.clear();
-      encode_npy(f.dtype, f.spec->shape, values[i], scratch);
-      append_member(name, std::as_bytes(std::span(scratch.data(), scratch.size())), out);
+      member(name, values[i], true);
+      continue;
     }
+    if (f.spec->shape.empty() && is_integer(f.dtype)) {
+      payload_ = f.dtype == DType::u64 ? std::to_string(load<std::uint64_t>(values[i].data()))
+                                       : std::to_string(integer_at(f.dtype, values[i].data()));
+    } else {
+      payload_.clear();
+      encode_npy(f.dtype, f.spec->shape, values[i], payload_);
+    }
+    member(name, std::as_bytes(std::span(payload_.data(), payload_.size())), false);
   }
 }
 

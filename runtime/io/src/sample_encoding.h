@@ -31,9 +31,31 @@ std::vector<EncodedField> prepare_fields(std::vector<ManifestField>& fields);
 // The sample's key: its id in at least nine digits.
 std::string sample_key(std::uint64_t id);
 
-// Appends the tar members of one sample (headers, data, padding) to `out`.
-void encode_tar_sample(const std::string& key, const std::vector<EncodedField>& fields,
-                       std::span<const std::span<const std::byte>> values, std::string& out);
+// One sample's tar members as pieces to write in order: headers, small
+// payloads (.cls text, .npy) and padding are in `scratch`; a bytes field's
+// data stays where the caller has it (no copy). Valid until the next call.
+class TarSample {
+ public:
+  void encode(const std::string& key, const std::vector<EncodedField>& fields,
+              std::span<const std::span<const std::byte>> values);
+  std::uint64_t size() const { return size_; }
+  template <typename Write>
+  void write(Write&& write) const {
+    for (const Piece& p : pieces_)
+      write(p.external ? std::span(p.external, p.size)
+                       : std::as_bytes(std::span(scratch_.data() + p.offset, p.size)));
+  }
+
+ private:
+  struct Piece {
+    const std::byte* external;  // null: scratch_[offset, offset + size)
+    std::size_t offset, size;
+  };
+  void member(const std::string& name, std::span<const std::byte> data, bool external);
+  std::string scratch_, payload_;
+  std::vector<Piece> pieces_;
+  std::uint64_t size_ = 0;
+};
 
 // The serialized tf.train.Example of one sample, with its key as "__key__".
 void encode_example(const std::string& key, const std::vector<EncodedField>& fields,

@@ -41,8 +41,8 @@ struct ShardWriter::Impl {
   std::uint64_t out_samples = 0;
   std::vector<std::uint64_t> record_offsets;  // tfrecord: for the index
   std::uint64_t next_batch = 0, next_row = 0;
-  std::string encoded;
-  std::string framed;
+  detail::TarSample tar_sample;  // tar: the sample's members, by reference
+  std::string encoded;           // tfrecord: the serialized Example
 
   std::string path(const std::string& name) const { return (fs::path(options.dir) / name).string(); }
   bool tar() const { return options.format == "tar"; }
@@ -184,31 +184,30 @@ void ShardWriter::add(std::uint64_t id, std::span<const std::span<const std::byt
                   std::to_string(f.elements * dtype_size(f.dtype)));
   }
   const std::string key = detail::sample_key(id);
-  m.encoded.clear();
-  std::span<const std::byte> record;
+  std::uint64_t size;
   if (m.tar()) {
-    detail::encode_tar_sample(key, m.fields, values, m.encoded);
-    record = std::as_bytes(std::span(m.encoded.data(), m.encoded.size()));
+    m.tar_sample.encode(key, m.fields, values);
+    size = m.tar_sample.size();
   } else {
     detail::encode_example(key, m.fields, values, m.encoded);
-    const auto data = std::as_bytes(std::span(m.encoded.data(), m.encoded.size()));
-    const auto header = detail::tfrecord_header(data);
-    const auto footer = detail::tfrecord_footer(data);
-    m.framed.assign(reinterpret_cast<const char*>(header.data()), header.size());
-    m.framed += m.encoded;
-    m.framed.append(reinterpret_cast<const char*>(footer.data()), footer.size());
-    record = std::as_bytes(std::span(m.framed.data(), m.framed.size()));
+    size = detail::kTFRecordOverhead + m.encoded.size();
   }
   // The cut, decided here in sample order (see the header).
   if (m.out) {
-    const bool full = m.options.shard_samples
-                          ? m.out_samples >= m.options.shard_samples
-                          : m.out->bytes() + record.size() + m.end_bytes() > m.options.shard_bytes;
+    const bool full = m.options.shard_samples ? m.out_samples >= m.options.shard_samples
+                                              : m.out->bytes() + size + m.end_bytes() > m.options.shard_bytes;
     if (full) m.close_current();
   }
   if (!m.out) m.open_next();
   m.record_offsets.push_back(m.out->bytes());
-  m.out->write(record);
+  if (m.tar()) {
+    m.tar_sample.write([&](std::span<const std::byte> piece) { m.out->write(piece); });
+  } else {
+    const auto data = std::as_bytes(std::span(m.encoded.data(), m.encoded.size()));
+    m.out->write(detail::tfrecord_header(data));
+    m.out->write(data);
+    m.out->write(detail::tfrecord_footer(data));
+  }
   ++m.out_samples;
   m.next_batch = next_batch;
   m.next_row = next_row;
