@@ -38,7 +38,7 @@ from ._sluice import Array, Batch, Error, _Loader, check_state as _check_state, 
 from ._sluice import _current_sample, _dataset_loader, _trial, settings
 from . import _compat, _generators, _inline, _pinning, _structure
 
-__all__ = ["Array", "Batch", "Error", "Loader", "rng", "settings", "DEFAULT_HELD_TIMEOUT_MS"]
+__all__ = ["Array", "Batch", "Error", "Loader", "rng", "settings", "write", "DEFAULT_HELD_TIMEOUT_MS"]
 __version__ = "0.1.0"
 
 # How long the next batch waits when the program holds every slot of the arena
@@ -423,6 +423,78 @@ class Loader:
     def __repr__(self):
         return "<sluice.Loader %s: %d batches of %d per epoch>" % (
             self._info["path"], len(self), self._info["batch_size"])
+
+
+_SIZE_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
+
+
+def _shard_bytes(size):
+    """shard_size= as bytes: an int, or a str such as "256MB" or "1GiB"."""
+    if isinstance(size, int) and not isinstance(size, bool):
+        n = size
+    elif isinstance(size, str):
+        digits = len(size) - len(size.lstrip("0123456789"))
+        unit = size[digits:]
+        if digits == 0 or unit not in _SIZE_UNITS:
+            raise Error("shard_size expects bytes (an int) or a size such as '256MB' or '1GiB', got %r" % size)
+        n = int(size[:digits]) * _SIZE_UNITS[unit]
+    else:
+        raise Error("shard_size expects bytes (an int) or a size such as '256MB', got %r" % (size,))
+    if n < 1024:
+        raise Error("shard_size %r is less than 1 KiB" % (size,))
+    return n
+
+
+def write(source, to, *, format="tar", shard_size=None, shard_samples=None, **settings):
+    """Writes every sample of a pipeline or a Python dataset as shards in the folder `to`.
+
+    write("pipeline.lua", "out", format="tar", shard_samples=1000, workers=8)
+    write(my_dataset, "out", format="tfrecord", shard_size="256MB", workers=4)
+    write(sluice.Loader(dataset=ds, workers=4), "out")   # a Loader that has not started
+
+    One epoch, in plan order, made in the loader's workers (settings= as for
+    sluice.Loader; epochs is 1): the same shards as `sluice write`
+    (docs/command-line.md): WebDataset tars (format="tar": one member per
+    field, KEY.EXT; bytes and str values as they are, an integer scalar as
+    NAME.cls text, other arrays as NAME.npy) or TFRecords of tf.train.Example
+    (format="tfrecord", with an offset index beside each shard), cut every
+    shard_samples samples or before shard_size bytes (default "256MB"), and
+    `to`/manifest.json listing every shard with its sample count, bytes and
+    xxh3 checksum. The shards do not depend on the worker count. Called again
+    after a crash or kill, it keeps the complete shards and writes the rest.
+
+    A dataset's bytes and str values travel in the slot padded to a room:
+    give ragged={"jpg": most bytes} (sluice.Loader) when the first sample's
+    is not representative. A pipeline declares { "jpg", "bytes", MAX }.
+
+    Returns the manifest as a dict. Raises sluice.Error (an s3:// or https://
+    destination is not supported yet).
+    """
+    to = os.fspath(to)
+    if "://" in to:
+        raise Error("sluice.write: %s: only local folders are supported yet (not s3:// or https://)" % to)
+    if format not in ("tar", "tfrecord"):
+        raise Error("sluice.write: format is 'tar' or 'tfrecord', not %r" % (format,))
+    if shard_size is not None and shard_samples is not None:
+        raise Error("sluice.write: give shard_size or shard_samples, not both")
+    if shard_samples is not None and (not isinstance(shard_samples, int) or shard_samples < 1):
+        raise Error("sluice.write: shard_samples is an int >= 1, not %r" % (shard_samples,))
+    shard_bytes = 0 if shard_samples is not None else _shard_bytes(shard_size if shard_size is not None else "256MB")
+    if isinstance(source, Loader):
+        if settings:
+            raise Error("sluice.write: settings (%s) go to the Loader, which is given already" % ", ".join(settings))
+        loader, owned = source, False
+    elif isinstance(source, (str, bytes, os.PathLike)):
+        loader, owned = Loader(os.fspath(source), **settings), True
+    else:
+        loader, owned = Loader(dataset=source, **settings), True
+    try:
+        if not isinstance(loader._core, _Loader):
+            raise Error("sluice.write runs in worker processes: workers=0 is for debugging a dataset")
+        return json.loads(loader._core.write(to, format, shard_samples or 0, shard_bytes))
+    finally:
+        if owned:
+            loader.close()
 
 
 def _state_text(state_dict):

@@ -9,6 +9,7 @@
 
 #include "dataset_producer.h"
 #include "sluice/error.h"
+#include "sluice/io/batch_writer.h"
 #include "sluice/plan.h"
 #include "sluice/run_settings.h"
 #include "sluice/script.h"
@@ -156,6 +157,48 @@ void PyLoader::start(const std::optional<std::string>& resume_json) {
   }
   py::gil_scoped_release nogil;
   loader_ = std::make_unique<sluice::Loader>(std::move(options));
+}
+
+std::string PyLoader::write(const std::string& dir, const std::string& format, std::uint64_t shard_samples,
+                            std::uint64_t shard_bytes) {
+  check_process();
+  sluice::Options options = source_.options;
+  {
+    Exclusive one(mutex_);
+    if (loader_) throw Error("sluice.write takes a loader that has not started (no batch taken, no state_dict())");
+  }
+  io::BatchWriter writer(options.fields, {.dir = dir, .format = format, .shard_samples = shard_samples,
+                                          .shard_bytes = shard_bytes, .fields = {}});
+  if (writer.shards().already_complete()) return writer.shards().manifest().to_json();
+  writer.prepare(options);
+  std::unique_ptr<sluice::Loader> loader;
+  if (source_.python_workers) {
+    ForkGuard fork;  // as in start(): the workers' interpreters come from this one, GIL held
+    loader = std::make_unique<sluice::Loader>(std::move(options));
+  } else {
+    py::gil_scoped_release nogil;
+    loader = std::make_unique<sluice::Loader>(std::move(options));
+  }
+  struct Stop {  // the workers stop without the GIL, on every path
+    std::unique_ptr<sluice::Loader>& loader;
+    ~Stop() {
+      py::gil_scoped_release nogil;
+      loader.reset();
+    }
+  } stop{loader};
+  for (;;) {
+    bool more = false;
+    {
+      py::gil_scoped_release nogil;
+      if (std::optional<sluice::Batch> batch = loader->next()) {
+        writer.write(*batch);
+        more = true;
+      }
+    }
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    if (!more) break;
+  }
+  return writer.finish().to_json();
 }
 
 bool PyLoader::started() {
@@ -375,6 +418,8 @@ void bind_loader(py::module_& m) {
         return EpochIterator(self, self.cast<PyLoader&>().current_epoch());
       })
       .def("state_json", &PyLoader::state_json)
+      .def("write", &PyLoader::write, py::arg("dir"), py::arg("format"), py::arg("shard_samples"),
+           py::arg("shard_bytes"))
       .def("current_epoch", &PyLoader::current_epoch)
       .def("finished", &PyLoader::finished)
       .def("stats", &PyLoader::stats)

@@ -72,6 +72,12 @@ class PyLoader {
   // The next batch of `epoch`, or None when the epoch (or the run) is over.
   py::object next(std::uint64_t epoch);
 
+  // sluice.write(): one epoch of this loader's batches, in order, into shards
+  // in `dir` (sluice/io/batch_writer.h: resumes where a killed write
+  // stopped). The loader must not have started. Returns the manifest's JSON.
+  std::string write(const std::string& dir, const std::string& format, std::uint64_t shard_samples,
+                    std::uint64_t shard_bytes);
+
   std::string state_json();
   std::uint64_t current_epoch();
   bool finished();

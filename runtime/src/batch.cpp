@@ -2,6 +2,7 @@
 
 #include "sluice/dlpack.h"
 
+#include <cstring>
 #include <string>
 
 #include "loader_core.h"
@@ -47,6 +48,20 @@ FieldView Batch::field(std::size_t i) const {
   v.data = l.base() + d.offset;
   v.nbytes = d.nbytes;
   return v;
+}
+
+std::span<const std::byte> field_bytes(const FieldView& field, std::size_t row) {
+  if (field.dtype != DType::u8 || field.shape.size() != 2 || field.shape[1] < 8 ||
+      row >= static_cast<std::size_t>(field.shape[0]))
+    throw Error("field '" + std::string(field.name) + "' is not a bytes field with a row " + std::to_string(row));
+  const std::size_t width = static_cast<std::size_t>(field.shape[1]);
+  const auto* p = static_cast<const std::byte*>(field.data) + row * width;
+  std::uint64_t length;
+  std::memcpy(&length, p, 8);
+  if (length > width - 8)
+    throw Error("field '" + std::string(field.name) + "', row " + std::to_string(row) + ": length " +
+                std::to_string(length) + " is more than its row holds (" + std::to_string(width - 8) + ")");
+  return {p + 8, static_cast<std::size_t>(length)};
 }
 
 FieldView Batch::field(std::string_view name) const {

@@ -680,13 +680,22 @@ local function normalize_fields(fields)
     if type(e.name) ~= "string" or e.name == "" then fail(2, "field %d has no name", i) end
     if seen[e.name] then fail(2, "field '%s' is declared twice", e.name) end
     seen[e.name] = true
-    local dt = tensor.dtype(e.dtype)
-    if not dt then
-      fail(2, "field '%s': unknown dtype %s (one of %s)", e.name, tostring(e.dtype), tensor.DTYPE_NAMES)
+    if e.dtype == "bytes" then  -- variable length: { "jpg", "bytes", MAX_BYTES } (sluice/options.h)
+      local shape = tensor.check_shape(e.shape)
+      if not shape or #shape ~= 1 or shape[1] < 1 then
+        fail(2, "field '%s' is bytes: declare the most bytes a sample may hold, { \"%s\", \"bytes\", N }",
+          e.name, e.name)
+      end
+      entries[i] = { name = e.name, dtype = tensor.dtype("uint8"), shape = { 8 + shape[1] }, bytes = shape[1] }
+    else
+      local dt = tensor.dtype(e.dtype)
+      if not dt then
+        fail(2, "field '%s': unknown dtype %s (one of %s, or bytes)", e.name, tostring(e.dtype), tensor.DTYPE_NAMES)
+      end
+      local shape, why = tensor.check_shape(e.shape)
+      if not shape then fail(2, "field '%s': %s", e.name, why) end
+      entries[i] = { name = e.name, dtype = dt, shape = shape }
     end
-    local shape, why = tensor.check_shape(e.shape)
-    if not shape then fail(2, "field '%s': %s", e.name, why) end
-    entries[i] = { name = e.name, dtype = dt, shape = shape }
   end
   return entries
 end

@@ -182,8 +182,36 @@ local function is_scalar(v)
     or (t == "cdata" and (ffi.istype("int64_t", v) or ffi.istype("uint64_t", v)))
 end
 
+-- A bytes field (sluice/options.h, FieldSpec::max_bytes): the length as a
+-- uint64, then the bytes of a Lua string or a uint8 tensor.
+local length_box = ffi.new("uint64_t[1]")
+local function store_bytes(f, v, dst)
+  local n
+  if type(v) == "string" then
+    n = #v
+  elseif is_tensor(v) and v.dtype == "uint8" then
+    n = v.nbytes
+  else
+    fail("%s: field '%s' of sample %d is bytes: a Lua string or a uint8 tensor; got %s", who(), f.name,
+      current.index, is_tensor(v) and ("a " .. v.dtype .. " tensor") or ("a Lua " .. type(v)))
+  end
+  if n > f.bytes then
+    fail("%s: field '%s' of sample %d has %d bytes, more than the %d its declaration allows; declare more "
+      .. "({ \"%s\", \"bytes\", N })", who(), f.name, current.index, n, f.bytes, f.name)
+  end
+  length_box[0] = n
+  ffi.copy(dst, length_box, 8)
+  if n == 0 then return end
+  if type(v) == "string" then
+    ffi.copy(dst + 8, v, n)
+  else
+    api.copy_to_batch(dst + 8, v.data, n)
+  end
+end
+
 -- Put value v of field f of one sample at dst (a char* into the slot).
 local function store(f, v, dst)
+  if f.bytes then return store_bytes(f, v, dst) end
   if is_tensor(v) then
     if v.dtype ~= f.dtype.name or not same_shape(v.shape, f.shape) then
       fail("%s: field '%s' of sample %d must be %s, got %s", who(), f.name, current.index,
@@ -301,7 +329,8 @@ local function set_fields(list)
         .. "take; check its shape", path_name, f.name, tensor.describe(f.dtype.name, f.shape),
         nbytes < 2 ^ 63 and format("%.0f", nbytes) or format("%.3g", nbytes))
     end
-    local entry = { name = f.name, dtype = f.dtype, shape = f.shape, numel = numel, nbytes = nbytes }
+    local entry = { name = f.name, dtype = f.dtype, shape = f.shape, numel = numel, nbytes = nbytes,
+      bytes = f.bytes }
     fields[k], field_named[f.name], names[k] = entry, entry, f.name
   end
   field_list = #names > 0 and table.concat(names, ", ") or "name = value, ..."
@@ -542,7 +571,7 @@ function M.describe(epochs, workers, prefetch, seed_override, source_size, the_h
   for i, f in ipairs(fields) do
     local shape = {}
     for d = 1, #f.shape do shape[d] = f.shape[d] end
-    plain[i] = { name = f.name, dtype = f.dtype.code, shape = shape }
+    plain[i] = { name = f.name, dtype = f.dtype.code, shape = shape, bytes = f.bytes }
   end
   return {
     dataset_size = P.source.size,
@@ -584,7 +613,7 @@ function M.start_worker(spec)
   end
   local list = {}
   for i, f in ipairs(spec.fields) do
-    list[i] = { name = f.name, dtype = tensor.DTYPES[f.dtype + 1], shape = f.shape }
+    list[i] = { name = f.name, dtype = tensor.DTYPES[f.dtype + 1], shape = f.shape, bytes = f.bytes }
   end
   prepare(list, spec.seed)
   make_out_views()

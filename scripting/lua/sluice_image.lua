@@ -39,6 +39,11 @@
 --                                         uint8 with no mean or std, values kept), flip,
 --                                         layout ("chw" for a {C,H,W} dst, "hwc")
 --   image.cast(src, dst [, layout])    -> dst, values kept
+--   image.encode_jpeg(src, opts)      -> uint8 tensor of JPEG bytes (libjpeg-turbo; what PIL's
+--                                         save(quality=q) writes: 4:2:0, baseline), valid until
+--                                         this worker's next encode_jpeg: return it as a bytes
+--                                         field. src: uint8 {H, W, 3} or {H, W[, 1]}; opts: quality
+--                                         (1..100, default 90)
 --   image.decode_crop(bytes, box, dst, opts) -> dst: decode + resize + normalize in one call, the
 --                                         same values bit for bit: decodes only the pixels of box
 --                                         (full-size, as random_resized_crop gives it) at the
@@ -89,6 +94,8 @@ typedef struct sluice_image_api {
   int (*decode_crop)(sluice_image_workspace*, const uint8_t*, uint64_t, const char*,
                      const sluice_decode_args*, const sluice_image_box*, int32_t, int32_t, int32_t,
                      const sluice_normalize_args*, void*, char*, uint64_t);
+  int (*encode_jpeg)(sluice_image_workspace*, const sluice_image_desc*, int32_t, const uint8_t**,
+                     uint64_t*, char*, uint64_t);
 } sluice_image_api;
 ]]
 
@@ -109,6 +116,7 @@ local info_args = ffi.new("sluice_decode_args")
 local rrc_args = ffi.new("sluice_rrc_args")
 local norm_args = ffi.new("sluice_normalize_args")
 local divisor_c = ffi.new("int32_t[1]")
+local jpeg_out, jpeg_size = ffi.new("const uint8_t*[1]"), ffi.new("uint64_t[1]")
 local fill_c = ffi.new("int32_t[4]")
 local u8_ptr = ffi.typeof("const uint8_t*")
 local FORMATS = { [0] = "jpeg", [1] = "png" }
@@ -166,6 +174,7 @@ local VALID_OPTS = {
   normalize = { "mean", "std", "scale", "flip", "layout" },
   decode_crop = { "name", "size", "exif", "strict", "max_pixels", "filter", "mean", "std", "scale", "flip",
                   "layout" },
+  encode_jpeg = { "quality" },
 }
 local VALID_SET = {}
 for fname, keys in pairs(VALID_OPTS) do
@@ -356,6 +365,16 @@ end
 
 function M.cast(src, dst, layout)
   return M.normalize(src, dst, { scale = 1, layout = layout })
+end
+
+function M.encode_jpeg(src, opts)
+  check_opts("encode_jpeg", opts)
+  local quality = opts and opts.quality or 90
+  if type(quality) ~= "number" or quality ~= math.floor(quality) or quality < 1 or quality > 100 then
+    error("sluice.image.encode_jpeg: quality must be an integer in 1..100, not " .. tostring(quality), 2)
+  end
+  check(C.encode_jpeg(workspace(), describe(src, src_desc, "src"), quality, jpeg_out, jpeg_size, err, ERR_SIZE))
+  return tensor.view("uint8", { tonumber(jpeg_size[0]) }, jpeg_out[0])
 end
 
 return M

@@ -4,15 +4,18 @@
 
 #include <cstdio>
 #include <exception>
+#include <vector>
 
 #include "sluice/ops/decode.h"
 #include "sluice/ops/decode_crop.h"
+#include "sluice/ops/encode.h"
 #include "sluice/ops/geometry.h"
 #include "sluice/ops/normalize.h"
 
 struct sluice_image_workspace {
   sluice::ops::ImageDecoder decoder;
   sluice::ops::Resampler resampler;
+  std::vector<std::byte> jpeg;  // the last encode_jpeg's bytes
 };
 
 namespace sluice::scripting {
@@ -138,8 +141,18 @@ int decode_crop(sluice_image_workspace* ws, const std::uint8_t* bytes, std::uint
   });
 }
 
+int encode_jpeg(sluice_image_workspace* ws, const sluice_image_desc* src, std::int32_t quality,
+                const std::uint8_t** out, std::uint64_t* size, char* err, std::uint64_t err_size) noexcept {
+  return guarded(err, err_size, [&] {
+    ops::encode_jpeg(image_of(*src), {.quality = quality}, ws->jpeg);
+    *out = reinterpret_cast<const std::uint8_t*>(ws->jpeg.data());
+    *size = ws->jpeg.size();
+  });
+}
+
 constexpr sluice_image_api kApi = {
     workspace_new, workspace_free, info, decode, random_resized_crop, resize, flip, pad, normalize, decode_crop,
+    encode_jpeg,
 };
 
 }  // namespace

@@ -78,6 +78,10 @@ struct sluice_image_api {
                      const sluice_decode_args* decode, const sluice_image_box* box, std::int32_t out_height,
                      std::int32_t out_width, std::int32_t filter, const sluice_normalize_args* normalize, void* dst,
                      char* err, std::uint64_t err_size);
+  // sluice::ops::encode_jpeg of a uint8 gray or RGB image; out: the bytes in the workspace, valid
+  // until its next encode_jpeg.
+  int (*encode_jpeg)(sluice_image_workspace* ws, const sluice_image_desc* src, std::int32_t quality,
+                     const std::uint8_t** out, std::uint64_t* size, char* err, std::uint64_t err_size);
 };
 
 }  // extern "C"

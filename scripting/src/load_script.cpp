@@ -71,6 +71,9 @@ std::vector<FieldSpec> read_fields(lua_State* L, int description) {
       field.shape.push_back(static_cast<std::int64_t>(lua_tonumber(L, -1)));
       lua_pop(L, 1);
     }
+    lua_pop(L, 1);
+    lua_getfield(L, entry, "bytes");
+    if (lua_isnumber(L, -1)) field.max_bytes = static_cast<std::uint64_t>(lua_tonumber(L, -1));
     lua_pop(L, 2);
     fields.push_back(std::move(field));
   }

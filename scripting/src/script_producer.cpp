@@ -41,6 +41,10 @@ void push_spec(lua_State* L, const WorkerSpec& spec) {
       lua_rawseti(L, -2, static_cast<int>(d + 1));
     }
     lua_setfield(L, -2, "shape");
+    if (field.max_bytes > 0) {
+      lua_pushnumber(L, static_cast<lua_Number>(field.max_bytes));
+      lua_setfield(L, -2, "bytes");
+    }
     lua_rawseti(L, -2, static_cast<int>(i + 1));
   }
   lua_setfield(L, -2, "fields");

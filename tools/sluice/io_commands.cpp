@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dataset_report.h"
 #include "inspect_folder.h"
 #include "sluice/error.h"
 #include "sluice/io/example.h"
@@ -262,6 +263,10 @@ int inspect_command(int argc, char** argv) {
     try {
       std::error_code ec;
       if (std::filesystem::is_directory(path, ec)) {
+        if (is_written_dataset(path)) {
+          inspect_dataset(path);
+          continue;
+        }
         inspect_folder(path);
         continue;
       }

@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "io_commands.h"
 #include "verify_command.h"
+#include "write_command.h"
 
 namespace {
 
@@ -32,6 +33,9 @@ commands:
   inspect FILE|DIR... format, record count, the first records' fields and sizes
                       (TFRecord, WebDataset tar, .npy, plain files); an image
                       folder's classes and counts, and its files that are not images
+  write PIPELINE.lua  the pipeline's samples as shards in a folder (--to DIR):
+                      WebDataset tars or TFRecords, with a manifest of
+                      checksums; resumes where a killed run stopped
   index FILE...       build TFRecord offset indexes (FILE.idx) for random access
   verify A B          whether two run records (run --record) saw identical data;
                       otherwise the first batch that differs, and how
@@ -64,6 +68,7 @@ int main(int argc, char** argv) {
   if (command == "bench") return sluice::bench::bench_command(argc - 1, argv + 1);
   if (command == "inspect") return sluice::cli::inspect_command(argc - 1, argv + 1);
   if (command == "index") return sluice::cli::index_command(argc - 1, argv + 1);
+  if (command == "write") return sluice::cli::write_command(argc - 1, argv + 1);
   if (command == "verify") return sluice::cli::verify_command(argc - 1, argv + 1);
   std::fprintf(stderr, "sluice: unknown command '%s'\n\n%s", argv[1], kUsage);
   return 2;

@@ -5,6 +5,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dataset_report.h"
 #include "paths.h"
 
 #include "sluice/error.h"
@@ -15,6 +16,11 @@ namespace sluice::cli {
 namespace {
 constexpr const char* kHelp = R"(usage: sluice verify A.jsonl B.jsonl
        sluice verify --global 'A_*.jsonl' 'B_*.jsonl'
+       sluice verify DIR
+
+DIR: a dataset written by `sluice write`: checks every shard its manifest.json
+lists (size and xxh3 checksum) and names each one that does not match; exit
+status 1 when one does not or the conversion is not complete.
 
 Compares two run records (written by `sluice run --record FILE`) batch by
 batch, after ordering both by (epoch, batch), and says whether the two runs saw
@@ -36,6 +42,14 @@ int verify_command(int argc, char** argv) {
   if (argc == 2 && (std::string_view(argv[1]) == "-h" || std::string_view(argv[1]) == "--help")) {
     std::fputs(kHelp, stdout);
     return 0;
+  }
+  if (argc == 2 && is_written_dataset(argv[1])) {
+    try {
+      return verify_dataset(argv[1]);
+    } catch (const Error& e) {
+      std::fprintf(stderr, "sluice verify: %s\n", e.what());
+      return 2;
+    }
   }
   const bool global = argc == 4 && std::string_view(argv[1]) == "--global";
   if (argc != 3 && !global) {

@@ -39,6 +39,11 @@ struct SLUICE_API FieldView {
   std::span<T> as() const { return {static_cast<T*>(data), nbytes / sizeof(T)}; }
 };
 
+// The bytes of sample `row` of a bytes field (FieldSpec::max_bytes > 0: uint8
+// rows of 8 + max_bytes, a uint64 length then the bytes). Throws Error naming
+// the field when the row's length does not fit its row.
+SLUICE_API std::span<const std::byte> field_bytes(const FieldView& field, std::size_t row);
+
 class SLUICE_API Batch {
  public:
   Batch() = default;

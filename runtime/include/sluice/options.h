@@ -34,6 +34,11 @@ struct SLUICE_API FieldSpec {
   std::string name;
   DType dtype = DType::f32;
   std::vector<std::int64_t> shape;  // per-sample shape; empty = scalar
+  // > 0: a bytes field of variable length (dtype "bytes" in pipeline.lua, for
+  // encoded images and raw files): dtype u8, shape {8 + max_bytes}; each
+  // sample's row holds its length (uint64, little endian), then its bytes; the
+  // rest of the row is unspecified. field_bytes() (sluice/batch.h) reads one.
+  std::uint64_t max_bytes = 0;
 };
 
 // How ranks share an epoch when the dataset does not divide evenly.

@@ -3,6 +3,7 @@
 
 #include "file_util.h"
 #include "sluice/error.h"
+#include "sluice/io/manifest.h"
 #include "sluice/io/tar.h"
 #include "tar_format.h"
 
@@ -15,6 +16,7 @@ TarSource::TarSource(std::vector<std::string> shards, TarOptions options)
 
 void TarSource::index_shard(std::uint32_t shard) {
   const std::string& path = shards_[shard];
+  verify_listed_shard(path);  // a written dataset's shard: its checksum first (manifest.h)
   detail::Fd fd = detail::open_read(path);
   const std::uint64_t size = detail::file_size(fd.get(), path);
   posix_fadvise(fd.get(), 0, 0, POSIX_FADV_RANDOM);

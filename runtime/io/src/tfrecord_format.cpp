@@ -22,6 +22,22 @@ std::string hex(std::uint32_t v) {
 
 }  // namespace
 
+std::array<std::byte, kTFRecordHeader> tfrecord_header(std::span<const std::byte> data) {
+  std::array<std::byte, kTFRecordHeader> header;
+  const std::uint64_t length = data.size();
+  std::memcpy(header.data(), &length, 8);
+  const std::uint32_t length_crc = mask_crc(crc32c(std::span(header.data(), 8)));
+  std::memcpy(header.data() + 8, &length_crc, 4);
+  return header;
+}
+
+std::array<std::byte, kTFRecordFooter> tfrecord_footer(std::span<const std::byte> data) {
+  std::array<std::byte, kTFRecordFooter> footer;
+  const std::uint32_t data_crc = mask_crc(crc32c(data));
+  std::memcpy(footer.data(), &data_crc, 4);
+  return footer;
+}
+
 std::optional<std::uint64_t> tfrecord_length(std::span<const std::byte, kTFRecordHeader> header,
                                              std::string* why) {
   std::uint64_t length;

@@ -5,6 +5,7 @@
 // Thread safety: pure functions.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -16,6 +17,10 @@ namespace sluice::io::detail {
 inline constexpr std::size_t kTFRecordHeader = 12;  // length + its CRC
 inline constexpr std::size_t kTFRecordFooter = 4;   // data CRC
 inline constexpr std::size_t kTFRecordOverhead = kTFRecordHeader + kTFRecordFooter;
+
+// The 12-byte header and the 4-byte footer that frame `data` (the writers').
+std::array<std::byte, kTFRecordHeader> tfrecord_header(std::span<const std::byte> data);
+std::array<std::byte, kTFRecordFooter> tfrecord_footer(std::span<const std::byte> data);
 
 // The data length in a 12-byte header, or nullopt when the length CRC does
 // not match (`why` then says so with both values).

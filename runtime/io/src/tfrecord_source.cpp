@@ -3,6 +3,7 @@
 
 #include "file_util.h"
 #include "sluice/error.h"
+#include "sluice/io/manifest.h"
 #include "sluice/io/tfrecord.h"
 #include "tfrecord_format.h"
 
@@ -12,6 +13,7 @@ TFRecordSource::TFRecordSource(std::vector<std::string> shards, TFRecordOptions 
     : shards_(std::move(shards)), options_(std::move(options)) {
   starts_.push_back(0);
   for (const std::string& shard : shards_) {
+    verify_listed_shard(shard);  // a written dataset's shard: its checksum first (manifest.h)
     const std::string index_path = tfrecord_index_path(shard, options_.index_dir);
     std::optional<TFRecordIndex> index = load_tfrecord_index(index_path, shard);
     if (!index) {

@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "sluice/error.h"
-#include "sluice/io/crc32c.h"
+#include "tfrecord_format.h"
 
 namespace sluice::io {
 
@@ -19,15 +19,11 @@ TFRecordWriter::~TFRecordWriter() {
 
 void TFRecordWriter::write(std::span<const std::byte> record) {
   if (!file_) throw Error(path_ + ": write after close");
-  std::byte header[12];
-  const std::uint64_t length = record.size();
-  std::memcpy(header, &length, 8);
-  const std::uint32_t length_crc = mask_crc(crc32c(std::span(header, 8)));
-  std::memcpy(header + 8, &length_crc, 4);
-  const std::uint32_t data_crc = mask_crc(crc32c(record));
-  if (std::fwrite(header, 1, 12, file_) != 12 ||
+  const auto header = detail::tfrecord_header(record);
+  const auto footer = detail::tfrecord_footer(record);
+  if (std::fwrite(header.data(), 1, header.size(), file_) != header.size() ||
       std::fwrite(record.data(), 1, record.size(), file_) != record.size() ||
-      std::fwrite(&data_crc, 1, 4, file_) != 4)
+      std::fwrite(footer.data(), 1, footer.size(), file_) != footer.size())
     throw Error("cannot write " + path_ + ": " + std::strerror(errno));
   ++records_;
 }

@@ -1,0 +1,88 @@
+// sluice/io/shard_writer.h: samples in, verified shards out (`sluice write`,
+// sluice.write()).
+//
+// A ShardWriter takes samples in plan order and writes them to DIR as
+// WebDataset tars (shard-NNNNNN.tar: one member per field, KEY.EXT, the key
+// the sample id as nine or more digits) or TFRecords of tf.train.Example
+// (shard-NNNNNN.tfrecord, one feature per field plus "__key__", with Sluice's
+// offset index FILE.idx beside each), and keeps DIR/manifest.json (manifest.h).
+//
+// Field encoding. A "bytes" field is written as it is: a .jpg stays the JPEG
+// it was (tar: member KEY.EXT, ext defaulting to the field name; TFRecord: a
+// one-entry bytes_list). A numeric field: in a tar, an integer scalar as
+// decimal text (ext NAME.cls, or "cls" for a field named cls) and anything
+// else as a .npy (ext NAME.npy); in a TFRecord, integers as an int64_list,
+// floats as a float_list (float64 narrowed to float32), in C order.
+//
+// Shard boundaries are a pure function of the samples in order: with
+// shard_samples, every shard but the last holds exactly that many; with
+// shard_bytes, a shard is closed before the sample that would take it past
+// the limit (a shard holds at least one sample). So the shards' names and
+// bytes do not depend on how many workers made the samples.
+//
+// Crash safety and resume: each shard is written to NAME.tmp, fsynced and
+// renamed, then the manifest is rewritten atomically with it and the plan
+// position after its last sample. A new ShardWriter on a folder whose
+// manifest describes the same conversion (format, cut, fields) keeps the
+// shards it lists (each checked against its size and checksum; the first
+// that fails and every later one is dropped), deletes leftovers (*.tmp,
+// unlisted shard-* files) and reports where to start again (resume_batch,
+// resume_row). A manifest of another conversion is an error that says so;
+// an existing folder with files but no manifest is refused too.
+//
+// Errors: sluice::Error naming the folder, shard or field. Thread safety: none.
+#pragma once
+
+#include "sluice/export.h"
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "sluice/io/manifest.h"
+
+namespace sluice::io {
+
+struct SLUICE_API ShardWriterOptions {
+  std::string dir;
+  std::string format = "tar";        // "tar" or "tfrecord"
+  std::uint64_t shard_samples = 0;   // exactly one of these two is > 0
+  std::uint64_t shard_bytes = 0;
+  // dtype "bytes" (shape empty) or a dtype name; ext empty = the default above.
+  std::vector<ManifestField> fields;
+};
+
+class SLUICE_API ShardWriter {
+ public:
+  explicit ShardWriter(ShardWriterOptions options);
+  ~ShardWriter();
+  ShardWriter(const ShardWriter&) = delete;
+  ShardWriter& operator=(const ShardWriter&) = delete;
+
+  // Where the samples should start: the plan position after the last sample
+  // of the completed shards kept (0, 0 for a fresh folder).
+  std::uint64_t resume_batch() const;
+  std::uint64_t resume_row() const;
+  std::uint64_t samples_kept() const;  // samples in the shards kept
+  std::size_t shards_kept() const;
+  bool already_complete() const;       // the manifest said complete: nothing to do
+
+  // One sample: `values[i]` holds field i (the bytes of a bytes field, or the
+  // field's elements in C order: exactly dtype size x shape elements).
+  // (next_batch, next_row) is the plan position after this sample, recorded
+  // when the shard it ends up in completes.
+  void add(std::uint64_t id, std::span<const std::span<const std::byte>> values,
+           std::uint64_t next_batch, std::uint64_t next_row);
+
+  // Publishes the last shard and marks the manifest complete.
+  const Manifest& finish();
+  const Manifest& manifest() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace sluice::io

@@ -1,0 +1,76 @@
+#include "dataset_report.h"
+
+#include <cstdio>
+#include <filesystem>
+
+#include "sluice/error.h"
+#include "sluice/io/manifest.h"
+
+#include <algorithm>
+#include <optional>
+
+namespace sluice::cli {
+namespace {
+
+io::Manifest load(const std::string& dir) {
+  std::optional<io::Manifest> m = io::read_manifest(dir);
+  if (!m) throw Error(dir + " has no " + io::kManifestName);
+  return std::move(*m);
+}
+
+std::string shape_text(const io::ManifestField& f) {
+  if (f.dtype == "bytes") return "bytes";
+  std::string s = f.dtype + "[";
+  for (std::size_t d = 0; d < f.shape.size(); ++d) s += (d ? "," : "") + std::to_string(f.shape[d]);
+  return s + "]";
+}
+
+}  // namespace
+
+bool is_written_dataset(const std::string& dir) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(std::filesystem::path(dir) / io::kManifestName, ec);
+}
+
+void inspect_dataset(const std::string& dir) {
+  const io::Manifest m = load(dir);
+  std::printf("%s: a written dataset (%s), %zu %s shards, %llu samples, %.1f MB, %s\n", dir.c_str(),
+              io::kManifestName, m.shards.size(), m.shard_format.c_str(),
+              static_cast<unsigned long long>(m.samples()), static_cast<double>(m.bytes()) / 1e6,
+              m.complete ? "complete" : "INCOMPLETE (a conversion stopped; run it again to finish)");
+  if (m.cut_samples)
+    std::printf("  shards of %llu samples", static_cast<unsigned long long>(m.cut_samples));
+  else
+    std::printf("  shards of at most %llu bytes", static_cast<unsigned long long>(m.cut_bytes));
+  std::printf(", checksums %s\n", m.checksum.c_str());
+  std::printf("  %-16s %-22s %s\n", "field", "dtype[shape]", m.shard_format == "tar" ? "member" : "feature");
+  for (const io::ManifestField& f : m.fields)
+    std::printf("  %-16s %-22s %s\n", f.name.c_str(), shape_text(f).c_str(),
+                m.shard_format == "tar" ? ("KEY." + f.ext).c_str() : f.name.c_str());
+  const std::size_t show = std::min<std::size_t>(m.shards.size(), 3);
+  for (std::size_t i = 0; i < show; ++i)
+    std::printf("  %s  %llu samples, %llu bytes, %s\n", m.shards[i].name.c_str(),
+                static_cast<unsigned long long>(m.shards[i].samples),
+                static_cast<unsigned long long>(m.shards[i].bytes), m.shards[i].checksum.c_str());
+  if (m.shards.size() > show) std::printf("  ... and %zu more shards\n", m.shards.size() - show);
+}
+
+int verify_dataset(const std::string& dir) {
+  const io::Manifest m = load(dir);
+  std::size_t bad = 0;
+  for (const io::ManifestShard& s : m.shards) {
+    const std::string why = io::check_shard(dir, s);
+    if (why.empty()) continue;
+    ++bad;
+    std::printf("%s\n", why.c_str());
+  }
+  if (bad) {
+    std::printf("%zu of %zu shards do not match %s/%s\n", bad, m.shards.size(), dir.c_str(), io::kManifestName);
+    return 1;
+  }
+  std::printf("%s: all %zu shards match the manifest (%llu samples%s)\n", dir.c_str(), m.shards.size(),
+              static_cast<unsigned long long>(m.samples()), m.complete ? "" : "; the conversion is not complete");
+  return m.complete ? 0 : 1;
+}
+
+}  // namespace sluice::cli

@@ -1,0 +1,176 @@
+// `sluice write`: a pipeline's samples, made in its workers, into shards.
+#include "write_command.h"
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "run_args.h"
+#include "sluice/error.h"
+#include "sluice/io/batch_writer.h"
+#include "sluice/loader.h"
+#include "sluice/script.h"
+
+namespace sluice::cli {
+namespace {
+
+constexpr const char* kHelp =
+    "usage: sluice write PIPELINE.lua --to DIR --format tar|tfrecord\n"
+    "                    [--shard-size 256MB | --shard-samples N] [settings]\n"
+    "\n"
+    "Runs a pipeline once (one epoch, in plan order) through its workers and writes\n"
+    "every sample its map returns to DIR as shards that other tools read:\n"
+    "  tar        WebDataset: one member per field, KEY.EXT, the key the sample id;\n"
+    "             a bytes field ({ \"jpg\", \"bytes\", MAX }) is written as it is\n"
+    "             (.jpg stays JPEG), an integer scalar as text (NAME.cls), any\n"
+    "             other field as a .npy (NAME.npy)\n"
+    "  tfrecord   tf.train.Example per sample (a feature per field, and __key__),\n"
+    "             with Sluice's offset index FILE.idx beside each shard\n"
+    "and DIR/manifest.json: every shard with its samples, bytes and xxh3 checksum,\n"
+    "and the fields' dtypes and shapes (sluice inspect DIR shows it, sluice verify\n"
+    "DIR checks the shards against it; the readers check a shard when first read).\n"
+    "\n"
+    "options:\n"
+    "  --to DIR           the folder (created; a local path: s3:// is not supported yet)\n"
+    "  --format F         tar (default) or tfrecord\n"
+    "  --shard-size S     close a shard before the sample that would take it past S\n"
+    "                     bytes (default 256MB; KB, MB, GB, KiB, MiB, GiB)\n"
+    "  --shard-samples N  N samples per shard instead\n"
+    "  -h, --help         this help\n"
+    "\n"
+    "Shards hold the samples in plan order, so their names and bytes do not depend\n"
+    "on the worker count. Each is written as NAME.tmp, fsynced, renamed, then listed\n"
+    "in the manifest: run the same command again after a crash or kill and it keeps\n"
+    "the listed shards and redoes the rest.\n"
+    "\n"
+    "settings (override the script, as for sluice run): -w/--workers, -b/--batch-size,\n"
+    "--seed, --shuffle/--no-shuffle, --on-error, ... (sluice run --help); epochs is 1.\n"
+    "\n"
+    "Exit status: 0 written, 1 the pipeline or a write failed, 2 usage.\n";
+
+constexpr std::string_view kValueOptions[] = {"--to", "--format", "--shard-size", "--shard-samples"};
+
+struct WriteArgs {
+  RunSettings settings;
+  bool help = false;
+  std::string to;
+  std::string format = "tar";
+  std::uint64_t shard_bytes = 0;
+  std::uint64_t shard_samples = 0;
+};
+
+// "256MB", "1GiB", "4096".
+std::uint64_t parse_size(std::string_view text) {
+  std::size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  const std::string_view unit = text.substr(digits);
+  struct Unit {
+    std::string_view name;
+    std::uint64_t scale;
+  };
+  static constexpr Unit kUnits[] = {{"", 1}, {"B", 1}, {"KB", 1000}, {"MB", 1000'000}, {"GB", 1000'000'000},
+                                    {"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1ull << 30}};
+  for (const Unit& u : kUnits) {
+    if (digits == 0 || u.name != unit) continue;
+    const std::uint64_t n = parse_count("--shard-size", text.substr(0, digits), (1ull << 50) / u.scale);
+    if (n * u.scale < 1024) throw UsageError{"--shard-size " + std::string(text) + " is less than 1 KiB"};
+    return n * u.scale;
+  }
+  throw UsageError{"--shard-size expects a size such as 256MB or 1GiB, got '" + std::string(text) + "'"};
+}
+
+WriteArgs parse(int argc, char** argv) {
+  SettingsLine line = parse_settings_line(argc, argv, "write", {kValueOptions, {}});
+  WriteArgs args;
+  args.settings = std::move(line.settings);
+  args.help = line.help;
+  for (const auto& [name, value] : line.own) {
+    if (name == "--to") {
+      args.to = value;
+    } else if (name == "--format") {
+      if (value != "tar" && value != "tfrecord") throw UsageError{"--format expects tar or tfrecord"};
+      args.format = value;
+    } else if (name == "--shard-size") {
+      args.shard_bytes = parse_size(value);
+    } else if (name == "--shard-samples") {
+      args.shard_samples = parse_count(name, value, 1ull << 40);
+      if (args.shard_samples == 0) throw UsageError{"--shard-samples expects at least 1"};
+    }
+  }
+  if (args.help) return args;
+  if (args.to.empty()) throw UsageError{"--to DIR is required"};
+  if (args.to.find("://") != std::string::npos)
+    throw UsageError{"--to " + args.to + ": only local folders are supported yet (not s3:// or https://)"};
+  if (args.shard_bytes && args.shard_samples) throw UsageError{"give --shard-size or --shard-samples, not both"};
+  if (!args.shard_bytes && !args.shard_samples) args.shard_bytes = 256'000'000;
+  return args;
+}
+
+int write(WriteArgs& args) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  args.settings.set("epochs", "1");
+  Script script = args.settings.load();
+  for (const std::string& note : script.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
+  Options& o = script.options;
+
+  io::ShardWriterOptions wo;
+  wo.dir = args.to;
+  wo.format = args.format;
+  wo.shard_samples = args.shard_samples;
+  wo.shard_bytes = args.shard_bytes;
+  io::BatchWriter writer(o.fields, wo);
+  const io::ShardWriter& shards = writer.shards();
+  if (shards.already_complete()) {
+    std::printf("%s is already written and complete (%zu shards, %llu samples)\n", args.to.c_str(),
+                shards.shards_kept(), static_cast<unsigned long long>(shards.samples_kept()));
+    return 0;
+  }
+  if (shards.shards_kept() > 0)
+    std::fprintf(stderr, "resuming %s: %zu shards (%llu samples) kept, from batch %llu\n", args.to.c_str(),
+                 shards.shards_kept(), static_cast<unsigned long long>(shards.samples_kept()),
+                 static_cast<unsigned long long>(shards.resume_batch()));
+  writer.prepare(o);
+  Loader loader(o);
+  while (std::optional<Batch> batch = loader.next()) writer.write(*batch);
+  const std::uint64_t written = writer.samples_written();
+  const io::Manifest& m = writer.finish();
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  std::printf("wrote %s: %zu %s shards, %llu samples, %.1f MB (%llu samples this run in %.2f s, %.0f samples/s)\n",
+              args.to.c_str(), m.shards.size(), m.shard_format.c_str(),
+              static_cast<unsigned long long>(m.samples()), static_cast<double>(m.bytes()) / 1e6,
+              static_cast<unsigned long long>(written), seconds, static_cast<double>(written) / seconds);
+  if (const Stats stats = loader.stats(); !stats.skipped_samples.empty())
+    std::printf("skipped %zu samples (on_error = skip)\n", stats.skipped_samples.size());
+  return 0;
+}
+
+}  // namespace
+
+int write_command(int argc, char** argv) {
+  WriteArgs args;
+  try {
+    args = parse(argc, argv);
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "sluice write: %s\n", e.message.c_str());
+    return 2;
+  }
+  if (args.help) {
+    std::fputs(kHelp, stdout);
+    return 0;
+  }
+  try {
+    return write(args);
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "sluice write: error: %s\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace sluice::cli
