@@ -742,10 +742,8 @@ function M.pipeline(spec)
   local source = spec.source
   if type(source) ~= "table" or (source.kind ~= "range" and not source.native) then
     fail(1, "sluice.pipeline: source must be sluice.range(n, fn), sluice.files{...}, sluice.folders(...), "
-      .. "sluice.tfrecord{...}, sluice.tar{...}, sluice.jsonl{...}, sluice.npy{...} or sluice.parquet{...}")
-  end
-  if source.native and source.kind ~= "npy" and source.kind ~= "parquet" and spec.map == nil then
-      .. "sluice.tfrecord{...}, sluice.tar{...}, sluice.npy{...}, sluice.tokens{...} or sluice.mix{...}")
+      .. "sluice.tfrecord{...}, sluice.tar{...}, sluice.jsonl{...}, sluice.npy{...}, sluice.parquet{...}, "
+      .. "sluice.tokens{...} or sluice.mix{...}")
   end
   if spec.pack ~= nil then
     local pack = spec.pack
@@ -777,7 +775,7 @@ function M.pipeline(spec)
   if p.pack and windows then
     fail(1, "sluice.pipeline: sluice.tokens{ window = ... } gives windows; leave out pack, or window")
   end
-  if source.native and source.kind ~= "npy" and spec.map == nil and p.pack == nil and not windows then
+  if source.native and source.kind ~= "npy" and source.kind ~= "parquet" and spec.map == nil and p.pack == nil and not windows then
     fail(1, "sluice.pipeline: sluice.%s gives records of bytes; add map = function(sample, ctx) that "
       .. "turns one into fields", source.kind)
   end
