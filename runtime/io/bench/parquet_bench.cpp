@@ -38,6 +38,7 @@ using sluice::bench::Stopwatch;
 namespace {
 
 constexpr std::size_t kBatch = 256;
+constexpr std::size_t kAhead = 8;  // rows prefetched ahead of the one read
 
 // {"name":[s, s, ...], ...} as printed by parquet_bench.mjs.
 std::map<std::string, std::vector<double>> parse_times(const std::string& json) {
@@ -57,11 +58,10 @@ std::map<std::string, std::vector<double>> parse_times(const std::string& json) 
 
 // Reads `order`'s rows into batches of kBatch rows: each row's values copied
 // into its slot (numeric: 16 float32; text: the string into a 4 KiB slot).
-// Returns seconds.
-double read_rows(const std::string& path, const std::vector<std::uint64_t>& order, std::size_t cache,
-                 std::uint64_t* checksum) {
-  auto file = std::make_shared<const sluice::io::ParquetFile>(path);
-  sluice::io::ParquetReader reader({file}, {}, {.cached_row_groups = cache});
+// The reader lives as long as a worker's would: its decoded groups are
+// dropped before each run, its buffers kept. Returns seconds.
+double read_rows(sluice::io::ParquetReader& reader, const std::vector<std::uint64_t>& order, std::uint64_t* checksum) {
+  reader.clear();
   const std::size_t columns = reader.column_names().size();
   const std::size_t slot = columns == 1 ? 4096 : columns * 4;
   std::vector<std::byte> batch(kBatch * slot);
@@ -69,6 +69,7 @@ double read_rows(const std::string& path, const std::vector<std::uint64_t>& orde
   std::uint64_t sum = 0;
   const Stopwatch clock;
   for (std::size_t i = 0; i < order.size(); ++i) {
+    if (i + kAhead < order.size()) reader.prefetch(order[i + kAhead]);  // the batch's rows are known
     reader.read(order[i], values);
     std::byte* dst = batch.data() + (i % kBatch) * slot;
     for (const sluice::io::ParquetValue& v : values) {
@@ -126,22 +127,26 @@ int main(int argc, char** argv) {
   std::uint64_t checksum = 0;
   for (const auto& [name, times] : duckdb) {
     const std::string path = (data / (name + ".parquet")).string();
-    const sluice::io::ParquetFile file(path);
-    const std::uint64_t rows = file.rows();
+    auto file = std::make_shared<const sluice::io::ParquetFile>(path);
+    sluice::io::ParquetReader seq_reader({file}, {}), shuf_reader({file}, {});
+    const std::uint64_t rows = file->rows();
     std::vector<std::uint64_t> in_order(rows);
     std::iota(in_order.begin(), in_order.end(), 0);
     std::vector<double> duck_rate, seq_rate, shuf_rate;
     for (double s : times) duck_rate.push_back(static_cast<double>(rows) / s);
-    read_rows(path, in_order, 2, &checksum);  // warm the page cache
+    // Warm-up: the file in the page cache, each reader's buffers grown.
+    read_rows(seq_reader, in_order, &checksum);
+    read_rows(shuf_reader, window_shuffle(*file, 99), &checksum);
     for (int r = 0; r < runs; ++r) {
-      seq_rate.push_back(static_cast<double>(rows) / read_rows(path, in_order, 2, &checksum));
-      shuf_rate.push_back(static_cast<double>(rows) / read_rows(path, window_shuffle(file, r), 2, &checksum));
+      const std::vector<std::uint64_t> shuffled = window_shuffle(*file, static_cast<std::uint64_t>(r));
+      seq_rate.push_back(static_cast<double>(rows) / read_rows(seq_reader, in_order, &checksum));
+      shuf_rate.push_back(static_cast<double>(rows) / read_rows(shuf_reader, shuffled, &checksum));
     }
     const double duck = median(duck_rate), seq = median(seq_rate), shuf = median(shuf_rate);
     std::printf("%-15s %8llu rows in %zu row groups: DuckDB 1 thread %.2fM rows/s, Sluice in order %.2fM rows/s "
                 "(ratio %.2f, target >= 0.8), shuffled in a 2-group window %.2fM rows/s (%.2f of in order, target "
                 ">= 0.7); medians of %d; first touch %.2f us/page\n",
-                name.c_str(), static_cast<unsigned long long>(rows), file.row_groups().size(), duck / 1e6, seq / 1e6,
+                name.c_str(), static_cast<unsigned long long>(rows), file->row_groups().size(), duck / 1e6, seq / 1e6,
                 seq / duck, shuf / 1e6, shuf / seq, runs, touch);
   }
   std::printf("(checksum %llu)\n", static_cast<unsigned long long>(checksum));

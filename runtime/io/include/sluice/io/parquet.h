@@ -136,6 +136,16 @@ class SLUICE_API ParquetReader {
   // group and column.
   void read(std::uint64_t row, std::span<ParquetValue> out);
 
+  // Forgets the decoded row groups, keeping their memory for the next ones
+  // (a long-lived reader stops allocating once its buffers have grown).
+  void clear() noexcept;
+
+  // A hint that `row` will be read soon: when its row group is decoded,
+  // starts loading the row into the CPU cache. Never decodes, never throws.
+  // A batch filler that knows its rows calls it a few rows ahead, so reads
+  // in a shuffled order wait less for memory.
+  void prefetch(std::uint64_t row) const noexcept;
+
   // Which file holds `row`, and the row within it.
   std::pair<std::size_t, std::uint64_t> locate(std::uint64_t row) const;
   const ParquetFile& file(std::size_t i) const { return *files_[i]; }
@@ -146,6 +156,11 @@ class SLUICE_API ParquetReader {
   struct Group;  // a decoded row group (internal)
 
  private:
+  struct Place {
+    std::size_t file, group;
+    std::uint64_t row;  // within the group
+  };
+  Place place(std::uint64_t row) const;
   Group& load(std::size_t file, std::size_t group);
 
   std::vector<std::shared_ptr<const ParquetFile>> files_;
