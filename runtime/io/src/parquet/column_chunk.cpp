@@ -510,6 +510,7 @@ void ChunkDecoder::decode_indices(const std::byte* p, std::size_t size, std::siz
 }
 
 void ChunkDecoder::append_fixed(const std::byte* phys, std::size_t n) {
+  if (n == 0) return;  // an empty page's values may be nowhere
   std::byte* dst = out_->data.extend(n * type_.width);
   const Physical p = leaf_->physical;
   const std::size_t w = type_.width;
