@@ -34,6 +34,7 @@ test_packages=(
   python3-venv python3-pip python3-setuptools python3-pytest python3-torch  # its venv, offline build and tests
   python3-numpy           # .npz/.npy test files written by numpy itself (tests skip without it)
   python3-torchvision     # real torchvision transforms in the Python tests (augmentation seeding)
+  nodejs npm              # oracles from tests/npm (DuckDB, parquet-wasm); tests skip without them
 )
 
 if [ "${1:-}" = "--cli" ]; then
