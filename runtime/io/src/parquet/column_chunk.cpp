@@ -128,7 +128,6 @@ void ChunkDecoder::decode(const FileMeta& meta, std::size_t group, std::size_t c
   if (leaf_->max_rep == 0 && chunk_->num_values != rg.num_rows)
     throw Error("the column chunk holds " + std::to_string(chunk_->num_values) + " values for " +
                 std::to_string(rg.num_rows) + " rows");
-  const std::byte* file = chunk - first;  // only for offsets in messages
   // Room for the chunk's values up front, so the buffer does not grow (and
   // copy itself) page by page: strings take at most the chunk's
   // uncompressed bytes, fixed-size values one width per value.
@@ -138,7 +137,7 @@ void ChunkDecoder::decode(const FileMeta& meta, std::size_t group, std::size_t c
   const std::byte* p = chunk;
   const std::byte* end = chunk + bytes;
   while (levels_ < static_cast<std::uint64_t>(chunk_->num_values) && p < end) {
-    const std::uint64_t at = static_cast<std::uint64_t>(p - file);
+    const std::uint64_t at = first + static_cast<std::uint64_t>(p - chunk);  // in the file, for messages
     try {
       const PageHeader h = parse_page_header(p, static_cast<std::size_t>(end - p));
       const std::byte* body = p + h.header_bytes;

@@ -51,8 +51,9 @@ void interleave(ParquetReader::Group& g) {
     g.stride += g.types[c].width;
     ++dense;
   }
-  if (dense < 2) {
+  if (dense < 2) {  // nothing to gain: the columns stay as decoded
     g.offset.assign(g.columns.size(), -1);
+    g.stride = 0;
     return;
   }
   const std::uint64_t rows = g.columns[0].rows;
@@ -239,7 +240,7 @@ void ParquetReader::read(std::uint64_t row, std::span<ParquetValue> out) {
   if (!g.interleaved && r != g.last + 1 && g.last != UINT64_MAX) interleave(g);
   g.last = r;
   const std::size_t n = std::min(out.size(), names_.size());
-  const std::byte* row_at = g.rows.data() + r * g.stride;
+  const std::byte* row_at = g.stride > 0 ? g.rows.data() + r * g.stride : nullptr;
   for (std::size_t c = 0; c < n; ++c) {
     const parquet::ColumnValues& v = g.columns[c];
     if (g.offset[c] >= 0) {
