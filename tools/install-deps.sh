@@ -38,7 +38,7 @@ test_packages=(
   python3-numpy           # .npz/.npy test files written by numpy itself (tests skip without it)
   python3-torchvision     # real torchvision transforms in the Python tests (augmentation seeding)
   nginx-light             # the HTTP server of the remote tests (Range, an access log to count requests)
-  nodejs npm              # s3rver (tests/npm/package.json), the S3 server of the remote tests
+  nodejs npm              # tests/npm: s3rver (the S3 server of the remote tests), DuckDB and parquet-wasm (Parquet oracles); tests skip without them
   python3-boto3           # uploads to s3rver in the remote tests (an independent S3 client)
   sentencepiece python3-sentencepiece  # spm_train models and the reference ids for the tokenizer tests
 )

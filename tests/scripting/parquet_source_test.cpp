@@ -71,7 +71,7 @@ return sluice.pipeline {
   CHECK(!std::is_sorted(order.begin(), order.end()));
 }
 
-TEST_CASE("parquet: without a map the columns are the fields; errors name the file and column", "[sources][parquet]") {
+TEST_CASE("parquet: without a map the columns are the fields, and errors name the file and column", "[sources][parquet]") {
   TempDir dir;
   auto script_for = [&](const std::string& name, const std::string& source) {
     return dir.write(name, "local sluice = require('sluice')\nreturn sluice.pipeline { source = " + source +

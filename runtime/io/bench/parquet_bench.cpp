@@ -8,7 +8,8 @@
 // NPM_DIR holds node_modules with @duckdb/node-api (tests/npm/package.json,
 // e.g. build-cc/npm after the Parquet oracle test ran). For each table
 // (16 float32 columns; one string column of 1-4 KiB per row; snappy and
-// zstd) it prints the median rows/s of DuckDB's `SET threads = 1; SELECT
+// zstd) it prints the median rows/s (runs alternating between DuckDB and
+// Sluice) of DuckDB's `SET threads = 1; SELECT
 // sum(...)` or `sum(length(s))`, of Sluice reading every row in order into
 // batches of 256 rows, and of Sluice reading them shuffled within a window
 // of 2 row groups (each group decoded once), with the ratios (targets: >= 0.8
@@ -25,6 +26,7 @@
 #include <numeric>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -38,6 +40,7 @@ using sluice::bench::Stopwatch;
 namespace {
 
 constexpr std::size_t kBatch = 256;
+constexpr std::size_t kAhead = 8;  // rows prefetched ahead of the one read
 
 // {"name":[s, s, ...], ...} as printed by parquet_bench.mjs.
 std::map<std::string, std::vector<double>> parse_times(const std::string& json) {
@@ -57,11 +60,10 @@ std::map<std::string, std::vector<double>> parse_times(const std::string& json) 
 
 // Reads `order`'s rows into batches of kBatch rows: each row's values copied
 // into its slot (numeric: 16 float32; text: the string into a 4 KiB slot).
-// Returns seconds.
-double read_rows(const std::string& path, const std::vector<std::uint64_t>& order, std::size_t cache,
-                 std::uint64_t* checksum) {
-  auto file = std::make_shared<const sluice::io::ParquetFile>(path);
-  sluice::io::ParquetReader reader({file}, {}, {.cached_row_groups = cache});
+// The reader lives as long as a worker's would: its decoded groups are
+// dropped before each run, its buffers kept. Returns seconds.
+double read_rows(sluice::io::ParquetReader& reader, const std::vector<std::uint64_t>& order, std::uint64_t* checksum) {
+  reader.clear();
   const std::size_t columns = reader.column_names().size();
   const std::size_t slot = columns == 1 ? 4096 : columns * 4;
   std::vector<std::byte> batch(kBatch * slot);
@@ -69,6 +71,7 @@ double read_rows(const std::string& path, const std::vector<std::uint64_t>& orde
   std::uint64_t sum = 0;
   const Stopwatch clock;
   for (std::size_t i = 0; i < order.size(); ++i) {
+    if (i + kAhead < order.size()) reader.prefetch(order[i + kAhead]);  // the batch's rows are known
     reader.read(order[i], values);
     std::byte* dst = batch.data() + (i % kBatch) * slot;
     for (const sluice::io::ParquetValue& v : values) {
@@ -111,38 +114,61 @@ int main(int argc, char** argv) {
   const int runs = argc > 2 ? std::atoi(argv[2]) : 5;
   const fs::path data = npm / "parquet-bench";
   fs::copy_file(fs::path(SLUICE_PARQUET_BENCH_SCRIPT), npm / "parquet_bench.mjs", fs::copy_options::overwrite_existing);
-  const std::string command = "node '" + (npm / "parquet_bench.mjs").string() + "' '" + data.string() + "' " +
-                              std::to_string(runs) + " > '" + (npm / "parquet_bench.json").string() + "'";
-  if (std::system(command.c_str()) != 0) {
-    std::fprintf(stderr, "sluice_parquet_bench: %s failed\n", command.c_str());
+  // One DuckDB scan of each table (the first call also writes the tables).
+  auto duckdb_scan = [&]() {
+    const std::string command = "node '" + (npm / "parquet_bench.mjs").string() + "' '" + data.string() + "' 1 > '" +
+                                (npm / "parquet_bench.json").string() + "'";
+    if (std::system(command.c_str()) != 0) throw std::runtime_error(command + " failed");
+    std::ifstream in(npm / "parquet_bench.json");
+    std::stringstream json;
+    json << in.rdbuf();
+    return parse_times(json.str());
+  };
+  struct Table {
+    std::shared_ptr<const sluice::io::ParquetFile> file;
+    std::unique_ptr<sluice::io::ParquetReader> seq, shuf;
+    std::vector<std::uint64_t> in_order;
+    std::vector<double> duck, in_order_rate, shuffled_rate;
+  };
+  std::map<std::string, Table> tables;
+  std::uint64_t checksum = 0;
+  try {
+    for (const auto& [name, ignored] : duckdb_scan()) {
+      Table& t = tables[name];
+      t.file = std::make_shared<const sluice::io::ParquetFile>((data / (name + ".parquet")).string());
+      t.seq = std::make_unique<sluice::io::ParquetReader>(std::vector{t.file}, std::vector<std::string>{});
+      t.shuf = std::make_unique<sluice::io::ParquetReader>(std::vector{t.file}, std::vector<std::string>{});
+      t.in_order.resize(t.file->rows());
+      std::iota(t.in_order.begin(), t.in_order.end(), 0);
+      // Warm-up: the file in the page cache, each reader's buffers grown.
+      read_rows(*t.seq, t.in_order, &checksum);
+      read_rows(*t.shuf, window_shuffle(*t.file, 99), &checksum);
+    }
+    // Runs alternate between DuckDB and Sluice, so that both see the same
+    // machine (others' load on a shared one comes and goes).
+    for (int r = 0; r < runs; ++r) {
+      for (const auto& [name, seconds] : duckdb_scan()) {
+        Table& t = tables.at(name);
+        const auto rows = static_cast<double>(t.file->rows());
+        t.duck.push_back(rows / seconds.at(0));
+        t.in_order_rate.push_back(rows / read_rows(*t.seq, t.in_order, &checksum));
+        t.shuffled_rate.push_back(
+            rows / read_rows(*t.shuf, window_shuffle(*t.file, static_cast<std::uint64_t>(r)), &checksum));
+      }
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "sluice_parquet_bench: %s\n", e.what());
     return 1;
   }
-  std::ifstream in(npm / "parquet_bench.json");
-  std::stringstream json;
-  json << in.rdbuf();
-  const auto duckdb = parse_times(json.str());
   const double touch = sluice::bench::first_touch_us();
   std::printf("first-touch cost: %.2f us per 4 KiB page\n", touch);
-  std::uint64_t checksum = 0;
-  for (const auto& [name, times] : duckdb) {
-    const std::string path = (data / (name + ".parquet")).string();
-    const sluice::io::ParquetFile file(path);
-    const std::uint64_t rows = file.rows();
-    std::vector<std::uint64_t> in_order(rows);
-    std::iota(in_order.begin(), in_order.end(), 0);
-    std::vector<double> duck_rate, seq_rate, shuf_rate;
-    for (double s : times) duck_rate.push_back(static_cast<double>(rows) / s);
-    read_rows(path, in_order, 2, &checksum);  // warm the page cache
-    for (int r = 0; r < runs; ++r) {
-      seq_rate.push_back(static_cast<double>(rows) / read_rows(path, in_order, 2, &checksum));
-      shuf_rate.push_back(static_cast<double>(rows) / read_rows(path, window_shuffle(file, r), 2, &checksum));
-    }
-    const double duck = median(duck_rate), seq = median(seq_rate), shuf = median(shuf_rate);
+  for (const auto& [name, t] : tables) {
+    const double duck = median(t.duck), seq = median(t.in_order_rate), shuf = median(t.shuffled_rate);
     std::printf("%-15s %8llu rows in %zu row groups: DuckDB 1 thread %.2fM rows/s, Sluice in order %.2fM rows/s "
                 "(ratio %.2f, target >= 0.8), shuffled in a 2-group window %.2fM rows/s (%.2f of in order, target "
                 ">= 0.7); medians of %d; first touch %.2f us/page\n",
-                name.c_str(), static_cast<unsigned long long>(rows), file.row_groups().size(), duck / 1e6, seq / 1e6,
-                seq / duck, shuf / 1e6, shuf / seq, runs, touch);
+                name.c_str(), static_cast<unsigned long long>(t.file->rows()), t.file->row_groups().size(), duck / 1e6,
+                seq / 1e6, seq / duck, shuf / 1e6, shuf / seq, runs, touch);
   }
   std::printf("(checksum %llu)\n", static_cast<unsigned long long>(checksum));
   return 0;

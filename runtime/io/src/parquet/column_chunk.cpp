@@ -128,11 +128,16 @@ void ChunkDecoder::decode(const FileMeta& meta, std::size_t group, std::size_t c
   if (leaf_->max_rep == 0 && chunk_->num_values != rg.num_rows)
     throw Error("the column chunk holds " + std::to_string(chunk_->num_values) + " values for " +
                 std::to_string(rg.num_rows) + " rows");
-  const std::byte* file = chunk - first;  // only for offsets in messages
+  // Room for the chunk's values up front, so the buffer does not grow (and
+  // copy itself) page by page: strings take at most the chunk's
+  // uncompressed bytes, fixed-size values one width per value.
+  const std::uint64_t expect = !type_.dtype ? static_cast<std::uint64_t>(std::max<std::int64_t>(chunk_->total_uncompressed, 0))
+                                            : static_cast<std::uint64_t>(chunk_->num_values) * type_.width;
+  out.data.reserve(static_cast<std::size_t>(std::min(expect, max_bytes_)));
   const std::byte* p = chunk;
   const std::byte* end = chunk + bytes;
   while (levels_ < static_cast<std::uint64_t>(chunk_->num_values) && p < end) {
-    const std::uint64_t at = static_cast<std::uint64_t>(p - file);
+    const std::uint64_t at = first + static_cast<std::uint64_t>(p - chunk);  // in the file, for messages
     try {
       const PageHeader h = parse_page_header(p, static_cast<std::size_t>(end - p));
       const std::byte* body = p + h.header_bytes;
@@ -285,17 +290,30 @@ void ChunkDecoder::read_data_page(const PageHeader& h, const std::byte* body, st
     RleDecoder decoder(at, len, level_bits(max));
     if (decoder.get(levels.data(), count) != count)
       throw Error(std::string("fewer ") + what + " levels than the page's " + std::to_string(n) + " values");
+    if (max == (1 << level_bits(max)) - 1) return;  // no wider value fits the bit width
     for (std::uint32_t l : levels)
       if (l > static_cast<std::uint32_t>(max))
         throw Error(std::string("a ") + what + " level of " + std::to_string(l) + " (the column's maximum is " +
                     std::to_string(max) + ")");
   };
   if (max_rep > 0) read_levels(rep_, rep_at, rep_size, max_rep, "repetition");
-  if (max_def > 0) read_levels(def_, def_at, def_size, max_def, "definition");
-
   std::size_t present = count;
-  if (max_def > 0) present = static_cast<std::size_t>(std::count(def_.begin(), def_.begin() + static_cast<std::ptrdiff_t>(count),
-                                                                 static_cast<std::uint32_t>(max_def)));
+  if (max_def > 0 && !rows_tracked_) {
+    // Without repetition, until a null shows up only the count matters: the
+    // levels are counted run by run, not stored.
+    RleDecoder decoder(def_at, def_size, level_bits(max_def));
+    std::uint32_t largest = 0;
+    if (decoder.count(count, static_cast<std::uint32_t>(max_def), &present, &largest) != count)
+      throw Error("fewer definition levels than the page's " + std::to_string(n) + " values");
+    if (largest > static_cast<std::uint32_t>(max_def))
+      throw Error("a definition level of " + std::to_string(largest) + " (the column's maximum is " +
+                  std::to_string(max_def) + ")");
+    if (present < count) read_levels(def_, def_at, def_size, max_def, "definition");
+  } else if (max_def > 0) {
+    read_levels(def_, def_at, def_size, max_def, "definition");
+    present = static_cast<std::size_t>(
+        std::count(def_.begin(), def_.begin() + static_cast<std::ptrdiff_t>(count), static_cast<std::uint32_t>(max_def)));
+  }
   if (max_rep == 0 && !rows_tracked_ && present < count) {
     // The chunk's first null: rows so far each held their value.
     rows_tracked_ = true;
@@ -491,6 +509,7 @@ void ChunkDecoder::decode_indices(const std::byte* p, std::size_t size, std::siz
 }
 
 void ChunkDecoder::append_fixed(const std::byte* phys, std::size_t n) {
+  if (n == 0) return;  // an empty page's values may be nowhere
   std::byte* dst = out_->data.extend(n * type_.width);
   const Physical p = leaf_->physical;
   const std::size_t w = type_.width;

@@ -20,15 +20,20 @@ struct ParquetDecoderState {
 
 struct ParquetReader::Group {
   std::size_t file = SIZE_MAX, group = SIZE_MAX;
+  std::uint64_t first = 0, end = 0;  // its rows, as global row numbers
   std::uint64_t used = 0;
   std::vector<parquet::ColumnValues> columns;
   std::vector<parquet::OutputType> types;
   // Dense fixed-size columns, interleaved row by row (stride bytes a row;
   // column c at offset[c], or -1 when it is not among them): a row read in
-  // a shuffled order touches one or two cache lines instead of one per column.
+  // a shuffled order touches one or two cache lines instead of one per
+  // column. Made on the group's first read out of order; reads in order
+  // stream the columns as decoded.
   parquet::ByteBuffer rows;
   std::size_t stride = 0;
   std::vector<std::ptrdiff_t> offset;
+  bool interleaved = false;
+  std::uint64_t last = UINT64_MAX;  // the row read last, within the group
 };
 
 namespace {
@@ -36,6 +41,7 @@ namespace {
 // Copies the dense fixed-size columns of `g` into g.rows, row-major, in
 // blocks of rows that stay in cache.
 void interleave(ParquetReader::Group& g) {
+  g.interleaved = true;
   g.stride = 0;
   g.offset.assign(g.columns.size(), -1);
   std::size_t dense = 0;
@@ -45,8 +51,9 @@ void interleave(ParquetReader::Group& g) {
     g.stride += g.types[c].width;
     ++dense;
   }
-  if (dense < 2) {
+  if (dense < 2) {  // nothing to gain: the columns stay as decoded
     g.offset.assign(g.columns.size(), -1);
+    g.stride = 0;
     return;
   }
   const std::uint64_t rows = g.columns[0].rows;
@@ -147,6 +154,7 @@ ParquetReader::Group& ParquetReader::load(std::size_t file, std::size_t group) {
   }
   Group& g = *victim;
   g.file = g.group = SIZE_MAX;  // invalid until decoded
+  g.first = g.end = 0;
   const ParquetFile& f = *files_[file];
   g.columns.resize(names_.size());
   g.types.resize(names_.size());
@@ -169,23 +177,70 @@ ParquetReader::Group& ParquetReader::load(std::size_t file, std::size_t group) {
       throw Error(f.path() + ": row group " + std::to_string(group) + ", column '" + names_[c] + "': " + e.what());
     }
   }
-  interleave(g);
+  g.interleaved = false;
+  g.stride = 0;
+  g.offset.assign(names_.size(), -1);
+  g.last = UINT64_MAX;
   g.file = file;
   g.group = group;
+  g.first = starts_[file] + group_starts_[file][group];
+  g.end = g.first + static_cast<std::uint64_t>(f.meta().row_groups[group].num_rows);
   g.used = ++tick_;
   ++decoded_;
   return g;
 }
 
-void ParquetReader::read(std::uint64_t row, std::span<ParquetValue> out) {
+ParquetReader::Place ParquetReader::place(std::uint64_t row) const {
   const auto [file, in_file] = locate(row);
   const std::vector<std::uint64_t>& groups = group_starts_[file];
   const auto it = std::upper_bound(groups.begin(), groups.end(), in_file);
   const auto group = static_cast<std::size_t>(it - groups.begin()) - 1;
-  const std::uint64_t r = in_file - groups[group];
-  Group& g = load(file, group);
+  return {file, group, in_file - groups[group]};
+}
+
+void ParquetReader::clear() noexcept {
+  for (auto& g : cache_) {
+    g->file = g->group = SIZE_MAX;
+    g->first = g->end = 0;
+    g->used = 0;
+  }
+}
+
+void ParquetReader::prefetch(std::uint64_t row) const noexcept {
+  for (const auto& g : cache_) {
+    if (row < g->first || row >= g->end) continue;
+    const std::uint64_t r = row - g->first;
+    if (g->stride > 0) {
+      const std::byte* p = g->rows.data() + r * g->stride;
+      __builtin_prefetch(p);
+      __builtin_prefetch(p + g->stride - 1);
+    }
+    for (std::size_t c = 0; c < g->columns.size(); ++c)
+      if (g->offset[c] < 0 && !g->columns[c].dense) __builtin_prefetch(g->columns[c].data.data() + g->columns[c].begins[r]);
+    return;
+  }
+}
+
+void ParquetReader::read(std::uint64_t row, std::span<ParquetValue> out) {
+  // A row of a cached group is found by range, without searching the files.
+  Group* hit = nullptr;
+  for (const auto& g : cache_) {
+    if (row >= g->first && row < g->end) {
+      hit = g.get();
+      hit->used = ++tick_;
+      break;
+    }
+  }
+  if (hit == nullptr) {
+    const Place at = place(row);
+    hit = &load(at.file, at.group);
+  }
+  Group& g = *hit;
+  const std::uint64_t r = row - g.first;
+  if (!g.interleaved && r != g.last + 1 && g.last != UINT64_MAX) interleave(g);
+  g.last = r;
   const std::size_t n = std::min(out.size(), names_.size());
-  const std::byte* row_at = g.rows.data() + r * g.stride;
+  const std::byte* row_at = g.stride > 0 ? g.rows.data() + r * g.stride : nullptr;
   for (std::size_t c = 0; c < n; ++c) {
     const parquet::ColumnValues& v = g.columns[c];
     if (g.offset[c] >= 0) {

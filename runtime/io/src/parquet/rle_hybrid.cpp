@@ -115,4 +115,34 @@ std::size_t RleDecoder::get(std::uint32_t* out, std::size_t n) {
   return done;
 }
 
+std::size_t RleDecoder::count(std::size_t n, std::uint32_t value, std::size_t* equal, std::uint32_t* largest) {
+  std::size_t done = 0, same = 0;
+  std::uint32_t top = 0;
+  std::uint32_t buffer[256];
+  while (done < n) {
+    if (run_left_ == 0 && !next_run()) break;
+    const std::size_t take = static_cast<std::size_t>(std::min<std::uint64_t>(run_left_, n - done));
+    if (packed_) {
+      for (std::size_t at = 0; at < take; at += 256) {
+        const std::size_t k = std::min<std::size_t>(256, take - at);
+        unpack_bits32(packed_at_, packed_bytes_, (packed_index_ + at) * static_cast<std::uint64_t>(bits_), bits_,
+                      buffer, k);
+        for (std::size_t i = 0; i < k; ++i) {
+          same += buffer[i] == value;
+          top = std::max(top, buffer[i]);
+        }
+      }
+      packed_index_ += take;
+    } else {
+      if (value_ == value) same += take;
+      top = std::max(top, value_);
+    }
+    run_left_ -= take;
+    done += take;
+  }
+  *equal = same;
+  *largest = top;
+  return done;
+}
+
 }  // namespace sluice::io::parquet

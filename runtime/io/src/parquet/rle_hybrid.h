@@ -28,6 +28,10 @@ class RleDecoder {
 
   // Up to n values into out; fewer only where the input ends.
   std::size_t get(std::uint32_t* out, std::size_t n);
+  // Reads up to n values without keeping them: how many there were, with
+  // how many equal `value` in *equal and the largest in *largest (a run is
+  // counted whole, not value by value).
+  std::size_t count(std::size_t n, std::uint32_t value, std::size_t* equal, std::uint32_t* largest);
   // The end of what has been read so far.
   const std::byte* position() const { return p_; }
 

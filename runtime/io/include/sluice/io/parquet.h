@@ -100,8 +100,10 @@ class SLUICE_API ParquetFile {
   std::vector<ParquetColumnInfo> columns_;
 };
 
-// One column's value in one row: `count` elements of `dtype` (or bytes), or
-// none (count 0) for a null. Valid until the reader's next read().
+// One column's value in one row: `bytes` bytes holding bytes / dtype_size
+// elements of the column's dtype (a scalar, or a list's elements), or the
+// raw bytes of a string or byte column; 0 bytes for a null. Valid until
+// the reader's next read() or clear(). Thread safety: the reader's.
 struct ParquetValue {
   const std::byte* data = nullptr;
   std::size_t bytes = 0;
@@ -115,6 +117,8 @@ struct ParquetReaderOptions {
   std::uint64_t max_chunk_bytes = 1ull << 32;
 };
 
+// Not thread-safe: one per thread, made after fork(). read() allocates only
+// while its buffers grow to the largest row group read so far.
 class SLUICE_API ParquetReader {
  public:
   // Reads `columns` (leaf names; empty: every column) of `files`, which
@@ -136,16 +140,30 @@ class SLUICE_API ParquetReader {
   // group and column.
   void read(std::uint64_t row, std::span<ParquetValue> out);
 
+  // Forgets the decoded row groups, keeping their memory for the next ones
+  // (a long-lived reader stops allocating once its buffers have grown).
+  void clear() noexcept;
+
+  // A hint that `row` will be read soon: when its row group is decoded,
+  // starts loading the row into the CPU cache. Never decodes, never throws.
+  // A batch filler that knows its rows calls it a few rows ahead, so reads
+  // in a shuffled order wait less for memory.
+  void prefetch(std::uint64_t row) const noexcept;
+
   // Which file holds `row`, and the row within it.
   std::pair<std::size_t, std::uint64_t> locate(std::uint64_t row) const;
   const ParquetFile& file(std::size_t i) const { return *files_[i]; }
   // Row groups decoded so far (for tests and benchmarks).
   std::uint64_t groups_decoded() const { return decoded_; }
 
- public:
-  struct Group;  // a decoded row group (internal)
+  struct Group;  // a decoded row group (internal, in parquet_reader.cpp)
 
  private:
+  struct Place {
+    std::size_t file, group;
+    std::uint64_t row;  // within the group
+  };
+  Place place(std::uint64_t row) const;
   Group& load(std::size_t file, std::size_t group);
 
   std::vector<std::shared_ptr<const ParquetFile>> files_;
