@@ -1,6 +1,7 @@
 #include "data_source.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include <cstdlib>
 #include <chrono>
 #include <cstdio>
+#include <thread>
 
 #include "sluice/error.h"
 #include "sluice/io/file_source.h"
@@ -261,7 +263,13 @@ std::unique_ptr<io::ParquetReader> DataSource::parquet_reader() const {
 
 namespace {
 
-// Text from an indexed source, tokenized here, once, with EOS after each document.
+// Text from an indexed source, tokenized here, once, with EOS after each
+// document. The documents are split into contiguous ranges, one per thread
+// (at most the usable cores, 16); each thread reads and encodes its range
+// into its own vectors, and the ranges are joined in order, so the corpus is
+// the same whatever the thread count. Every thread is joined before this
+// returns: the zygote, forked later, inherits none (SentencePiece's encode is
+// const and thread-safe, as is a RecordSource).
 std::shared_ptr<const text::TokenCorpus> tokenize_corpus(const SourceSpec& spec, OnError on_error, std::uint64_t seed,
                                                          std::vector<std::string>& notes) {
   const auto model = text::SentencePiece::open(spec.tokenizer);
@@ -269,25 +277,54 @@ std::shared_ptr<const text::TokenCorpus> tokenize_corpus(const SourceSpec& spec,
   if (text->mode() != DataSource::Mode::indexed)
     throw Error("text = sluice." + text->kind() + " must be a source read by index (files, folders, tfrecord, tar)");
   if (spec.eos < 0) throw Error("text needs an eos id to end each document (the model " + spec.tokenizer + " has none)");
+  struct Part {
+    std::vector<std::uint32_t> tokens;
+    std::vector<std::uint64_t> lengths;
+    std::string error;
+  };
+  cpu_set_t cpus;
+  const std::uint64_t cores = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  const std::uint64_t count = std::max<std::uint64_t>(1, std::min<std::uint64_t>({cores, 16, text->size()}));
+  std::vector<Part> parts(count);
+  auto work = [&](std::uint64_t k) {
+    Part& part = parts[k];
+    try {
+      std::vector<std::byte> buffer;
+      std::vector<std::int32_t> ids;
+      std::string bytes;
+      io::Sample sample;
+      for (std::uint64_t id = text->size() * k / count; id < text->size() * (k + 1) / count; ++id) {
+        io::read_sample(*text->records(), id, buffer, sample);
+        bytes.clear();
+        for (const io::Field& f : sample.fields) bytes.append(reinterpret_cast<const char*>(f.bytes.data()), f.bytes.size());
+        model->encode(bytes, &ids);
+        part.tokens.insert(part.tokens.end(), ids.begin(), ids.end());
+        part.tokens.push_back(static_cast<std::uint32_t>(spec.eos));
+        part.lengths.push_back(ids.size() + 1);
+      }
+    } catch (const std::exception& e) {
+      part.error = e.what();
+    }
+  };
+  const auto start = std::chrono::steady_clock::now();
+  {
+    std::vector<std::jthread> threads;
+    for (std::uint64_t k = 1; k < count; ++k) threads.emplace_back(work, k);
+    work(0);
+  }  // joined here
   std::vector<std::uint32_t> tokens;
   std::vector<std::uint64_t> lengths;
-  std::vector<std::byte> buffer;
-  std::vector<std::int32_t> ids;
-  io::Sample sample;
-  const auto start = std::chrono::steady_clock::now();
-  for (std::uint64_t id = 0; id < text->size(); ++id) {
-    io::read_sample(*text->records(), id, buffer, sample);
-    std::string bytes;
-    for (const io::Field& f : sample.fields) bytes.append(reinterpret_cast<const char*>(f.bytes.data()), f.bytes.size());
-    model->encode(bytes, &ids);
-    tokens.insert(tokens.end(), ids.begin(), ids.end());
-    tokens.push_back(static_cast<std::uint32_t>(spec.eos));
-    lengths.push_back(ids.size() + 1);
+  for (Part& part : parts) {
+    if (!part.error.empty()) throw Error(part.error);
+    tokens.insert(tokens.end(), part.tokens.begin(), part.tokens.end());
+    lengths.insert(lengths.end(), part.lengths.begin(), part.lengths.end());
+    part = Part{};
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   char line[200];
-  std::snprintf(line, sizeof line, "tokens: %llu text documents tokenized at load into %zu tokens in %.2f s",
-                static_cast<unsigned long long>(text->size()), tokens.size(), seconds);
+  std::snprintf(line, sizeof line, "tokens: %llu text documents tokenized at load into %zu tokens in %.2f s (%llu threads)",
+                static_cast<unsigned long long>(text->size()), tokens.size(), seconds,
+                static_cast<unsigned long long>(count));
   notes.push_back(line);
   return text::TokenCorpus::from_documents("sluice." + text->kind() + " text, tokenized by " + spec.tokenizer,
                                            std::move(tokens), lengths);

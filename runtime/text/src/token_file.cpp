@@ -49,8 +49,15 @@ std::shared_ptr<const TokenCorpus> TokenCorpus::open(const std::vector<std::stri
   for (const std::string& path : paths) {
     const std::string prefix = megatron_prefix(path);
     if (prefix.empty()) corpus->add_flat(path, options);
-    else corpus->add_megatron(prefix, options);
+    else corpus->add_megatron(prefix + ".idx", prefix + ".bin", options);
   }
+  return corpus;
+}
+
+std::shared_ptr<const TokenCorpus> TokenCorpus::open_megatron(const std::string& idx_path, const std::string& bin_path,
+                                                              const CorpusOptions& options) {
+  std::shared_ptr<TokenCorpus> corpus(new TokenCorpus());
+  corpus->add_megatron(idx_path, bin_path, options);
   return corpus;
 }
 
@@ -114,8 +121,7 @@ void TokenCorpus::add_flat(const std::string& path, const CorpusOptions& options
 // dtype code (u8), sequence count (u64), document count (u64), then
 // int32 sequence_lengths[sequences], int64 sequence_pointers[sequences] (byte
 // offsets into .bin), int64 document_indices[documents].
-void TokenCorpus::add_megatron(const std::string& prefix, const CorpusOptions& options) {
-  const std::string idx_path = prefix + ".idx", bin_path = prefix + ".bin";
+void TokenCorpus::add_megatron(const std::string& idx_path, const std::string& bin_path, const CorpusOptions& options) {
   detail::MappedFile idx = detail::map_file(idx_path);
   static constexpr unsigned char kMagic[9] = {'M', 'M', 'I', 'D', 'I', 'D', 'X', 0, 0};
   constexpr std::uint64_t kHeader = 9 + 8 + 1 + 8 + 8;

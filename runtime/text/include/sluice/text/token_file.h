@@ -64,6 +64,10 @@ class TokenCorpus {
 
   static std::shared_ptr<const TokenCorpus> open(const std::vector<std::string>& paths,
                                                  const CorpusOptions& options);
+  // A Megatron-LM dataset whose two files are named otherwise than PREFIX.idx
+  // and PREFIX.bin.
+  static std::shared_ptr<const TokenCorpus> open_megatron(const std::string& idx_path, const std::string& bin_path,
+                                                          const CorpusOptions& options);
   // A corpus held in memory (text tokenized at load): documents of the given
   // lengths, one after another in `tokens`; `name` stands for the file.
   static std::shared_ptr<const TokenCorpus> from_documents(const std::string& name, std::vector<std::uint32_t> tokens,
@@ -92,7 +96,7 @@ class TokenCorpus {
  private:
   TokenCorpus() = default;
   void add_flat(const std::string& path, const CorpusOptions& options);
-  void add_megatron(const std::string& prefix, const CorpusOptions& options);
+  void add_megatron(const std::string& idx_path, const std::string& bin_path, const CorpusOptions& options);
   void check_vocab(std::uint32_t f, std::uint64_t begin, std::uint64_t count, std::uint64_t vocab) const;
 
   std::vector<File> files_;
