@@ -21,9 +21,7 @@ repo=$(cd "$here/../../.." && pwd)
 work=$(mktemp -d)
 [ "${KEEP:-0}" = 1 ] || trap 'rm -rf "$work"' EXIT
 
-(cd "$work" && apt-get download python3-skimage python3-sklearn >/dev/null &&
-  for deb in *.deb; do dpkg-deb -x "$deb" pkg; done)
-/usr/bin/python3 "$here/photos.py" "$work/pkg" "$work/sets"
+"$here/photos.sh" "$work"
 for set in mix small medium large huge; do
   cp "$repo/examples/imagenet.lua" "$work/sets/$set/pipeline.lua"
   cp "$here/imagenet_split.lua" "$work/sets/$set/split.lua"
