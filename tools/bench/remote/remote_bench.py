@@ -40,7 +40,6 @@ import argparse
 import asyncio
 import atexit
 import json
-import mmap
 import os
 import platform
 import random
@@ -58,6 +57,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
+sys.path.insert(0, os.path.dirname(HERE))
 BUCKET = "bench"
 NS = "sluicebench%d" % os.getpid()
 VETH_HOST, VETH_NS = "sbh%d" % (os.getpid() % 100000), "sbn%d" % (os.getpid() % 100000)
@@ -190,21 +190,6 @@ def boto3_main(endpoint, keys, workers, batch_size, work_us, seed):
 
 def sh(*cmd, check=True, **kw):
     return subprocess.run(list(cmd), check=check, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
-
-
-def first_touch_us():
-    """Median over 3 fresh 64 MiB anonymous maps of the cost of writing one byte per page."""
-    import numpy as np
-    costs = []
-    for _ in range(3):
-        m = mmap.mmap(-1, 64 << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-        view = np.frombuffer(m, np.uint8)
-        t = time.perf_counter()
-        view[::mmap.PAGESIZE] = 1
-        costs.append((time.perf_counter() - t) / ((64 << 20) // mmap.PAGESIZE) * 1e6)
-        del view
-        m.close()
-    return statistics.median(costs)
 
 
 def make_shards(folder, shards, samples, sample_kib, seed):
@@ -506,11 +491,13 @@ def main():
     s3rver_js = s3rver_path(args.s3rver)
 
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
-    touch = first_touch_us()
+    import numpy
+    from pytorch_baseline import first_touch_us  # tools/bench: the cost DataLoader's ratios are printed with
+    touch = first_touch_us(numpy)
     print("machine     %s, %d cores (%s), Linux %s, %.1f GiB" % (
         platform.node(), os.cpu_count(), cpu, platform.release(),
         os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30))
-    print("first touch %.3f us per 4 KiB page (64 MiB fresh anonymous map, median of 3)" % touch)
+    print("first touch %.3f us per 4 KiB page (64 MiB of fresh pages, median of 3)" % touch)
     print("load        %.2f %.2f %.2f before" % os.getloadavg())
 
     work = tempfile.mkdtemp(prefix="sluice-remote-bench-")
