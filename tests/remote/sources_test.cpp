@@ -186,9 +186,17 @@ TEST_CASE("Sources: the summary counts downloads, says network-bound, and warns 
   }
   Nginx http(root, "500k");  // 0.8 s a shard, four at once: longer than the run
   write_file(work + "/p.lua", pipeline(http.url("t{0..3}.tar")));
-  Run r = sh(work, "SLUICE_CACHE_DIR=cache " + cli() + " run p.lua --cache-limit-mb 1");
+  Run r = sh(work, "SLUICE_CACHE_DIR=cache " + cli() + " run p.lua --cache-limit-mb 1 --trace t.json");
   INFO(r.out);
   CHECK(r.status == 0);
+  // --trace: one span per download, on tracks of their own, in valid JSON.
+  const std::string trace = read_file(work + "/t.json");
+  CHECK(sh(work, "/usr/bin/python3 -c 'import json; json.load(open(\"t.json\"))'").status == 0);
+  int spans = 0;
+  for (std::size_t at = 0; (at = trace.find("\"name\":\"download\"", at)) != std::string::npos; ++at) ++spans;
+  CHECK(spans == 4);
+  CHECK_THAT(trace, Catch::Contains("\"url\":\"" + http.url("t0.tar") + "\""));
+  CHECK_THAT(trace, Catch::Contains("\"args\":{\"name\":\"download 3\"}"));
   CHECK_THAT(r.out, Catch::Contains("pass cache_limit_mb (1 MiB)"));
   CHECK_THAT(r.out, Catch::Contains("remote      4 objects: 0 from the node cache, 4 downloaded (1.6 MB, 8 requests, "
                                     "0 retries, 0 evictions)"));

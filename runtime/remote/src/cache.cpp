@@ -107,6 +107,7 @@ struct Cache::Download {
   LockedFd lock;
   Meta meta;
   bool restarted = false;
+  std::uint64_t start_ns = 0;
 };
 
 Cache::Cache(CacheOptions options) : options_(std::move(options)) {
@@ -316,6 +317,7 @@ std::vector<std::string> Cache::get_all(const std::vector<std::string>& urls) {
           return fail("cannot publish " + d.path + ": " + errno_text());
         ::unlink((d.path + ".meta").c_str());
         ++stats_.misses;
+        if (stats_.downloads.size() < 100'000) stats_.downloads.push_back({d.url, d.start_ns, now_ns(), d.meta.size});
         if (!pin_if_whole(d.url)) return fail(d.path + " vanished as it was published");
         d.lock = LockedFd();  // waiters may go: they find it whole
       };
@@ -330,6 +332,7 @@ std::vector<std::string> Cache::get_all(const std::vector<std::string>& urls) {
       };
       for (auto& dp : mine) {
         Download& d = *dp;
+        d.start_ns = now_ns();
         engine.submit({.url = d.url, .head = true}, [&, dp = &d](const Response& h) {
           if (!first_error.empty()) return;
           if (!h.ok()) return fail(h.error);

@@ -59,12 +59,20 @@ struct CacheOptions {
   TransferOptions transfer;
 };
 
+// One object this process downloaded, for traces: steady_clock times.
+struct DownloadSpan {
+  std::string url;
+  std::uint64_t start_ns = 0, end_ns = 0;  // from its HEAD to its publication
+  std::uint64_t bytes = 0;
+};
+
 struct CacheStats {
   std::uint64_t hits = 0;          // found whole (or published by another process while waiting)
   std::uint64_t misses = 0;        // downloaded by this process
   std::uint64_t evictions = 0;
   std::uint64_t wait_ns = 0;       // time get/get_all spent waiting on downloads and locks
   TransferStats transfer;          // requests, bytes, retries
+  std::vector<DownloadSpan> downloads;  // the first 100000 downloads
 };
 
 // $SLUICE_CACHE_DIR, else $XDG_CACHE_HOME/sluice, else $HOME/.cache/sluice.
