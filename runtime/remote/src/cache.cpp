@@ -184,7 +184,7 @@ void Cache::make_room(std::uint64_t bytes, const std::string& keep) {
   while (dirent* d = ::readdir(dir)) {
     const std::string name = d->d_name;
     if (name.empty() || name[0] == '.' || ends_with(name, ".lock") || ends_with(name, ".meta") ||
-        ends_with(name, ".tmp"))
+        ends_with(name, ".tmp") || ends_with(name, ".idx"))
       continue;
     const std::string path = options_.dir + "/" + name;
     if (ends_with(name, ".partial")) {
@@ -224,6 +224,7 @@ void Cache::make_room(std::uint64_t bytes, const std::string& keep) {
     if (victim.fd < 0) continue;
     if (flock_retry(victim.fd, LOCK_EX | LOCK_NB) != 0) continue;  // pinned by someone
     if (::unlink(path.c_str()) == 0) {
+      ::unlink((path + ".idx").c_str());  // a TFRecord index built beside it (tfrecord.h)
       used -= std::min(used, e.size);
       ++stats_.evictions;
     }

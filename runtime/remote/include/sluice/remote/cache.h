@@ -12,6 +12,8 @@
 //   NAME.meta      the partial's object size and ETag, for resuming it
 //   NAME.lock      flock()ed exclusively by the one process downloading NAME
 //   .budget.lock   flock()ed exclusively while a process makes room
+//   NAME.idx       a TFRecord index a reader built beside NAME: not counted,
+//                  removed with NAME
 //
 // Guarantees and their argument:
 // - A file named NAME is whole. The download goes to NAME.partial, is
