@@ -308,18 +308,21 @@ std::vector<std::string> Cache::get_all(const std::vector<std::string>& urls) {
         if (d.meta.size > 0 && have != d.meta.size)
           return fail(d.url + ": downloaded " + std::to_string(have) + " bytes, the store announced " +
                       std::to_string(d.meta.size) + "; not used");
+        // Pinned before it is published: an evictor in another process must
+        // never find NAME unpinned between the rename and our pin.
         const int fd = ::open(partial.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0 || ::fsync(fd) != 0) {
+        if (fd < 0 || flock_retry(fd, LOCK_SH) != 0 || ::fsync(fd) != 0) {
           if (fd >= 0) ::close(fd);
           return fail("cannot sync " + partial + ": " + errno_text());
         }
-        ::close(fd);
-        if (::rename(partial.c_str(), d.path.c_str()) != 0)
+        if (::rename(partial.c_str(), d.path.c_str()) != 0) {
+          ::close(fd);
           return fail("cannot publish " + d.path + ": " + errno_text());
+        }
+        pins_[d.url] = fd;
         ::unlink((d.path + ".meta").c_str());
         ++stats_.misses;
         if (stats_.downloads.size() < 100'000) stats_.downloads.push_back({d.url, d.start_ns, now_ns(), d.meta.size});
-        if (!pin_if_whole(d.url)) return fail(d.path + " vanished as it was published");
         d.lock = LockedFd();  // waiters may go: they find it whole
       };
       get = [&](Download& d) {

@@ -29,7 +29,9 @@
 //   open descriptor of NAME (a pin) until release() or the Cache's end. An
 //   evictor unlinks NAME only while holding an exclusive flock on it, taken
 //   with LOCK_NB, so never while anyone pins it; a pinner that locks after an
-//   unlink sees the path gone (its inode differs) and downloads again.
+//   unlink sees the path gone (its inode differs) and downloads again. A
+//   downloader pins the partial before renaming it, so no evictor ever finds
+//   a just-published object unpinned.
 // - Budget: with limit > 0, before a download the downloader takes
 //   .budget.lock, adds up whole files and the announced sizes of partials,
 //   and evicts unpinned whole files until the new object fits: first the
