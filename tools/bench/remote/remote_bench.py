@@ -23,14 +23,18 @@ its length and its label. Time to first batch and the epoch's time are taken
 from the start of `sluice run` (Sluice) or of `iter(DataLoader)` (boto3: its
 process start and `import torch` are not counted) to the arrival of the first
 and last batch; samples/s = samples of the epoch / the epoch's time.
-One extra cold run per setting sets cache_limit_mb to a quarter of the data
-set and reports the most the cache directory held while it ran.
+A setting's optional third part adds that many microseconds of CPU per sample
+to both pipelines (a spin on the thread's CPU clock), standing for a decode, so
+that the link can be faster than the pipeline consumes.
+Per setting also: a probe of what the served path delivers (curl, 8 GETs at
+once, as Sluice's transfer engine), and one extra cold run with cache_limit_mb
+a quarter of the data set, reporting the most the cache directory held.
 
 Targets (from the issue): a cold epoch at >= 0.9 of local files whenever the
 link is faster than the pipeline consumes; >= 2x the boto3 baseline;
 downloaded bytes per epoch <= 1.05x the data set.
 
-usage (as root; needs ip, tc, node, and s3rver, which it installs with npm
+usage (as root; needs ip, tc, curl, node, and s3rver, which it installs with npm
 from tests/npm/package.json when missing):
   /usr/bin/python3 tools/bench/remote/remote_bench.py [--sluice build-cc/tools/sluice]
       [--runs 3] [--workers 2] [--shards 48] [--samples 48] [--sample-kib 96]
@@ -39,6 +43,7 @@ from tests/npm/package.json when missing):
 import argparse
 import asyncio
 import atexit
+import io
 import json
 import os
 import platform
@@ -208,21 +213,10 @@ def make_shards(folder, shards, samples, sample_kib, seed):
                     info = tarfile.TarInfo(key + "." + ext)
                     info.size = len(data)
                     info.mtime = 0
-                    tar.addfile(info, fileobj=_Bytes(data))
+                    tar.addfile(info, fileobj=io.BytesIO(data))
         names.append(name)
         total += os.path.getsize(path)
     return names, total
-
-
-class _Bytes:
-    def __init__(self, data):
-        self.data, self.at = data, 0
-
-    def read(self, n=-1):
-        n = len(self.data) - self.at if n < 0 else n
-        out = self.data[self.at:self.at + n]
-        self.at += len(out)
-        return out
 
 
 class Link:
