@@ -335,7 +335,9 @@ Script load_script(const ScriptOptions& options) {
     const remote::CacheStats& r = spec.source->remote_stats();
     script.remote = {.objects = r.hits + r.misses, .hits = r.hits, .misses = r.misses, .evictions = r.evictions,
                      .requests = r.transfer.requests, .retries = r.transfer.retries, .bytes = r.transfer.bytes,
-                     .wait_ns = r.wait_ns};
+                     .wait_ns = r.wait_ns, .downloads = {}};
+    for (const remote::DownloadSpan& d : r.downloads)
+      script.remote.downloads.push_back({d.url, d.start_ns, d.end_ns, d.bytes});
     if (spec.source->mode() == scripting::DataSource::Mode::stream && auto_workers) {
       o.max_workers = 0;
       script.notes.push_back("workers = \"auto\" keeps " + std::to_string(o.workers) + " workers: sluice." +

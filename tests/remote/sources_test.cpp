@@ -4,6 +4,7 @@
 // cache; a warm cache makes no data request.
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <cstdlib>
@@ -186,9 +187,17 @@ TEST_CASE("Sources: the summary counts downloads, says network-bound, and warns 
   }
   Nginx http(root, "500k");  // 0.8 s a shard, four at once: longer than the run
   write_file(work + "/p.lua", pipeline(http.url("t{0..3}.tar")));
-  Run r = sh(work, "SLUICE_CACHE_DIR=cache " + cli() + " run p.lua --cache-limit-mb 1");
+  Run r = sh(work, "SLUICE_CACHE_DIR=cache " + cli() + " run p.lua --cache-limit-mb 1 --trace t.json");
   INFO(r.out);
   CHECK(r.status == 0);
+  // --trace: one span per download, on tracks of their own, in valid JSON.
+  const std::string trace = read_file(work + "/t.json");
+  CHECK(sh(work, "/usr/bin/python3 -c 'import json; json.load(open(\"t.json\"))'").status == 0);
+  int spans = 0;
+  for (std::size_t at = 0; (at = trace.find("\"name\":\"download\"", at)) != std::string::npos; ++at) ++spans;
+  CHECK(spans == 4);
+  CHECK_THAT(trace, Catch::Contains("\"url\":\"" + http.url("t0.tar") + "\""));
+  CHECK_THAT(trace, Catch::Contains("\"args\":{\"name\":\"download 3\"}"));
   CHECK_THAT(r.out, Catch::Contains("pass cache_limit_mb (1 MiB)"));
   CHECK_THAT(r.out, Catch::Contains("remote      4 objects: 0 from the node cache, 4 downloaded (1.6 MB, 8 requests, "
                                     "0 retries, 0 evictions)"));
@@ -197,4 +206,56 @@ TEST_CASE("Sources: the summary counts downloads, says network-bound, and warns 
   INFO(r.out);
   CHECK_THAT(r.out, Catch::Contains("remote      4 objects: 4 from the node cache, 0 downloaded (0.0 MB, 0 requests"));
   CHECK_THAT(r.out, !Catch::Contains("network-bound"));
+}
+
+TEST_CASE("Sources: tfrecord with its index, npy arrays and files over http:// read what the local files give") {
+  if (cli().empty()) SKIP_TEST(kNoCli);
+  if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
+  const std::string data = SLUICE_SHARED_DATA;
+  struct stat st{};
+  if (::stat((data + "/tfrecord").c_str(), &st) != 0) SKIP_TEST("../shared/data (the real-data fixtures) is absent");
+  Nginx http(data);  // read only: indexes go to index_dir
+  const std::string work = temp_dir("run");
+  const std::string tf = "tfrecord/tensorflow-ranking/", npy = "npy/xtensor/";
+  struct Case {
+    std::string name, local, remote, rest;
+  };
+  const std::string bytes_map =
+      "  fields = { { 'len', 'int32' }, { 'first', 'uint8' } },\n"
+      "  map = function(s, ctx) return { len = s.bytes.nbytes, first = s.bytes.data[0] } end,\n"
+      "  batch_size = 4, shuffle = true, seed = 2, workers = 2,\n";
+  const std::vector<Case> cases = {
+      {"tfrecord", "sluice.tfrecord { '" + data + "/" + tf + "train_elwc.tfrecord', '" + data + "/" + tf +
+                       "eval_elwc.tfrecord', index_dir = 'idx' }",
+       "sluice.tfrecord { '" + http.url(tf + "train_elwc.tfrecord") + "', '" + http.url(tf + "eval_elwc.tfrecord") +
+           "', index_dir = 'idx' }",
+       bytes_map},
+      {"npy",
+       "sluice.npy { c = '" + data + "/" + npy + "double.le.npy', f = '" + data + "/" + npy +
+           "double_fortran.le.npy' }",
+       "sluice.npy { c = '" + http.url(npy + "double.le.npy") + "', f = '" + http.url(npy + "double_fortran.le.npy") +
+           "' }",
+       "  batch_size = 2, workers = 2,\n"},
+      {"files",
+       "sluice.files { '" + data + "/" + npy + "bool.le.npy', '" + data + "/" + npy + "bool_fortran.le.npy', '" + data +
+           "/" + npy + "double.le.npy', '" + data + "/" + npy + "double_fortran.le.npy' }",
+       "sluice.files { '" + http.url(npy + "{bool,bool_fortran,double,double_fortran}.le.npy") + "' }",
+       bytes_map},
+  };
+  ::mkdir((work + "/idx").c_str(), 0755);
+  for (const Case& c : cases) {
+    write_file(work + "/" + c.name + "-local.lua",
+               "local sluice = require('sluice')\nreturn sluice.pipeline {\n  source = " + c.local + ",\n" + c.rest + "}\n");
+    write_file(work + "/" + c.name + "-http.lua",
+               "local sluice = require('sluice')\nreturn sluice.pipeline {\n  source = " + c.remote + ",\n" + c.rest + "}\n");
+    for (const std::string where : {"local", "http"}) {
+      const Run r = sh(work, "SLUICE_CACHE_DIR=cache " + cli() + " run " + c.name + "-" + where + ".lua --quiet --record " +
+                                 c.name + "-" + where + ".jsonl");
+      INFO(c.name << " " << where << ": " << r.out);
+      REQUIRE(r.status == 0);
+    }
+    const Run v = sh(work, cli() + " verify " + c.name + "-local.jsonl " + c.name + "-http.jsonl");
+    INFO(c.name << ": " << v.out);
+    CHECK(v.status == 0);
+  }
 }

@@ -2,7 +2,12 @@
 // ranges, several at once over kept-alive connections, and the errors.
 #include <catch2/catch.hpp>
 
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include <set>
 #include <sstream>
@@ -121,4 +126,40 @@ TEST_CASE("Transfer: 404, a refused connection and an unknown host fail with the
   CHECK_FALSE(r.ok());
   CHECK_THAT(r.error, Catch::Contains("no-such-host.invalid"));
   CHECK(r.retries == 0);
+}
+
+TEST_CASE("Transfer: a store that ignores Range restarts a whole-object read and fails a ranged one") {
+  // Python's http.server answers every GET with 200 and the whole file.
+  const std::string root = temp_dir("www");
+  const std::string data = random_bytes(50'000, 3);
+  write_file(root + "/a.bin", data);
+  const int port = free_port();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const std::string p = std::to_string(port);
+    std::freopen("/dev/null", "w", stderr);
+    std::freopen("/dev/null", "w", stdout);
+    ::execl("/usr/bin/python3", "python3", "-m", "http.server", p.c_str(), "--bind", "127.0.0.1", "--directory",
+            root.c_str(), nullptr);
+    ::_exit(127);
+  }
+  for (int i = 0; i < 500; ++i) {
+    const int fd = connect_local(port);
+    if (fd >= 0) {
+      ::close(fd);
+      break;
+    }
+    ::usleep(10'000);
+  }
+  const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/a.bin";
+  const std::string out = temp_dir("out") + "/a.part";
+  write_file(out, "stale bytes of a cut download");
+  Response r = fetch({.url = url, .file = out, .offset = 29}, quick());
+  CHECK(r.ok());
+  CHECK(read_file(out) == data);
+  r = fetch({.url = url, .offset = 10, .length = 10}, quick());
+  CHECK_FALSE(r.ok());
+  CHECK(r.error == url + ": the store ignored Range (200 instead of 206)");
+  ::kill(pid, SIGTERM);
+  ::waitpid(pid, nullptr, 0);
 }

@@ -74,7 +74,8 @@ constexpr const char* kHelpTail =
     "                  the note says how many batches the faster ranks see again)\n"
     "  --trace FILE    write a Chrome trace of the run (Perfetto, chrome://tracing):\n"
     "                  a track per worker with its fills (each worker's last 4096),\n"
-    "                  the consumer's waits, restarts, skips and the slots in use\n"
+    "                  the consumer's waits, restarts, skips and the slots in use,\n"
+    "                  and remote sources' downloads before time 0\n"
     "                  ({rank} in FILE becomes the rank)\n"
     "  -h, --help      show this help\n"
     "\n"
@@ -276,9 +277,58 @@ void configure_resume(Options& o, const RunArgs& args) {
   if (o.rank == 0) std::fprintf(stderr, "note: --resume %s: %s\n", args.resume_path.c_str(), note.c_str());
 }
 
-// Writes the --trace file and says where.
-void write_trace(const Loader& loader, const std::string& path) {
-  loader.write_trace(path);
+// `s` as a JSON string.
+std::string json_quote(const std::string& s) {
+  std::string out = "\"";
+  for (const char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char u[8];
+      std::snprintf(u, sizeof u, "\\u%04x", static_cast<unsigned>(c));
+      out += u;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+// The load's downloads as complete events on tracks "download N" of the
+// loader's process, before its time 0 (`origin`, steady_clock ns taken as the
+// Loader was made); downloads that overlap go to separate tracks.
+std::string download_events(const std::vector<ScriptDownload>& downloads, std::uint64_t origin) {
+  std::string out;
+  std::vector<std::uint64_t> track_free;  // when each track's last span ends
+  for (const ScriptDownload& d : downloads) {
+    std::size_t track = 0;
+    while (track < track_free.size() && track_free[track] > d.start_ns) ++track;
+    if (track == track_free.size()) {
+      track_free.push_back(0);
+      out += ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":" + std::to_string(1000 + track) +
+             ",\"args\":{\"name\":\"download " + std::to_string(track) + "\"}}";
+    }
+    track_free[track] = d.end_ns;
+    const double ts = (static_cast<double>(d.start_ns) - static_cast<double>(origin)) / 1e3;
+    const double dur = static_cast<double>(d.end_ns - d.start_ns) / 1e3;
+    char times[96];
+    std::snprintf(times, sizeof times, "\"ts\":%.3f,\"dur\":%.3f", ts, dur);
+    out += ",\n{\"name\":\"download\",\"ph\":\"X\",\"pid\":1,\"tid\":" + std::to_string(1000 + track) + "," +
+           times + ",\"args\":{\"url\":" + json_quote(d.url) + ",\"bytes\":" + std::to_string(d.bytes) + "}}";
+  }
+  return out;
+}
+
+// Writes the --trace file, with the load's downloads, and says where.
+void write_trace(const Loader& loader, const std::string& path, const Script& script, std::uint64_t origin) {
+  std::string json = loader.trace_json();
+  const std::size_t end = json.rfind("\n]}");
+  if (!script.remote.downloads.empty() && end != std::string::npos)
+    json.insert(end, download_events(script.remote.downloads, origin));
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << json;
+  if (!out.flush()) throw Error(path + ": cannot write the trace: " + std::strerror(errno));
   std::fprintf(stderr, "sluice run: trace written to %s (open it in https://ui.perfetto.dev or chrome://tracing)\n",
                path.c_str());
 }
@@ -320,6 +370,8 @@ int run(const RunArgs& args) {
     save_state(args, o, LoaderState::start_of(o), signal, 0);
     return 128 + signal;
   }
+  const auto loader_made = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
   Loader loader(script.options);
   SignalScope signals(loader);
   const std::uint64_t per_epoch = loader.plan().batches_per_epoch();
@@ -342,10 +394,10 @@ int run(const RunArgs& args) {
     }
   } catch (const Error&) {
     skips.update(loader.stats());  // what was skipped before the failure
-    if (!args.trace_path.empty()) write_trace(loader, for_rank(args.trace_path, o.rank));  // up to the failure
+    if (!args.trace_path.empty()) write_trace(loader, for_rank(args.trace_path, o.rank), script, loader_made);  // up to the failure
     throw;
   }
-  if (!args.trace_path.empty()) write_trace(loader, for_rank(args.trace_path, o.rank));
+  if (!args.trace_path.empty()) write_trace(loader, for_rank(args.trace_path, o.rank), script, loader_made);
   const auto loop_end = Clock::now();
   progress.finish();
   skips.update(loader.stats());

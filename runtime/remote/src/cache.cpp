@@ -107,6 +107,7 @@ struct Cache::Download {
   LockedFd lock;
   Meta meta;
   bool restarted = false;
+  std::uint64_t start_ns = 0;
 };
 
 Cache::Cache(CacheOptions options) : options_(std::move(options)) {
@@ -183,7 +184,7 @@ void Cache::make_room(std::uint64_t bytes, const std::string& keep) {
   while (dirent* d = ::readdir(dir)) {
     const std::string name = d->d_name;
     if (name.empty() || name[0] == '.' || ends_with(name, ".lock") || ends_with(name, ".meta") ||
-        ends_with(name, ".tmp"))
+        ends_with(name, ".tmp") || ends_with(name, ".idx"))
       continue;
     const std::string path = options_.dir + "/" + name;
     if (ends_with(name, ".partial")) {
@@ -223,6 +224,7 @@ void Cache::make_room(std::uint64_t bytes, const std::string& keep) {
     if (victim.fd < 0) continue;
     if (flock_retry(victim.fd, LOCK_EX | LOCK_NB) != 0) continue;  // pinned by someone
     if (::unlink(path.c_str()) == 0) {
+      ::unlink((path + ".idx").c_str());  // a TFRecord index built beside it (tfrecord.h)
       used -= std::min(used, e.size);
       ++stats_.evictions;
     }
@@ -306,17 +308,21 @@ std::vector<std::string> Cache::get_all(const std::vector<std::string>& urls) {
         if (d.meta.size > 0 && have != d.meta.size)
           return fail(d.url + ": downloaded " + std::to_string(have) + " bytes, the store announced " +
                       std::to_string(d.meta.size) + "; not used");
+        // Pinned before it is published: an evictor in another process must
+        // never find NAME unpinned between the rename and our pin.
         const int fd = ::open(partial.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0 || ::fsync(fd) != 0) {
+        if (fd < 0 || flock_retry(fd, LOCK_SH) != 0 || ::fsync(fd) != 0) {
           if (fd >= 0) ::close(fd);
           return fail("cannot sync " + partial + ": " + errno_text());
         }
-        ::close(fd);
-        if (::rename(partial.c_str(), d.path.c_str()) != 0)
+        if (::rename(partial.c_str(), d.path.c_str()) != 0) {
+          ::close(fd);
           return fail("cannot publish " + d.path + ": " + errno_text());
+        }
+        pins_[d.url] = fd;
         ::unlink((d.path + ".meta").c_str());
         ++stats_.misses;
-        if (!pin_if_whole(d.url)) return fail(d.path + " vanished as it was published");
+        if (stats_.downloads.size() < 100'000) stats_.downloads.push_back({d.url, d.start_ns, now_ns(), d.meta.size});
         d.lock = LockedFd();  // waiters may go: they find it whole
       };
       get = [&](Download& d) {
@@ -330,6 +336,7 @@ std::vector<std::string> Cache::get_all(const std::vector<std::string>& urls) {
       };
       for (auto& dp : mine) {
         Download& d = *dp;
+        d.start_ns = now_ns();
         engine.submit({.url = d.url, .head = true}, [&, dp = &d](const Response& h) {
           if (!first_error.empty()) return;
           if (!h.ok()) return fail(h.error);

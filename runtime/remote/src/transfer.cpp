@@ -47,6 +47,9 @@ bool transient(CURLcode code) {
   }
 }
 
+// A body kept in memory (listings, error documents) larger than this is refused.
+constexpr std::size_t kMaxBodyInMemory = 64u << 20;
+
 struct Transfer;
 
 struct SocketWatch {
@@ -152,12 +155,14 @@ size_t write_cb(char* data, size_t size, size_t n, void* user) {
   const size_t bytes = size * n;
   if (t->attempt_bytes == 0 && t->attempt_status == 0) {
     curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &t->attempt_status);
-    if (t->attempt_status == 200 && t->received > 0) {
-      // The store ignored Range: the whole body comes again from byte 0.
-      if (t->request.offset > 0) {
+    if (t->attempt_status == 200 && (t->received > 0 || t->request.offset > 0)) {
+      // The store ignored Range: the whole object comes from byte 0. A
+      // whole-object read starts over; a ranged read cannot use it.
+      if (t->request.length > 0) {
         t->write_problem = "the store ignored Range (200 instead of 206)";
         return 0;
       }
+      t->request.offset = 0;
       t->received = 0;
       t->response.body.clear();
       if (t->fd >= 0 && ::ftruncate(t->fd, 0) != 0) {
@@ -189,6 +194,10 @@ size_t write_cb(char* data, size_t size, size_t n, void* user) {
       done += static_cast<size_t>(w);
     }
   } else {
+    if (t->response.body.size() + bytes > kMaxBodyInMemory) {
+      t->write_problem = "the answer passes " + std::to_string(kMaxBodyInMemory >> 20) + " MiB";
+      return 0;
+    }
     t->response.body.append(data, bytes);
   }
   t->received += bytes;

@@ -88,6 +88,13 @@ struct SLUICE_API ScriptWorkerTimes {
   std::uint32_t workers = 0;   // workers that started
 };
 
+// One remote object downloaded at load (steady_clock times), for --trace.
+struct SLUICE_API ScriptDownload {
+  std::string url;
+  std::uint64_t start_ns = 0, end_ns = 0;
+  std::uint64_t bytes = 0;
+};
+
 // What a native source's remote objects (s3://, https://) took to fetch into
 // the node cache when the script was loaded; all zero for local data.
 struct SLUICE_API ScriptRemoteStats {
@@ -99,6 +106,7 @@ struct SLUICE_API ScriptRemoteStats {
   std::uint64_t retries = 0;
   std::uint64_t bytes = 0;      // body bytes received
   std::uint64_t wait_ns = 0;    // waiting on the network and on other processes' downloads
+  std::vector<ScriptDownload> downloads;  // each download, in the order they finished
 };
 
 struct SLUICE_API Script {

@@ -12,6 +12,8 @@
 //   NAME.meta      the partial's object size and ETag, for resuming it
 //   NAME.lock      flock()ed exclusively by the one process downloading NAME
 //   .budget.lock   flock()ed exclusively while a process makes room
+//   NAME.idx       a TFRecord index a reader built beside NAME: not counted,
+//                  removed with NAME
 //
 // Guarantees and their argument:
 // - A file named NAME is whole. The download goes to NAME.partial, is
@@ -27,7 +29,9 @@
 //   open descriptor of NAME (a pin) until release() or the Cache's end. An
 //   evictor unlinks NAME only while holding an exclusive flock on it, taken
 //   with LOCK_NB, so never while anyone pins it; a pinner that locks after an
-//   unlink sees the path gone (its inode differs) and downloads again.
+//   unlink sees the path gone (its inode differs) and downloads again. A
+//   downloader pins the partial before renaming it, so no evictor ever finds
+//   a just-published object unpinned.
 // - Budget: with limit > 0, before a download the downloader takes
 //   .budget.lock, adds up whole files and the announced sizes of partials,
 //   and evicts unpinned whole files until the new object fits: first the
@@ -59,12 +63,20 @@ struct CacheOptions {
   TransferOptions transfer;
 };
 
+// One object this process downloaded, for traces: steady_clock times.
+struct DownloadSpan {
+  std::string url;
+  std::uint64_t start_ns = 0, end_ns = 0;  // from its HEAD to its publication
+  std::uint64_t bytes = 0;
+};
+
 struct CacheStats {
   std::uint64_t hits = 0;          // found whole (or published by another process while waiting)
   std::uint64_t misses = 0;        // downloaded by this process
   std::uint64_t evictions = 0;
   std::uint64_t wait_ns = 0;       // time get/get_all spent waiting on downloads and locks
   TransferStats transfer;          // requests, bytes, retries
+  std::vector<DownloadSpan> downloads;  // the first 100000 downloads
 };
 
 // $SLUICE_CACHE_DIR, else $XDG_CACHE_HOME/sluice, else $HOME/.cache/sluice.

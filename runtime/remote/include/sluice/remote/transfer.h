@@ -21,7 +21,9 @@
 // retried up to max_retries times after an exponential backoff with jitter
 // (backoff_ms, doubling, capped at 10 s, times a random factor in [0.5, 1));
 // a retry resumes where the body was cut (Range, If-Match on the ETag seen
-// first so that two versions are never spliced). Any other status >= 300
+// first so that two versions are never spliced). A store that ignores Range
+// (200 instead of 206) restarts a whole-object read from byte 0 (the file is
+// truncated) and fails a ranged one. Any other status >= 300
 // (403, 404, 301 of a wrong region, 412), an unknown host or a bad URL fails
 // at once. A failed Response has `error` set: "URL: HTTP 404 (NoSuchKey: The
 // specified key does not exist.)", naming the store's own code and message
@@ -60,7 +62,7 @@ struct TransferOptions {
 struct Request {
   std::string url{};
   std::string query{};            // appended after '?' as given (S3: sorted, encoded)
-  std::string file{};             // "" = keep the body in Response::body
+  std::string file{};             // "" = keep the body in Response::body (at most 64 MiB)
   std::uint64_t offset = 0;     // first byte wanted (and where the file is written from)
   std::uint64_t length = 0;     // 0 = to the end of the object
   std::string if_match{};         // "" = any version
