@@ -275,8 +275,9 @@ std::shared_ptr<const text::TokenCorpus> tokenize_corpus(const SourceSpec& spec,
   const auto model = text::SentencePiece::open(spec.tokenizer);
   std::shared_ptr<const DataSource> text = DataSource::open(spec.text.at(0), on_error, seed);
   if (text->mode() != DataSource::Mode::indexed)
-    throw Error("text = sluice." + text->kind() + " must be a source read by index (files, folders, tfrecord, tar)");
+    throw Error("text = sluice." + text->kind() + " must be a source read by index (files, folders, tfrecord, tar, jsonl)");
   if (spec.eos < 0) throw Error("text needs an eos id to end each document (the model " + spec.tokenizer + " has none)");
+  const std::string* jsonl_field = text->kind() == "jsonl" ? &spec.text.at(0).field : nullptr;
   struct Part {
     std::vector<std::uint32_t> tokens;
     std::vector<std::uint64_t> lengths;
@@ -295,8 +296,14 @@ std::shared_ptr<const text::TokenCorpus> tokenize_corpus(const SourceSpec& spec,
       io::Sample sample;
       for (std::uint64_t id = text->size() * k / count; id < text->size() * (k + 1) / count; ++id) {
         io::read_sample(*text->records(), id, buffer, sample);
+        // A JSON line's document is its `field`; another record's, all its bytes.
         bytes.clear();
-        for (const io::Field& f : sample.fields) bytes.append(reinterpret_cast<const char*>(f.bytes.data()), f.bytes.size());
+        if (jsonl_field != nullptr) {
+          const io::Field* f = sample.field(*jsonl_field);
+          if (f != nullptr) bytes.assign(reinterpret_cast<const char*>(f->bytes.data()), f->bytes.size());
+        } else {
+          for (const io::Field& f : sample.fields) bytes.append(reinterpret_cast<const char*>(f.bytes.data()), f.bytes.size());
+        }
         model->encode(bytes, &ids);
         part.tokens.insert(part.tokens.end(), ids.begin(), ids.end());
         part.tokens.push_back(static_cast<std::uint32_t>(spec.eos));

@@ -365,3 +365,56 @@ return sluice.pipeline {
   }
   REQUIRE(rows == script.options.dataset_size);
 }
+
+TEST_CASE("sluice.tokens{ text = sluice.jsonl{...} } tokenizes each line's field, not its other keys") {
+  const std::string missing = spm_missing();
+  if (!missing.empty()) SKIP_TEST(missing);
+  sluice::test::TempDir dir;
+  train_model(dir.path());
+  // Three documents as JSON lines, each with a key besides "text".
+  const std::vector<std::string> docs = {"The quick brown fox jumps over the lazy dog.\nTwice.",
+                                         "Permission is hereby granted, free of charge, to any person \"obtaining\"",
+                                         "\tTabs, back\\slashes and unicode: caf\xc3\xa9."};
+  std::string lines;
+  for (const std::string& d : docs) {
+    std::string escaped;
+    for (char c : d) {
+      if (c == '"' || c == '\\') escaped += std::string("\\") + c;
+      else if (c == '\n') escaped += "\\n";
+      else if (c == '\t') escaped += "\\t";
+      else escaped += c;
+    }
+    lines += R"({"meta": "not part of the document", "text": ")" + escaped + "\"}\n";
+  }
+  dir.write("docs.jsonl", lines);
+  const std::string path = dir.write("t.lua", R"(
+local sluice = require("sluice")
+local tok = sluice.sentencepiece("m.model")
+return sluice.pipeline {
+  source = sluice.tokens{ text = sluice.jsonl{ "docs.jsonl" }, tokenizer = tok },
+  pack = { seq_len = 8 },
+  batch_size = 1, workers = 1,
+}
+)");
+  sluice::Script script = sluice::load_script({.path = path, .epochs = 1});
+  auto model = sluice::text::SentencePiece::open(dir.path() + "/m.model");
+  std::vector<std::int64_t> stream;
+  std::vector<std::int32_t> ids;
+  for (const std::string& d : docs) {
+    model->encode(d, &ids);
+    stream.insert(stream.end(), ids.begin(), ids.end());
+    stream.push_back(model->eos_id());
+  }
+  REQUIRE(script.options.dataset_size == (stream.size() - 1) / 8);
+  std::size_t tokens_field = 0;
+  for (std::size_t k = 0; k < script.options.fields.size(); ++k)
+    if (script.options.fields[k].name == "tokens") tokens_field = k;
+  sluice::Loader loader(script.options);
+  for (const BatchCopy& b : sluice::test::drain(loader)) {
+    const auto* t = reinterpret_cast<const std::int64_t*>(b.fields[tokens_field].data());
+    const std::uint64_t r = b.samples[0];
+    REQUIRE(std::vector<std::int64_t>(t, t + 8) ==
+            std::vector<std::int64_t>(stream.begin() + static_cast<std::ptrdiff_t>(r * 8),
+                                      stream.begin() + static_cast<std::ptrdiff_t>(r * 8 + 8)));
+  }
+}
