@@ -38,7 +38,7 @@ int count_containing(const std::vector<std::string>& lines, const std::string& w
 
 }  // namespace
 
-TEST_CASE("Faults: 503 bursts, resets and cut bodies are retried and resumed with Range; the data is whole") {
+TEST_CASE("Faults: 503 bursts, resets and cut bodies are retried and resumed with Range, and the data is whole") {
   if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
   const std::string root = temp_dir("www");
   const std::string data = random_bytes(1'000'000, 5);
@@ -102,7 +102,7 @@ TEST_CASE("Faults: a server killed mid-download and restarted: the downloads fin
   CHECK(cache.stats().transfer.retries > 0);
 }
 
-TEST_CASE("Faults: a store down past the retries is one error; the rerun fetches only what is missing") {
+TEST_CASE("Faults: a store down past the retries is one error, and the rerun fetches only what is missing") {
   if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
   const std::string root = temp_dir("www"), dir = temp_dir("cache");
   for (int i = 0; i < 3; ++i) write_file(root + "/s" + std::to_string(i), random_bytes(1000, i));

@@ -79,6 +79,14 @@ TEST_CASE("S3: ListObjectsV2 pages, globs and brace ranges") {
   CHECK(expand_remote("s3://bkt/*/train-00000[0-1].tar", o) ==
         std::vector<std::string>{"s3://bkt/other/train-000000.tar", "s3://bkt/train/train-000000.tar",
                                  "s3://bkt/train/train-000001.tar"});
+  // "**" spans zero or more parts, as in local globs (sluice.files{ dir = ..., match = ... }).
+  s3.put("deep/a/b/x.jpg", "1");
+  s3.put("deep/y.jpg", "2");
+  s3.put("deep/a/.hidden.jpg", "3");
+  s3.put("deep/a/z.png", "4");
+  CHECK(expand_remote("s3://bkt/deep/**/*.jpg", o) ==
+        std::vector<std::string>{"s3://bkt/deep/a/b/x.jpg", "s3://bkt/deep/y.jpg"});
+  CHECK(expand_remote("s3://bkt/deep/**/*", o).size() == 3);
   // Braces make no request.
   CHECK(expand_remote("s3://bkt/train/train-{000000..000003}.tar", o).size() == 4);
   CHECK_THROWS_WITH(expand_remote("s3://bkt/train/*.zip", o), "no object matches s3://bkt/train/*.zip");

@@ -65,7 +65,7 @@ std::string pipeline(const std::string& source) {
 }
 
 std::string cli() { return SLUICE_CLI; }
-const char* const kNoCli = "the sluice command line is not built here (SLUICE_BUILD_TOOLS=OFF)";
+const char* const kNoCli = "the sluice command line is not part of this build";
 
 }  // namespace
 

@@ -245,6 +245,7 @@ std::vector<std::string> Cache::get_all(const std::vector<std::string>& urls) {
   if (missing.empty()) return paths;
   const std::uint64_t started = now_ns();
   std::string first_error;
+  std::size_t first_rank = 0;
   while (!missing.empty() && first_error.empty()) {
     // Take the locks that are free; when every one is busy, wait for the first.
     std::vector<std::unique_ptr<Download>> mine;
@@ -286,8 +287,14 @@ std::vector<std::string> Cache::get_all(const std::vector<std::string>& urls) {
     {
       TransferEngine engine(&loop, options_.transfer);
       std::function<void(Download&)> get;
-      auto fail = [&](const std::string& e) {
-        if (first_error.empty()) first_error = e;
+      // The error reported is that of the earliest URL in `urls` that failed,
+      // whichever finished first.
+      auto fail = [&](const std::string& url, const std::string& e) {
+        const auto rank = static_cast<std::size_t>(std::find(urls.begin(), urls.end(), url) - urls.begin());
+        if (first_error.empty() || rank < first_rank) {
+          first_error = e;
+          first_rank = rank;
+        }
       };
       auto publish = [&](Download& d, const Response& r) {
         const std::string partial = d.path + ".partial";
@@ -296,28 +303,28 @@ std::vector<std::string> Cache::get_all(const std::vector<std::string>& urls) {
             d.restarted = true;
             ::truncate(partial.c_str(), 0);
             return engine.submit({.url = d.url, .head = true}, [&, dp = &d](const Response& h) {
-              if (!h.ok()) return fail(h.error);
+              if (!h.ok()) return fail(dp->url, h.error);
               dp->meta = {h.object_size, h.etag};
               write_meta(dp->path + ".meta", dp->meta);
               get(*dp);
             });
           }
-          return fail(r.error);
+          return fail(d.url, r.error);
         }
         const std::uint64_t have = file_size_or_zero(partial);
         if (d.meta.size > 0 && have != d.meta.size)
-          return fail(d.url + ": downloaded " + std::to_string(have) + " bytes, the store announced " +
+          return fail(d.url, d.url + ": downloaded " + std::to_string(have) + " bytes, the store announced " +
                       std::to_string(d.meta.size) + "; not used");
         // Pinned before it is published: an evictor in another process must
         // never find NAME unpinned between the rename and our pin.
         const int fd = ::open(partial.c_str(), O_RDONLY | O_CLOEXEC);
         if (fd < 0 || flock_retry(fd, LOCK_SH) != 0 || ::fsync(fd) != 0) {
           if (fd >= 0) ::close(fd);
-          return fail("cannot sync " + partial + ": " + errno_text());
+          return fail(d.url, "cannot sync " + partial + ": " + errno_text());
         }
         if (::rename(partial.c_str(), d.path.c_str()) != 0) {
           ::close(fd);
-          return fail("cannot publish " + d.path + ": " + errno_text());
+          return fail(d.url, "cannot publish " + d.path + ": " + errno_text());
         }
         pins_[d.url] = fd;
         ::unlink((d.path + ".meta").c_str());
@@ -330,7 +337,7 @@ std::vector<std::string> Cache::get_all(const std::vector<std::string>& urls) {
         std::uint64_t offset = file_size_or_zero(partial);
         if (offset >= d.meta.size && d.meta.size > 0) offset = 0;
         if (offset == 0 && ::truncate(partial.c_str(), 0) != 0 && errno != ENOENT)
-          return fail("cannot truncate " + partial + ": " + errno_text());
+          return fail(d.url, "cannot truncate " + partial + ": " + errno_text());
         engine.submit({.url = d.url, .file = partial, .offset = offset, .if_match = d.meta.etag},
                       [&, dp = &d](const Response& r) { publish(*dp, r); });
       };
@@ -338,8 +345,8 @@ std::vector<std::string> Cache::get_all(const std::vector<std::string>& urls) {
         Download& d = *dp;
         d.start_ns = now_ns();
         engine.submit({.url = d.url, .head = true}, [&, dp = &d](const Response& h) {
+          if (!h.ok()) return fail(dp->url, h.error);
           if (!first_error.empty()) return;
-          if (!h.ok()) return fail(h.error);
           try {
             const std::string meta_path = dp->path + ".meta";
             const Meta old = read_meta(meta_path);
@@ -354,7 +361,7 @@ std::vector<std::string> Cache::get_all(const std::vector<std::string>& urls) {
             }
             get(*dp);
           } catch (const Error& e) {
-            fail(e.what());
+            fail(dp->url, e.what());
           }
         });
       }

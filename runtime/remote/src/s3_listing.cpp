@@ -14,6 +14,34 @@ namespace {
 
 bool has_wildcard(const std::string& s) { return s.find_first_of("*?[") != std::string::npos; }
 
+std::vector<std::string> segments(const std::string& path) {
+  std::vector<std::string> out;
+  std::size_t at = 0;
+  for (;;) {
+    const std::size_t slash = path.find('/', at);
+    out.push_back(path.substr(at, slash == std::string::npos ? std::string::npos : slash - at));
+    if (slash == std::string::npos) return out;
+    at = slash + 1;
+  }
+}
+
+// Glob matching as io::glob's (sluice/io/glob.h), over '/'-separated parts:
+// fnmatch per part, a leading '.' only matched explicitly, and "**" as a
+// whole part for zero or more parts.
+bool matches(const std::vector<std::string>& pattern, std::size_t p, const std::vector<std::string>& key,
+             std::size_t k) {
+  if (p == pattern.size()) return k == key.size();
+  if (pattern[p] == "**") {
+    for (std::size_t skip = k; skip <= key.size(); ++skip) {
+      if (skip > k && !key[skip - 1].empty() && key[skip - 1][0] == '.') break;
+      if (matches(pattern, p + 1, key, skip)) return true;
+    }
+    return false;
+  }
+  return k < key.size() && ::fnmatch(pattern[p].c_str(), key[k].c_str(), FNM_PERIOD) == 0 &&
+         matches(pattern, p + 1, key, k + 1);
+}
+
 }  // namespace
 
 std::vector<ObjectInfo> list_objects(const std::string& bucket, const std::string& prefix,
@@ -58,10 +86,10 @@ std::vector<std::string> expand_remote(const std::string& pattern, const Transfe
     if (url.scheme != Scheme::s3)
       throw Error("'" + name + "': wildcards need a listing, which only s3:// has; name http(s) shards with {A..B}");
     const std::string prefix = url.key().substr(0, url.key().find_first_of("*?["));
+    const std::vector<std::string> pattern = segments(url.key());
     std::vector<std::string> matched;
     for (const ObjectInfo& o : list_objects(url.bucket(), prefix, options))
-      if (::fnmatch(url.key().c_str(), o.key.c_str(), FNM_PATHNAME) == 0)
-        matched.push_back("s3://" + url.bucket() + "/" + o.key);
+      if (matches(pattern, 0, segments(o.key), 0)) matched.push_back("s3://" + url.bucket() + "/" + o.key);
     if (matched.empty()) throw Error("no object matches " + name);
     std::sort(matched.begin(), matched.end());
     out.insert(out.end(), matched.begin(), matched.end());

@@ -41,7 +41,8 @@
 //   is then passed by at most the shards in use.
 //
 // Errors: sluice::Error naming the URL, the store's status and message
-// (transfer.h), or the cache file and errno.
+// (transfer.h), or the cache file and errno; when several objects fail, the
+// one earliest in the list asked for.
 // Thread and fork safety: a Cache belongs to one thread; make it after
 // fork() (it holds descriptors and locks of its process). Any number of
 // processes may share one directory.

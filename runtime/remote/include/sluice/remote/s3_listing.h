@@ -9,7 +9,8 @@
 // NextContinuationToken until IsTruncated is false. expand_remote expands
 // WebDataset braces (url.h) first, then, for s3:// names holding * ? or [,
 // lists the prefix before the first wildcard and keeps the keys that match
-// (fnmatch with FNM_PATHNAME: '*' stays within one '/'-separated part).
+// as local globs do (sluice/io/glob.h): fnmatch per '/'-separated part, a
+// leading '.' matched only explicitly, "**" for zero or more parts.
 //
 // Errors: sluice::Error naming the URL, the status and the store's message
 // (403, an unknown bucket: "NoSuchBucket"); a pattern that matches nothing
