@@ -24,10 +24,13 @@ and hands on its length, so the figures are I/O and transport, not compute.
 Each figure is the wall time of one whole pass, started as a fresh process
 (sluice run, or python for the DataLoader: start-up included on both sides);
 the median of --runs runs, the ratio local / contender (1.0 = as fast as local
-files). --rate gives nginx a per-connection limit_rate (e.g. 20m = 20 MB/s) to
-stand in for a link; s3rver has none. Printed with the machine's first-touch
-cost per 4 KiB page (tools/bench/README.md). The ip netns + veth + tc
-benchmark of the issue is not this one: loopback has no latency to speak of.
+files). --rate gives nginx a per-connection limit_rate (e.g. 20m = 20 MB/s);
+s3rver has none. --link RATE,DELAY (root only, e.g. --link 400mbit,5ms) puts
+both servers in a network namespace behind a veth pair whose two ends tc
+shapes with a token bucket (tbf) at RATE, and the clients reach them through
+a delaying TCP proxy on 127.0.0.1 that holds every chunk DELAY ms each way
+(pipelined: a round trip costs 2 x DELAY, as to a store in the same region). Printed with the
+machine's first-touch cost per 4 KiB page (tools/bench/README.md).
 """
 
 import argparse
@@ -88,10 +91,84 @@ def free_port():
         return s.getsockname()[1]
 
 
-def wait_port(port):
+class Link:
+    """A network namespace with the servers, behind a shaped veth pair; host
+    10.231.0.1, namespace 10.231.0.2. Removed on close."""
+
+    def __init__(self, spec):
+        rate, delay = spec.split(",")
+        self.ns = f"sluice-bench-{os.getpid()}"
+        host, inner = f"sbh{os.getpid() % 100000}", f"sbn{os.getpid() % 100000}"
+        self.address = "10.231.0.2"
+        run = lambda *a: subprocess.run(list(a), check=True)
+        run("ip", "netns", "add", self.ns)
+        run("ip", "link", "add", host, "type", "veth", "peer", "name", inner)
+        run("ip", "link", "set", inner, "netns", self.ns)
+        run("ip", "addr", "add", "10.231.0.1/24", "dev", host)
+        run("ip", "link", "set", host, "up")
+        ns = ["ip", "netns", "exec", self.ns]
+        run(*ns, "ip", "addr", "add", "10.231.0.2/24", "dev", inner)
+        run(*ns, "ip", "link", "set", inner, "up")
+        run(*ns, "ip", "link", "set", "lo", "up")
+        for prefix, dev in (([], host), (ns, inner)):
+            run(*prefix, "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", rate, "burst", "256kb",
+                "latency", "100ms")
+        self.prefix = ns
+        self.delay_s = float(delay.rstrip("ms")) / 1e3
+        import asyncio
+        import threading
+        self.loop = asyncio.new_event_loop()
+        threading.Thread(target=self.loop.run_forever, daemon=True).start()
+
+    def proxy(self, port):
+        """A delaying proxy on 127.0.0.1 to the namespace's `port`; returns its port."""
+        import asyncio
+        delay = self.delay_s
+
+        async def pump(reader, writer):
+            # Chunks are stamped when read and written DELAY later, in order:
+            # latency without a cut in throughput.
+            queue = asyncio.Queue()
+
+            async def read():
+                while True:
+                    data = await reader.read(1 << 16)
+                    await queue.put((self.loop.time() + delay, data))
+                    if not data:
+                        return
+
+            reading = asyncio.ensure_future(read())
+            while True:
+                due, data = await queue.get()
+                await asyncio.sleep(max(0.0, due - self.loop.time()))
+                if not data:
+                    break
+                writer.write(data)
+                await writer.drain()
+            await reading
+            writer.close()
+
+        async def serve(client_reader, client_writer):
+            try:
+                server_reader, server_writer = await asyncio.open_connection(self.address, port)
+                await asyncio.gather(pump(client_reader, server_writer), pump(server_reader, client_writer))
+            except (ConnectionError, OSError):
+                client_writer.close()
+
+        async def start():
+            server = await asyncio.start_server(serve, "127.0.0.1", 0)
+            return server.sockets[0].getsockname()[1]
+
+        return asyncio.run_coroutine_threadsafe(start(), self.loop).result()
+
+    def close(self):
+        subprocess.run(["ip", "netns", "del", self.ns], check=False)
+
+
+def wait_port(port, address="127.0.0.1"):
     for _ in range(1000):
         try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            socket.create_connection((address, port), timeout=1).close()
             return
         except OSError:
             time.sleep(0.01)
@@ -113,7 +190,7 @@ def make_shards(root, shards, samples, sample_kib):
     return names
 
 
-def start_nginx(work, root, rate):
+def start_nginx(work, root, rate, prefix=(), address="127.0.0.1"):
     port = free_port()
     t = str(work)
     conf = work / "nginx.conf"
@@ -122,13 +199,13 @@ def start_nginx(work, root, rate):
         f"events {{ worker_connections 256; }}\nhttp {{ access_log off; keepalive_requests 10000;\n"
         + (f"  limit_rate {rate};\n" if rate else "")
         + "".join(f"  {k}_temp_path {t};\n" for k in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
-        + f"  server {{ listen 127.0.0.1:{port}; root {root}; location / {{ }} }}\n}}\n")
-    proc = subprocess.Popen(["/usr/sbin/nginx", "-e", f"{t}/nginx-error.log", "-p", t, "-c", str(conf)])
-    wait_port(port)
+        + f"  server {{ listen {address}:{port}; root {root}; location / {{ }} }}\n}}\n")
+    proc = subprocess.Popen([*prefix, "/usr/sbin/nginx", "-e", f"{t}/nginx-error.log", "-p", t, "-c", str(conf)])
+    wait_port(port, address)
     return proc, port
 
 
-def start_s3rver(work):
+def start_s3rver(work, prefix=(), address="127.0.0.1"):
     js = REPO / "build-cc" / "npm" / "node_modules" / "s3rver" / "bin" / "s3rver.js"
     if not js.exists():
         prefix = work / "npm"
@@ -139,11 +216,11 @@ def start_s3rver(work):
         js = prefix / "node_modules" / "s3rver" / "bin" / "s3rver.js"
     port = free_port()
     (work / "s3").mkdir()
-    proc = subprocess.Popen(["/usr/bin/node", "--openssl-legacy-provider", str(js), "-d", str(work / "s3"), "-p",
-                             str(port), "-a", "127.0.0.1", "--silent", "--configure-bucket", "bench"],
+    proc = subprocess.Popen([*prefix, "/usr/bin/node", "--openssl-legacy-provider", str(js), "-d", str(work / "s3"),
+                             "-p", str(port), "-a", address, "--silent", "--configure-bucket", "bench"],
                             stdout=subprocess.DEVNULL)
-    wait_port(port)
-    return proc, f"http://127.0.0.1:{port}"
+    wait_port(port, address)
+    return proc, f"http://{address}:{port}"
 
 
 def timed(command, env):
@@ -161,18 +238,30 @@ def main():
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--rate", default="", help="nginx limit_rate per connection, e.g. 20m")
+    parser.add_argument("--link", default="", help="RATE,DELAY: servers in a netns behind tc, e.g. 400mbit,10ms")
     parser.add_argument("--json", default="")
     args = parser.parse_args()
 
     import numpy
     work = pathlib.Path(tempfile.mkdtemp(prefix="sluice-remote-bench-"))
     servers = []
+    link = None
     try:
         names = make_shards(work / "shards", args.shards, args.samples, args.sample_kib)
-        nginx, http_port = start_nginx(work, work / "shards", args.rate)
+        prefix, address = (), "127.0.0.1"
+        if args.link:
+            link = Link.__new__(Link)
+            link.ns = f"sluice-bench-{os.getpid()}"  # removed in `finally` even if set-up fails
+            link.__init__(args.link)
+            prefix, address = link.prefix, link.address
+        nginx, http_port = start_nginx(work, work / "shards", args.rate, prefix, address)
         servers.append(nginx)
-        s3rver, endpoint = start_s3rver(work)
+        s3rver, endpoint = start_s3rver(work, prefix, address)
         servers.append(s3rver)
+        if link:  # the clients go through the delaying proxies
+            http_port = link.proxy(http_port)
+            endpoint = f"http://127.0.0.1:{link.proxy(int(endpoint.rsplit(':', 1)[1]))}"
+            address = "127.0.0.1"
         import boto3
         s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="S3RVER", aws_secret_access_key="S3RVER",
                           region_name="us-east-1")
@@ -182,7 +271,7 @@ def main():
         last = f"{args.shards - 1:06d}"
         sources = {
             "local": str(work / "shards" / "train-*.tar"),
-            "http": f"http://127.0.0.1:{http_port}/train-{{000000..{last}}}.tar",
+            "http": f"http://{address}:{http_port}/train-{{000000..{last}}}.tar",
             "s3": "s3://bench/train/*.tar",
         }
         for kind, source in sources.items():
@@ -209,9 +298,10 @@ def main():
         data_mb = args.shards * args.samples * args.sample_kib * 1024 / 1e6
         local = statistics.median(times["local"])
         results = {"data_mb": data_mb, "shards": args.shards, "workers": args.workers, "runs": args.runs,
-                   "rate": args.rate or None, "first_touch_us": touch, "cases": {}}
+                   "rate": args.rate or None, "link": args.link or None, "first_touch_us": touch, "cases": {}}
         print(f"{data_mb:.0f} MB in {args.shards} shards, {args.workers} workers, medians of {args.runs} runs, "
-              f"first touch {touch:.2f} us per 4 KiB page" + (f", nginx limit_rate {args.rate}" if args.rate else ""))
+              f"first touch {touch:.2f} us per 4 KiB page" + (f", nginx limit_rate {args.rate}" if args.rate else "")
+              + (f", link {args.link} (tbf rate, a delaying proxy each way)" if args.link else ""))
         for case, values in times.items():
             median = statistics.median(values)
             results["cases"][case] = {"seconds": median, "mb_per_s": data_mb / median, "ratio_vs_local": local / median,
@@ -223,6 +313,8 @@ def main():
         for proc in servers:
             proc.terminate()
             proc.wait()
+        if link:
+            link.close()
         shutil.rmtree(work, ignore_errors=True)
 
 
