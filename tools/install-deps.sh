@@ -52,6 +52,8 @@ fi
 
 missing=()
 for p in "${packages[@]}"; do
+  # A Node.js that ships its own npm (NodeSource's, for one) conflicts with Debian's npm package.
+  if [ "$p" = npm ] && command -v npm > /dev/null; then continue; fi
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ]; then
