@@ -208,9 +208,7 @@ std::string S3rver::why_not() {
   if (run("/usr/bin/python3 -c 'import boto3' 2>/dev/null") != 0) return "python3-boto3 is not installed";
   if (!file_exists(s3rver_js())) {
     const std::string prefix = SLUICE_NPM_PREFIX;
-    run("mkdir -p '" + prefix + "' && cp '" SLUICE_NPM_PACKAGE_DIR "/package.json' '" + prefix + "/'");
-    if (run("npm install --no-audit --no-fund --prefix '" + prefix + "' > '" + prefix + "/install.log' 2>&1") != 0 ||
-        !file_exists(s3rver_js()))
+    if (run("bash '" SLUICE_NPM_PACKAGE_DIR "/install.sh' '" + prefix + "'") != 0 || !file_exists(s3rver_js()))
       return "npm could not install s3rver into " + prefix + " (no network?): see " + prefix + "/install.log";
   }
   return "";
