@@ -140,9 +140,12 @@ void DataSource::fetch_remote(const remote::CacheOptions& options) {
   remote::Cache cache(options);
   const std::vector<std::string> paths = cache.get_all(urls);
   for (std::size_t i = 0; i < urls.size(); ++i) local[at[i]] = paths[i];
-  // The readers open the files by name; the pins would not survive into the
-  // workers, so a budget shared with other jobs may evict a shard mid-run.
-  for (const std::string& url : urls) cache.release(url);
+  // The run's objects stay pinned while this DataSource lives: the Script
+  // (ScriptProducer) of the launching process holds it until the Loader ends,
+  // and workers hold forked copies of it for no longer than they live. So an
+  // evictor of another run sharing the directory skips them for the whole
+  // run (cache.h, Pins: what fork does to a pin).
+  pins_ = std::make_shared<remote::Pins>(cache.hand_over_pins());
   spec_.paths = std::move(local);
   if (options.limit > 0) {
     std::uint64_t total = 0;
@@ -150,7 +153,7 @@ void DataSource::fetch_remote(const remote::CacheOptions& options) {
     if (total > options.limit)
       notes_.push_back("sluice." + spec_.kind + ": the remote objects (" + std::to_string(total) +
                        " bytes) pass cache_limit_mb (" + std::to_string(options.limit >> 20) +
-                       " MiB): all are fetched when the source opens and held for the run, so the cache holds "
+                        " MiB): all are fetched when the source opens and pinned for the run, so the cache holds "
                        "more than its budget until the run ends");
   }
   remote_ = cache.stats();

@@ -259,3 +259,67 @@ TEST_CASE("Sources: tfrecord with its index, npy arrays and files over http:// r
     CHECK(v.status == 0);
   }
 }
+
+namespace {
+
+// Four tar shards PREFIX-{0..3}.tar of about 0.4 MiB each in `root`.
+void make_big_shards(const std::string& root, const std::string& prefix, std::uint64_t seed) {
+  for (int s = 0; s < 4; ++s) {
+    const std::string members = temp_dir("members"), key = std::to_string(100 + s);
+    write_file(members + "/" + key + ".txt", random_bytes(400'000, seed + s));
+    write_file(members + "/" + key + ".cls", "1");
+    REQUIRE(std::system(("tar -cf '" + root + "/" + prefix + "-" + std::to_string(s) + ".tar' -C '" + members +
+                         "' " + key + ".txt " + key + ".cls").c_str()) == 0);
+  }
+}
+
+// `pipeline` whose map takes about `ms` milliseconds a sample, for `epochs`.
+std::string slow_pipeline(const std::string& source, int epochs, int ms) {
+  std::string p = pipeline(source);
+  p.replace(p.find("batch_size = 5"), 14, "batch_size = 2");
+  p.replace(p.find("epochs = 2"), 10, "epochs = " + std::to_string(epochs));
+  p.replace(p.find("  map = function(s, ctx)\n"), 25,
+            "  map = function(s, ctx)\n    local t = os.clock() + " + std::to_string(ms / 1000.0) +
+                "\n    while os.clock() < t do end\n");
+  return p;
+}
+
+int count_cached(const std::string& dir, const std::string& suffix) {
+  const Run r = sh(dir, "ls cache | grep -c -- '" + suffix + "$' || true");
+  return std::atoi(r.out.c_str());
+}
+
+}  // namespace
+
+TEST_CASE("Sources: a run's objects stay pinned for the whole run; another run's budget cannot evict them") {
+  if (cli().empty()) SKIP_TEST(kNoCli);
+  if (!S3rver::why_not().empty()) SKIP_TEST(S3rver::why_not());
+  const std::string shards = temp_dir("shards"), work = temp_dir("run");
+  make_big_shards(shards, "A", 10);
+  make_big_shards(shards, "B", 20);
+  S3rver s3(temp_dir("s3"), "b");
+  s3.upload(shards, "");
+  const std::string env = "SLUICE_CACHE_DIR=cache AWS_ENDPOINT_URL=" + s3.endpoint() +
+                          " AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1 ";
+  write_file(work + "/a.lua", slow_pipeline("s3://b/A-{0..3}.tar", 12, 100));  // 4 samples x 12 x 0.1 s
+  write_file(work + "/b.lua", pipeline("s3://b/B-{0..3}.tar"));
+  // A runs about 5 s; B starts once A has its shards, with a 1 MiB budget,
+  // and must make room: A's shards are the only other objects there.
+  const Run r = sh(work, env + cli() + " run a.lua --quiet --workers 1 > a.log 2>&1 & a=$!; " +
+                             "while [ $(ls cache 2>/dev/null | grep -c -- '-A-.\\.tar$') -lt 4 ]; do sleep 0.1; done; " +
+                             "sleep 1; " + env + cli() + " run b.lua --cache-limit-mb 1; b=$?; " +
+                             "ls cache > during.txt; kill -0 $a && echo A-still-running; wait $a; a=$?; " +
+                             "cat a.log; echo a=$a b=$b");
+  INFO(r.out);
+  CHECK_THAT(r.out, Catch::Contains("A-still-running"));
+  CHECK_THAT(r.out, Catch::Contains("a=0 b=0"));
+  CHECK_THAT(r.out, Catch::Contains("pass cache_limit_mb (1 MiB)"));
+  const std::string during = read_file(work + "/during.txt");
+  INFO(during);
+  for (int s = 0; s < 4; ++s) CHECK_THAT(during, Catch::Contains("-A-" + std::to_string(s) + ".tar\n"));
+  // Once A has ended its pins are gone: a third run with the budget evicts A's shards.
+  const Run c = sh(work, "rm cache/*-B-?.tar && " + env + cli() + " run b.lua --quiet --cache-limit-mb 1");
+  INFO(c.out);
+  CHECK(c.status == 0);
+  CHECK(count_cached(work, "-A-.\\.tar") < 4);
+}

@@ -145,6 +145,17 @@ void Cache::set_next_use(std::vector<std::string> urls, std::function<std::uint6
   next_use_ = std::move(next_use);
 }
 
+Pins::~Pins() {
+  for (int fd : fds_) ::close(fd);  // the last descriptor of the description drops its flock
+}
+
+Pins Cache::hand_over_pins() {
+  std::vector<int> fds;
+  for (auto& [url, fd] : pins_) fds.push_back(fd);
+  pins_.clear();
+  return Pins(std::move(fds));
+}
+
 void Cache::release(const std::string& url) {
   const auto it = pins_.find(url);
   if (it == pins_.end()) return;

@@ -45,7 +45,7 @@
 // one earliest in the list asked for.
 // Thread and fork safety: a Cache belongs to one thread; make it after
 // fork() (it holds descriptors and locks of its process). Any number of
-// processes may share one directory.
+// processes may share one directory. Pins may outlive their Cache: see Pins.
 #pragma once
 
 #include <cstdint>
@@ -83,6 +83,28 @@ struct CacheStats {
 // $SLUICE_CACHE_DIR, else $XDG_CACHE_HOME/sluice, else $HOME/.cache/sluice.
 std::string default_cache_dir();
 
+// Pins handed over by a Cache (Cache::hand_over_pins), held until this is
+// destroyed: the owner keeps its objects from eviction without keeping the
+// Cache. Each pin is a shared flock on an O_CLOEXEC descriptor of the object.
+// Across fork(): flock locks belong to the open file description, which a
+// child shares with its parent; a child that closes its copies drops nothing
+// of the parent's, and a child that keeps them keeps the objects pinned until
+// it exits (never less than the parent asked). exec() closes them.
+class Pins {
+ public:
+  Pins() = default;
+  explicit Pins(std::vector<int> fds) : fds_(std::move(fds)) {}
+  ~Pins();
+  Pins(Pins&& other) noexcept : fds_(std::move(other.fds_)) { other.fds_.clear(); }
+  Pins& operator=(Pins&&) = delete;
+  Pins(const Pins&) = delete;
+  Pins& operator=(const Pins&) = delete;
+  std::size_t size() const { return fds_.size(); }
+
+ private:
+  std::vector<int> fds_;
+};
+
 class Cache {
  public:
   explicit Cache(CacheOptions options);  // creates the directory; throws Error
@@ -97,6 +119,9 @@ class Cache {
 
   // Drops the pin: the object may be evicted from now on.
   void release(const std::string& url);
+
+  // Every pin this Cache holds, now owned by the result (the Cache holds none).
+  Pins hand_over_pins();
 
   // Where `url`'s object lies (or would lie) in the cache.
   std::string path_of(const std::string& url) const;
