@@ -67,10 +67,11 @@ TEST_CASE("Cache: a miss downloads and publishes the whole object, and the next 
     CHECK(cache.stats().misses == 5);
     CHECK(cache.stats().hits == 0);
     CHECK(cache.stats().transfer.bytes >= 5 * 50'000);
-    // Only whole objects and their lock files are left.
+    // Only whole objects, their lock files and their versions (.meta) are left.
     for (const std::string& name : names_in(dir)) {
       CHECK_THAT(name, !Catch::EndsWith(".partial"));
-      CHECK_THAT(name, !Catch::EndsWith(".meta"));
+      if (name.size() > 5 && name.compare(name.size() - 5, 5, ".meta") == 0)
+        CHECK(::access((dir + "/" + name.substr(0, name.size() - 5)).c_str(), F_OK) == 0);
     }
   }
   Cache again(options_in(dir));
@@ -78,7 +79,12 @@ TEST_CASE("Cache: a miss downloads and publishes the whole object, and the next 
   CHECK(again.stats().hits == 5);
   CHECK(again.stats().misses == 0);
   CHECK(again.stats().transfer.requests == 0);
-  CHECK(http.log().size() == 10);  // a HEAD and a GET each, all from the first Cache
+  CHECK(again.stats().revalidated == 5);
+  CHECK(again.stats().changed == 0);
+  // A HEAD and a GET each from the first Cache; one conditional HEAD each
+  // (revalidation, no body) from the second.
+  CHECK(http.log().size() == 15);
+  for (int i = 0; i < 5; ++i) CHECK(http.requests("GET", "/" + shard_name(i)) == 1);
 }
 
 TEST_CASE("Cache: processes sharing a directory download each object once (stress)") {

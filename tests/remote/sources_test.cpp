@@ -1,11 +1,13 @@
 // Sources over remote paths, end to end through the `sluice` command line:
 // the same pipeline over local files, http:// (nginx) and s3:// (s3rver)
 // writes identical run records, with 1 and 2 workers and 2 ranks sharing one
-// cache; a warm cache makes no data request.
+// cache; a warm cache makes no data request (one conditional HEAD an object),
+// and an object changed in the store is downloaded again.
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -67,21 +69,31 @@ std::string pipeline(const std::string& source) {
 std::string cli() { return SLUICE_CLI; }
 const char* const kNoCli = "the sluice command line is not part of this build";
 
+// The shards of make_shards, served by nginx and by s3rver (bucket bkt,
+// prefix train/), with local.lua, http.lua and s3.lua over them in `work`.
+struct Stores {
+  std::string shards = make_shards(), work = temp_dir("run");
+  Nginx http{shards};
+  S3rver s3{temp_dir("s3"), "bkt"};
+  std::string s3env = "AWS_ENDPOINT_URL=" + s3.endpoint() +
+                      " AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1 ";
+  Stores() {
+    s3.upload(shards, "train/");
+    write_file(work + "/local.lua", pipeline(shards + "/train-*.tar"));
+    write_file(work + "/http.lua", pipeline(http.url("train-{000000..000003}.tar")));
+    write_file(work + "/s3.lua", pipeline("s3://bkt/train/*.tar"));
+  }
+};
+
 }  // namespace
 
 TEST_CASE("Sources: tar shards over local files, http:// and s3:// give identical run records") {
   if (cli().empty()) SKIP_TEST(kNoCli);
   if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
   if (!S3rver::why_not().empty()) SKIP_TEST(S3rver::why_not());
-  const std::string shards = make_shards(), work = temp_dir("run");
-  Nginx http(shards);
-  S3rver s3(temp_dir("s3"), "bkt");
-  s3.upload(shards, "train/");
-  write_file(work + "/local.lua", pipeline(shards + "/train-*.tar"));
-  write_file(work + "/http.lua", pipeline(http.url("train-{000000..000003}.tar")));
-  write_file(work + "/s3.lua", pipeline("s3://bkt/train/*.tar"));
-  const std::string s3env = "AWS_ENDPOINT_URL=" + s3.endpoint() +
-                            " AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1 ";
+  Stores stores;
+  const std::string &shards = stores.shards, &work = stores.work, &s3env = stores.s3env;
+  Nginx& http = stores.http;
 
   Run r = sh(work, cli() + " run local.lua --quiet --record local.jsonl");
   INFO(r.out);
@@ -108,12 +120,18 @@ TEST_CASE("Sources: tar shards over local files, http:// and s3:// give identica
     std::snprintf(uri, sizeof uri, "/train-%06d.tar", s);
     CHECK(http.requests("GET", uri) == 2);
   }
-  // A warm cache: no request at all.
+  // A warm cache: no data request, one conditional HEAD per object (revalidation).
   const std::size_t before = http.log().size();
   r = sh(work, "SLUICE_CACHE_DIR=cache-http1 " + cli() + " run http.lua --quiet --record warm.jsonl");
   INFO(r.out);
   REQUIRE(r.status == 0);
-  CHECK(http.log().size() == before);
+  CHECK(http.log().size() == before + kShards);
+  for (int s = 0; s < kShards; ++s) {
+    char uri[64];
+    std::snprintf(uri, sizeof uri, "/train-%06d.tar", s);
+    CHECK(http.requests("GET", uri) == 2);
+    CHECK(http.requests("HEAD", uri) >= 1);
+  }
   CHECK(sh(work, cli() + " verify local.jsonl warm.jsonl").status == 0);
 }
 
@@ -322,4 +340,44 @@ TEST_CASE("Sources: a run's objects stay pinned for the whole run; another run's
   INFO(c.out);
   CHECK(c.status == 0);
   CHECK(count_cached(work, "-A-.\\.tar") < 4);
+}
+
+TEST_CASE("Sources: an object changed in the store is seen at the next run and downloaded again") {
+  if (cli().empty()) SKIP_TEST(kNoCli);
+  if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
+  if (!S3rver::why_not().empty()) SKIP_TEST(S3rver::why_not());
+  Stores stores;
+  const std::string &shards = stores.shards, &work = stores.work;
+  Nginx& http = stores.http;
+  S3rver& s3 = stores.s3;
+  const std::string s3env = "SLUICE_CACHE_DIR=cache-s3 " + stores.s3env;
+  const std::string httpenv = "SLUICE_CACHE_DIR=cache-http ";
+  for (const std::string& run : {httpenv + cli() + " run http.lua", s3env + cli() + " run s3.lua"}) {
+    const Run r = sh(work, run + " --quiet");
+    INFO(r.out);
+    REQUIRE(r.status == 0);
+  }
+  // train-000001.tar gets train-000002.tar's bytes (the same length): in the
+  // directory nginx serves (a new mtime, so a new ETag) and in the bucket
+  // (a new MD5 ETag, put by boto3).
+  sleep(1);  // nginx's ETag and Last-Modified count whole seconds
+  REQUIRE(std::system(("cp '" + shards + "/train-000002.tar' '" + shards + "/train-000001.tar'").c_str()) == 0);
+  s3.put("train/train-000001.tar", read_file(shards + "/train-000002.tar"));
+  Run r = sh(work, cli() + " run local.lua --quiet --record local.jsonl");
+  REQUIRE(r.status == 0);
+  for (const auto& [name, run] : std::vector<std::pair<std::string, std::string>>{
+           {"http", httpenv + cli() + " run http.lua --record http.jsonl"},
+           {"s3", s3env + cli() + " run s3.lua --record s3.jsonl"}}) {
+    r = sh(work, run);
+    INFO(name << ": " << r.out);
+    REQUIRE(r.status == 0);
+    CHECK_THAT(r.out, Catch::Contains("remote      4 objects: 3 from the node cache, 1 downloaded"));
+    CHECK_THAT(r.out, Catch::Contains("4 revalidated (1 changed)"));
+    r = sh(work, cli() + " verify local.jsonl " + name + ".jsonl");
+    INFO(name << ": " << r.out);
+    CHECK(r.status == 0);
+  }
+  CHECK(http.requests("GET", "/train-000001.tar") == 2);
+  CHECK(http.requests("GET", "/train-000000.tar") == 1);
+  CHECK(http.requests("HEAD", "/train-000000.tar") == 2);  // its cold fetch, its revalidation
 }

@@ -9,11 +9,18 @@
 // XXH64(URL), '-', the URL's last path part):
 //   NAME           a whole, checked object; only ever made by rename()
 //   NAME.partial   a download under way, or cut by a crash (resumed later)
-//   NAME.meta      the partial's object size and ETag, for resuming it
+//   NAME.meta      the object's size, ETag and Last-Modified as the store
+//                  announced them: for resuming NAME.partial, then kept
+//                  beside NAME to revalidate it
 //   NAME.lock      flock()ed exclusively by the one process downloading NAME
 //   .budget.lock   flock()ed exclusively while a process makes room
 //   NAME.idx       a TFRecord index a reader built beside NAME: not counted,
 //                  removed with NAME
+//
+// Fresh: every object found whole is revalidated when get_all asks for it,
+// with one conditional HEAD (If-None-Match / If-Modified-Since from
+// NAME.meta); a changed object is downloaded again and published the same
+// way (rename over NAME). A store that cannot be reached then fails get_all.
 //
 // Guarantees and their argument:
 // - A file named NAME is whole. The download goes to NAME.partial, is
@@ -48,6 +55,8 @@
 // processes may share one directory. Pins may outlive their Cache: see Pins.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -75,6 +84,9 @@ struct CacheStats {
   std::uint64_t hits = 0;          // found whole (or published by another process while waiting)
   std::uint64_t misses = 0;        // downloaded by this process
   std::uint64_t evictions = 0;
+  std::uint64_t revalidated = 0;   // found whole and checked against the store (changed ones included)
+  std::uint64_t changed = 0;       // of those, changed in the store: downloaded again (counted in misses)
+  std::uint64_t revalidation_requests = 0;  // conditional HEADs, retries included (not in transfer)
   std::uint64_t wait_ns = 0;       // time get/get_all spent waiting on downloads and locks
   TransferStats transfer;          // requests, bytes, retries
   std::vector<DownloadSpan> downloads;  // the first 100000 downloads
@@ -137,11 +149,13 @@ class Cache {
  private:
   struct Download;
   bool pin_if_whole(const std::string& url);
+  std::vector<std::string> revalidate(const std::vector<std::string>& cached);
   void make_room(std::uint64_t bytes, const std::string& keep);
 
   CacheOptions options_;
   CacheStats stats_;
   std::map<std::string, int> pins_;  // url -> descriptor holding LOCK_SH
+  std::map<std::string, std::pair<dev_t, ino_t>> stale_;  // url -> the inode revalidation found changed
   std::map<std::string, std::string> known_;  // file name -> url, for next_use
   std::function<std::uint64_t(const std::string&)> next_use_;
 };
