@@ -379,15 +379,11 @@ std::vector<std::string> Cache::get_all(const std::vector<std::string>& urls) {
       auto publish = [&](Download& d, const Response& r) {
         const std::string partial = d.path + ".partial";
         if (!r.ok()) {
-          if (r.status == 412 && !d.restarted) {  // the object changed: start over
+          if (r.status == 412 && !d.restarted) {  // the object changed since the partial began: start over
             d.restarted = true;
+            d.meta = Meta{};
             ::truncate(partial.c_str(), 0);
-            return engine.submit({.url = d.url, .head = true}, [&, dp = &d](const Response& h) {
-              if (!h.ok()) return fail(dp->url, h.error);
-              dp->meta = {h.object_size, h.etag, h.last_modified};
-              write_meta(dp->path + ".meta", dp->meta);
-              get(*dp);
-            });
+            return get(d);
           }
           return fail(d.url, r.error);
         }
@@ -412,38 +408,41 @@ std::vector<std::string> Cache::get_all(const std::vector<std::string>& urls) {
         if (stats_.downloads.size() < 100'000) stats_.downloads.push_back({d.url, d.start_ns, now_ns(), d.meta.size});
         d.lock = LockedFd();  // waiters may go: they find it whole
       };
+      // One GET an object, no HEAD first: its headers bring the size, ETag
+      // and Last-Modified, and on_headers makes room under the budget and
+      // writes NAME.meta (the reservation other processes count, and the
+      // version a later resume sends in If-Match) before any body byte is
+      // kept. A partial left by a cut download resumes with Range from its
+      // length and If-Match on the ETag NAME.meta holds for it; 412 (the
+      // object changed since) starts over from byte 0.
       get = [&](Download& d) {
         const std::string partial = d.path + ".partial";
         std::uint64_t offset = file_size_or_zero(partial);
-        if (offset >= d.meta.size && d.meta.size > 0) offset = 0;
+        if (d.meta.etag.empty() || d.meta.size == 0 || offset >= d.meta.size) offset = 0;
         if (offset == 0 && ::truncate(partial.c_str(), 0) != 0 && errno != ENOENT)
           return fail(d.url, "cannot truncate " + partial + ": " + errno_text());
-        engine.submit({.url = d.url, .file = partial, .offset = offset, .if_match = d.meta.etag},
-                      [&, dp = &d](const Response& r) { publish(*dp, r); });
+        const std::string match = offset > 0 ? d.meta.etag : std::string();
+        engine.submit(
+            {.url = d.url, .file = partial, .offset = offset, .if_match = match},
+            [&, dp = &d](const Response& r) { publish(*dp, r); },
+            [&, dp = &d](const Response& h) -> std::string {
+              try {
+                dp->meta = {h.object_size, h.etag, h.last_modified};
+                LockedFd budget(open_lock_file(options_.dir + "/.budget.lock"));
+                flock_retry(budget.fd, LOCK_EX);
+                make_room(h.object_size, dp->path);
+                write_meta(dp->path + ".meta", dp->meta);  // the reservation, before others count
+                return {};
+              } catch (const Error& e) {
+                return e.what();
+              }
+            });
       };
       for (auto& dp : mine) {
-        Download& d = *dp;
-        d.start_ns = now_ns();
-        engine.submit({.url = d.url, .head = true}, [&, dp = &d](const Response& h) {
-          if (!h.ok()) return fail(dp->url, h.error);
-          if (!first_error.empty()) return;
-          try {
-            const std::string meta_path = dp->path + ".meta";
-            const Meta old = read_meta(meta_path);
-            const bool resumable = !old.etag.empty() && old.etag == h.etag && old.size == h.object_size;
-            if (!resumable) ::truncate((dp->path + ".partial").c_str(), 0);
-            dp->meta = {h.object_size, h.etag, h.last_modified};
-            {
-              LockedFd budget(open_lock_file(options_.dir + "/.budget.lock"));
-              flock_retry(budget.fd, LOCK_EX);
-              make_room(h.object_size, dp->path);
-              write_meta(meta_path, dp->meta);  // the reservation, before others count
-            }
-            get(*dp);
-          } catch (const Error& e) {
-            fail(dp->url, e.what());
-          }
-        });
+        dp->start_ns = now_ns();
+        // A partial's version: what the download that left it announced.
+        if (file_size_or_zero(dp->path + ".partial") > 0) dp->meta = read_meta(dp->path + ".meta");
+        get(*dp);
       }
       uv_run(&loop, UV_RUN_DEFAULT);
       const TransferStats& s = engine.stats();

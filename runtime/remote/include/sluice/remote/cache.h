@@ -76,7 +76,7 @@ struct CacheOptions {
 // One object this process downloaded, for traces: steady_clock times.
 struct DownloadSpan {
   std::string url;
-  std::uint64_t start_ns = 0, end_ns = 0;  // from its HEAD to its publication
+  std::uint64_t start_ns = 0, end_ns = 0;  // from its GET to its publication
   std::uint64_t bytes = 0;
 };
 
