@@ -144,7 +144,8 @@ class DataSource {
 
  private:
   DataSource() = default;
-  void fetch_remote(const remote::CacheOptions& options);
+  void fetch_remote(SourceSpec& spec, const remote::CacheOptions& options);
+  void add_remote_stats(const remote::CacheStats& stats);
   void open_files();
   void open_tfrecord();
   void open_tar();
@@ -165,7 +166,8 @@ class DataSource {
   std::vector<std::string> shards_;
   std::vector<NpyColumn> columns_;
   remote::CacheStats remote_;
-  std::shared_ptr<const remote::Pins> pins_;  // the remote objects, kept from eviction
+  remote::CacheOptions cache_;  // for the parts of a mixture and a text source
+  std::vector<std::shared_ptr<const remote::Pins>> pins_;  // the remote objects, kept from eviction
 
   std::vector<std::shared_ptr<const io::ParquetFile>> parquet_files_;
   std::vector<std::string> parquet_columns_;

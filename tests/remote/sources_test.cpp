@@ -381,3 +381,56 @@ TEST_CASE("Sources: an object changed in the store is seen at the next run and d
   CHECK(http.requests("GET", "/train-000000.tar") == 1);
   CHECK(http.requests("HEAD", "/train-000000.tar") == 1);  // its revalidation; the cold fetch was one GET
 }
+
+TEST_CASE("Sources: sluice.mix parts and sluice.tokens files over http:// read what the local files give") {
+  if (cli().empty()) SKIP_TEST(kNoCli);
+  if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
+  const std::string root = temp_dir("www"), work = temp_dir("run");
+  // Two flat uint16 token files: documents of 1 to 40 tokens in [1, 500), each ending in EOS = 0.
+  for (const std::string name : {"a", "b"}) {
+    const std::string bytes = random_bytes(name == "a" ? 6000 : 2000, name == "a" ? 7 : 8);
+    std::string tokens;
+    for (std::size_t i = 0; i + 1 < bytes.size(); i += 2) {
+      std::uint16_t t = static_cast<std::uint16_t>(1 + (static_cast<unsigned char>(bytes[i]) * 256u +
+                                                        static_cast<unsigned char>(bytes[i + 1])) % 499);
+      if (static_cast<unsigned char>(bytes[i]) % 20 == 0) t = 0;
+      tokens.push_back(static_cast<char>(t & 0xff));
+      tokens.push_back(static_cast<char>(t >> 8));
+    }
+    write_file(root + "/" + name + ".bin", tokens);
+  }
+  Nginx http(root);
+  auto mix = [](const std::string& a, const std::string& b) {
+    return "local sluice = require('sluice')\n"
+           "return sluice.pipeline {\n"
+           "  source = sluice.mix{ { sluice.tokens{ '" + a + "', dtype = 'uint16', eos = 0 }, weight = 0.7 },\n"
+           "                       { sluice.tokens{ '" + b + "', dtype = 'uint16', eos = 0 }, weight = 0.3 } },\n"
+           "  pack = { seq_len = 16 }, batch_size = 4, shuffle = true, seed = 5, epochs = 2,\n"
+           "}\n";
+  };
+  auto tokens = [](const std::string& a) {
+    return "local sluice = require('sluice')\n"
+           "return sluice.pipeline {\n"
+           "  source = sluice.tokens{ '" + a + "', dtype = 'uint16', eos = 0 },\n"
+           "  pack = { seq_len = 16 }, batch_size = 4, shuffle = true, seed = 5, epochs = 1,\n"
+           "}\n";
+  };
+  write_file(work + "/mix_local.lua", mix(root + "/a.bin", root + "/b.bin"));
+  write_file(work + "/mix_http.lua", mix(http.url("a.bin"), http.url("b.bin")));
+  write_file(work + "/tokens_local.lua", tokens(root + "/a.bin"));
+  write_file(work + "/tokens_http.lua", tokens(http.url("a.bin")));
+  for (const std::string name : {"mix", "tokens"}) {
+    Run r = sh(work, cli() + " run " + name + "_local.lua --quiet --record " + name + "_local.jsonl");
+    INFO(r.out);
+    REQUIRE(r.status == 0);
+    r = sh(work, "SLUICE_CACHE_DIR=cache " + cli() + " run " + name + "_http.lua --record " + name + "_http.jsonl");
+    INFO(r.out);
+    REQUIRE(r.status == 0);
+    CHECK_THAT(r.out, Catch::Contains("remote      "));
+    r = sh(work, cli() + " verify " + name + "_local.jsonl " + name + "_http.jsonl");
+    INFO(name << ": " << r.out);
+    CHECK(r.status == 0);
+  }
+  CHECK(http.requests("GET", "/a.bin") == 1);  // the tokens run found it in the cache
+  CHECK(http.requests("GET", "/b.bin") == 1);
+}
