@@ -3,6 +3,8 @@
 // docs/command-line.md and what a pipeline.lua may set (sluice.lua).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <fstream>
 #include <map>
 #include <set>
