@@ -24,7 +24,7 @@
 //
 // Guarantees and their argument:
 // - A file named NAME is whole. The download goes to NAME.partial, is
-//   checked (length equal to the object's size from the store; when resumed,
+//   checked (length equal to the object's size from the GET's headers; when resumed,
 //   every range sent with If-Match on the first ETag, so parts of two versions
 //   are never joined), fsync()ed, and only then renamed to NAME. A crash at
 //   any point leaves NAME absent or whole; a cut .partial is resumed, never read.
@@ -39,7 +39,8 @@
 //   unlink sees the path gone (its inode differs) and downloads again. A
 //   downloader pins the partial before renaming it, so no evictor ever finds
 //   a just-published object unpinned.
-// - Budget: with limit > 0, before a download the downloader takes
+// - Budget: with limit > 0, once a download's GET has answered with its
+//   headers and before any of its body is kept, the downloader takes
 //   .budget.lock, adds up whole files and the announced sizes of partials,
 //   and evicts unpinned whole files until the new object fits: first the
 //   ones no known URL names, then the one whose next use is furthest away
