@@ -157,6 +157,12 @@ void DataSource::fetch_remote(SourceSpec& spec, const remote::CacheOptions& opti
                        " bytes) pass cache_limit_mb (" + std::to_string(options.limit >> 20) +
                        " MiB): all are fetched when the source opens and pinned for the run, so the cache holds "
                        "more than its budget until the run ends");
+    else if (cache.stats().over_budget > 0)
+      notes_.push_back("sluice." + spec.kind + ": the node cache holds " +
+                       std::to_string(options.limit + cache.stats().over_budget) +
+                       " bytes, past cache_limit_mb (" + std::to_string(options.limit >> 20) +
+                       " MiB): the rest is pinned by runs on this node that have not ended (a run's objects stay "
+                       "until it ends)");
   }
   add_remote_stats(cache.stats());
 }
@@ -165,6 +171,7 @@ void DataSource::add_remote_stats(const remote::CacheStats& r) {
   remote_.hits += r.hits;
   remote_.misses += r.misses;
   remote_.evictions += r.evictions;
+  remote_.over_budget = std::max(remote_.over_budget, r.over_budget);
   remote_.revalidated += r.revalidated;
   remote_.changed += r.changed;
   remote_.revalidation_requests += r.revalidation_requests;

@@ -315,28 +315,35 @@ TEST_CASE("Sources: a run's objects stay pinned for the whole run; another run's
   const std::string shards = temp_dir("shards"), work = temp_dir("run");
   make_big_shards(shards, "A", 10);
   make_big_shards(shards, "B", 20);
+  make_big_shards(shards, "C", 30);
   S3rver s3(temp_dir("s3"), "b");
   s3.upload(shards, "");
   const std::string env = "SLUICE_CACHE_DIR=cache AWS_ENDPOINT_URL=" + s3.endpoint() +
                           " AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1 ";
-  write_file(work + "/a.lua", slow_pipeline("s3://b/A-{0..3}.tar", 12, 100));  // 4 samples x 12 x 0.1 s
+  write_file(work + "/a.lua", slow_pipeline("s3://b/A-{0..3}.tar", 16, 100));  // 4 samples x 16 x 0.1 s
   write_file(work + "/b.lua", pipeline("s3://b/B-{0..3}.tar"));
-  // A runs about 5 s; B starts once A has its shards, with a 1 MiB budget,
-  // and must make room: A's shards are the only other objects there.
+  write_file(work + "/c.lua", pipeline("s3://b/C-0.tar"));
+  // A runs about 6 s; B starts once A has its shards, with a 1 MiB budget,
+  // and must make room: A's shards are the only other objects there. C,
+  // one shard within the budget, finds the cache past it with what A and B pin.
   const Run r = sh(work, env + cli() + " run a.lua --quiet --workers 1 > a.log 2>&1 & a=$!; " +
                              "while [ $(ls cache 2>/dev/null | grep -c -- '-A-.\\.tar$') -lt 4 ]; do sleep 0.1; done; " +
                              "sleep 1; " + env + cli() + " run b.lua --cache-limit-mb 1; b=$?; " +
-                             "ls cache > during.txt; kill -0 $a && echo A-still-running; wait $a; a=$?; " +
-                             "cat a.log; echo a=$a b=$b");
+                             "ls cache > during.txt; " + env + cli() + " run c.lua --cache-limit-mb 1; c=$?; " +
+                             "kill -0 $a && echo A-still-running; wait $a; a=$?; " +
+                             "cat a.log; echo a=$a b=$b c=$c");
   INFO(r.out);
   CHECK_THAT(r.out, Catch::Contains("A-still-running"));
-  CHECK_THAT(r.out, Catch::Contains("a=0 b=0"));
-  CHECK_THAT(r.out, Catch::Contains("pass cache_limit_mb (1 MiB)"));
+  CHECK_THAT(r.out, Catch::Contains("a=0 b=0 c=0"));
+  CHECK_THAT(r.out, Catch::Contains("sluice.tar: the remote objects (") && Catch::Contains("pass cache_limit_mb (1 MiB)"));
+  CHECK_THAT(r.out, Catch::Contains("sluice.tar: the node cache holds ") &&
+                        Catch::Contains(" bytes, past cache_limit_mb (1 MiB): the rest is pinned by runs on this node "
+                                        "that have not ended"));
   const std::string during = read_file(work + "/during.txt");
   INFO(during);
   for (int s = 0; s < 4; ++s) CHECK_THAT(during, Catch::Contains("-A-" + std::to_string(s) + ".tar\n"));
   // Once A has ended its pins are gone: a third run with the budget evicts A's shards.
-  const Run c = sh(work, "rm cache/*-B-?.tar && " + env + cli() + " run b.lua --quiet --cache-limit-mb 1");
+  const Run c = sh(work, "rm -f cache/*-B-?.tar && " + env + cli() + " run b.lua --quiet --cache-limit-mb 1");
   INFO(c.out);
   CHECK(c.status == 0);
   CHECK(count_cached(work, "-A-.\\.tar") < 4);

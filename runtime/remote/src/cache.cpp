@@ -254,6 +254,8 @@ void Cache::make_room(std::uint64_t bytes, const std::string& keep) {
       ++stats_.evictions;
     }
   }
+  // What is left is pinned (by this process or by other runs on the node).
+  if (used + bytes > options_.limit) stats_.over_budget = std::max(stats_.over_budget, used + bytes - options_.limit);
 }
 
 // One conditional HEAD per object found whole (If-None-Match on the ETag

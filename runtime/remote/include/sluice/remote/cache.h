@@ -85,6 +85,7 @@ struct CacheStats {
   std::uint64_t hits = 0;          // found whole (or published by another process while waiting)
   std::uint64_t misses = 0;        // downloaded by this process
   std::uint64_t evictions = 0;
+  std::uint64_t over_budget = 0;   // bytes past `limit` that pins kept it from evicting (the most seen)
   std::uint64_t revalidated = 0;   // found whole and checked against the store (changed ones included)
   std::uint64_t changed = 0;       // of those, changed in the store: downloaded again (counted in misses)
   std::uint64_t revalidation_requests = 0;  // conditional HEADs, retries included (not in transfer)
