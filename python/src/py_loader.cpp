@@ -126,6 +126,8 @@ std::unique_ptr<PyLoader> PyLoader::from_script(const std::string& path,
     remote["retries"] = r.retries;
     remote["bytes_downloaded"] = r.bytes;
     remote["network_wait_ns"] = r.wait_ns;
+    remote["revalidated"] = r.revalidated;
+    remote["changed"] = r.changed;
     d["remote"] = remote;
   }
   source.options = script.options;

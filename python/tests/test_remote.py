@@ -86,7 +86,9 @@ def test_http_shards_match_local_ones_and_the_cache_is_counted(http_root, tmp_pa
     assert stats["bytes_downloaded"] == sum(p.stat().st_size for p in root.glob("*.tar"))
     warm, stats = batches(remote_path)
     assert warm == local
+    # No data request: one conditional HEAD an object found the cached copies current.
     assert stats["cache_hits"] == 3 and stats["requests"] == 0
+    assert stats["revalidated"] == 3 and stats["changed"] == 0
 
 
 def test_a_missing_shard_is_one_error_naming_it(http_root, tmp_path, monkeypatch):

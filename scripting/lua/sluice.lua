@@ -735,6 +735,10 @@ function M.pipeline(spec)
   if type(spec) ~= "table" then fail(1, "sluice.pipeline expects a table of options, got a %s", type(spec)) end
   for key in pairs(spec) do
     if not OPTIONS[key] then
+      local elsewhere = type(key) == "string" and native.api.setting_elsewhere(key) or nil
+      if elsewhere ~= nil then
+        fail(1, "sluice.pipeline: unknown option '%s': %s", key, ffi.string(elsewhere))
+      end
       fail(1, "sluice.pipeline: unknown option '%s' (options: %s)", tostring(key), OPTION_LIST)
     end
   end

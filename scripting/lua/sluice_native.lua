@@ -33,6 +33,7 @@ typedef struct sluice_ffi_api {
   void (*copy_to_batch)(void* dst, const void* src, uint64_t bytes);
   const char* (*setting_error)(const char* name, const char* value);
   int32_t (*feed_fill_packed)(void* host, uint32_t row, uint64_t index, void* const* dst, struct sluice_record* out);
+  const char* (*setting_elsewhere)(const char* name);
 } sluice_ffi_api;
 
 typedef struct sluice_record_field {

@@ -83,9 +83,10 @@ std::shared_ptr<const DataSource> DataSource::open(const SourceSpec& spec, OnErr
   source->spec_ = spec;
   source->on_error_ = on_error;
   source->seed_ = seed;
+  source->cache_ = cache;
   const std::string what = "sluice." + spec.kind;
   try {
-    source->fetch_remote(cache);
+    source->fetch_remote(source->spec_, cache);
     if (spec.kind == "files" || spec.kind == "folders") source->open_files();
     else if (spec.kind == "tfrecord") source->open_tfrecord();
     else if (spec.kind == "tar") source->open_tar();
@@ -113,24 +114,25 @@ void DataSource::open_files() {
   records_ = std::move(files);
 }
 
-// Remote entries (s3://, http(s)://, with brace ranges and S3 globs) become
-// the cached copies of their objects, downloaded first where the node cache
-// (remote/cache.h) lacks them; the readers then open local files.
-void DataSource::fetch_remote(const remote::CacheOptions& options) {
-  if (std::none_of(spec_.paths.begin(), spec_.paths.end(), [](const std::string& p) { return remote::is_remote(p); }))
+// Remote entries (s3://, http(s)://, with brace ranges and S3 globs) of
+// `spec` (the source's own, or a mixture's part) become the cached copies of
+// their objects, downloaded first where the node cache (remote/cache.h) lacks
+// them; the readers then open local files.
+void DataSource::fetch_remote(SourceSpec& spec, const remote::CacheOptions& options) {
+  if (std::none_of(spec.paths.begin(), spec.paths.end(), [](const std::string& p) { return remote::is_remote(p); }))
     return;
-  if (spec_.kind == "folders") throw Error("a folder tree cannot be remote; name the files: sluice.files{ \"s3://...\" }");
+  if (spec.kind == "folders") throw Error("a folder tree cannot be remote; name the files: sluice.files{ \"s3://...\" }");
   std::vector<std::string> urls;
   std::vector<std::string> local;
   std::vector<std::size_t> at;  // where each URL goes in `local`
-  for (const std::string& entry : spec_.paths) {
+  for (const std::string& entry : spec.paths) {
     if (!remote::is_remote(entry)) {
       local.push_back(entry);
       continue;
     }
     // npy pairs each path with a field name: one object each, no expansion.
     const std::vector<std::string> names =
-        spec_.kind == "npy" ? std::vector<std::string>{entry} : remote::expand_remote(entry, options.transfer);
+        spec.kind == "npy" ? std::vector<std::string>{entry} : remote::expand_remote(entry, options.transfer);
     for (const std::string& url : names) {
       at.push_back(local.size());
       local.emplace_back();
@@ -140,20 +142,45 @@ void DataSource::fetch_remote(const remote::CacheOptions& options) {
   remote::Cache cache(options);
   const std::vector<std::string> paths = cache.get_all(urls);
   for (std::size_t i = 0; i < urls.size(); ++i) local[at[i]] = paths[i];
-  // The readers open the files by name; the pins would not survive into the
-  // workers, so a budget shared with other jobs may evict a shard mid-run.
-  for (const std::string& url : urls) cache.release(url);
-  spec_.paths = std::move(local);
+  // The run's objects stay pinned while this DataSource lives: the Script
+  // (ScriptProducer) of the launching process holds it until the Loader ends,
+  // and workers hold forked copies of it for no longer than they live. So an
+  // evictor of another run sharing the directory skips them for the whole
+  // run (cache.h, Pins: what fork does to a pin).
+  pins_.push_back(std::make_shared<remote::Pins>(cache.hand_over_pins()));
+  spec.paths = std::move(local);
   if (options.limit > 0) {
     std::uint64_t total = 0;
     for (const std::string& path : paths) total += file_size_or_zero(path);
     if (total > options.limit)
-      notes_.push_back("sluice." + spec_.kind + ": the remote objects (" + std::to_string(total) +
+      notes_.push_back("sluice." + spec.kind + ": the remote objects (" + std::to_string(total) +
                        " bytes) pass cache_limit_mb (" + std::to_string(options.limit >> 20) +
-                       " MiB): all are fetched when the source opens and held for the run, so the cache holds "
+                       " MiB): all are fetched when the source opens and pinned for the run, so the cache holds "
                        "more than its budget until the run ends");
+    else if (cache.stats().over_budget > 0)
+      notes_.push_back("sluice." + spec.kind + ": the node cache holds " +
+                       std::to_string(options.limit + cache.stats().over_budget) +
+                       " bytes, past cache_limit_mb (" + std::to_string(options.limit >> 20) +
+                       " MiB): the rest is pinned by runs on this node that have not ended (a run's objects stay "
+                       "until it ends)");
   }
-  remote_ = cache.stats();
+  add_remote_stats(cache.stats());
+}
+
+void DataSource::add_remote_stats(const remote::CacheStats& r) {
+  remote_.hits += r.hits;
+  remote_.misses += r.misses;
+  remote_.evictions += r.evictions;
+  remote_.over_budget = std::max(remote_.over_budget, r.over_budget);
+  remote_.revalidated += r.revalidated;
+  remote_.changed += r.changed;
+  remote_.revalidation_requests += r.revalidation_requests;
+  remote_.wait_ns += r.wait_ns;
+  remote_.transfer.requests += r.transfer.requests;
+  remote_.transfer.bytes += r.transfer.bytes;
+  remote_.transfer.retries += r.transfer.retries;
+  remote_.transfer.failures += r.transfer.failures;
+  remote_.downloads.insert(remote_.downloads.end(), r.downloads.begin(), r.downloads.end());
 }
 
 std::string DataSource::origin(std::uint64_t id) const {
@@ -271,9 +298,11 @@ namespace {
 // returns: the zygote, forked later, inherits none (SentencePiece's encode is
 // const and thread-safe, as is a RecordSource).
 std::shared_ptr<const text::TokenCorpus> tokenize_corpus(const SourceSpec& spec, OnError on_error, std::uint64_t seed,
-                                                         std::vector<std::string>& notes) {
+                                                         std::vector<std::string>& notes,
+                                                         const remote::CacheOptions& cache) {
   const auto model = text::SentencePiece::open(spec.tokenizer);
-  std::shared_ptr<const DataSource> text = DataSource::open(spec.text.at(0), on_error, seed);
+  // Its remote objects are unpinned once it ends here: the tokens are in memory.
+  std::shared_ptr<const DataSource> text = DataSource::open(spec.text.at(0), on_error, seed, cache);
   if (text->mode() != DataSource::Mode::indexed)
     throw Error("text = sluice." + text->kind() + " must be a source read by index (files, folders, tfrecord, tar, jsonl)");
   if (spec.eos < 0) throw Error("text needs an eos id to end each document (the model " + spec.tokenizer + " has none)");
@@ -376,7 +405,7 @@ std::string packing_note(const text::Packing& packing) {
 }  // namespace
 
 void DataSource::open_tokens() {
-  corpus_ = spec_.text.empty() ? open_corpus(spec_) : tokenize_corpus(spec_, on_error_, seed_, notes_);
+  corpus_ = spec_.text.empty() ? open_corpus(spec_) : tokenize_corpus(spec_, on_error_, seed_, notes_, cache_);
   if (spec_.seq_len == 0) {
     mode_ = Mode::tokens;
     size_ = corpus_->documents();
@@ -399,8 +428,9 @@ void DataSource::open_mix() {
   std::vector<std::shared_ptr<const text::PackedSource>> parts;
   for (std::size_t k = 0; k < spec_.parts.size(); ++k) {
     try {
-      const SourceSpec& part = spec_.parts[k];
-      auto corpus = part.text.empty() ? open_corpus(part) : tokenize_corpus(part, on_error_, seed_, notes_);
+      SourceSpec& part = spec_.parts[k];
+      fetch_remote(part, cache_);
+      auto corpus = part.text.empty() ? open_corpus(part) : tokenize_corpus(part, on_error_, seed_, notes_, cache_);
       auto packing = std::make_shared<text::Packing>(std::move(corpus), pack_options(spec_));
       notes_.push_back("source " + std::to_string(k + 1) + ": " + packing_note(*packing));
       parts.push_back(std::move(packing));

@@ -25,8 +25,10 @@
 //            (epoch, index): sluice.tokens or sluice.mix with `pack`.
 //
 // Errors: open() throws sluice::Error naming the source and the file.
-// Thread safety: immutable after open(); holds no descriptors or threads, so
-// it may cross fork().
+// Thread safety: immutable after open(); holds no threads, so it may cross
+// fork(). Its only descriptors are the pins of its remote objects
+// (remote::Pins: O_CLOEXEC shared flocks, harmless in a forked child), held
+// until the last copy of it ends: in the launching process, the run's end.
 #pragma once
 
 #include <cstdint>
@@ -142,7 +144,8 @@ class DataSource {
 
  private:
   DataSource() = default;
-  void fetch_remote(const remote::CacheOptions& options);
+  void fetch_remote(SourceSpec& spec, const remote::CacheOptions& options);
+  void add_remote_stats(const remote::CacheStats& stats);
   void open_files();
   void open_tfrecord();
   void open_tar();
@@ -163,6 +166,8 @@ class DataSource {
   std::vector<std::string> shards_;
   std::vector<NpyColumn> columns_;
   remote::CacheStats remote_;
+  remote::CacheOptions cache_;  // for the parts of a mixture and a text source
+  std::vector<std::shared_ptr<const remote::Pins>> pins_;  // the remote objects, kept from eviction
 
   std::vector<std::shared_ptr<const io::ParquetFile>> parquet_files_;
   std::vector<std::string> parquet_columns_;

@@ -11,6 +11,7 @@
 #include "sluice/dtype.h"
 #include "sluice/io/example.h"
 #include "sluice/run_settings.h"
+#include "sluice/settings.h"
 
 namespace sluice::scripting {
 namespace {
@@ -175,6 +176,23 @@ const char* ffi_setting_error(const char* name, const char* value) noexcept {
   return "a value this setting does not take";
 }
 
+const char* ffi_setting_elsewhere(const char* name) noexcept {
+  thread_local std::string message;
+  try {
+    const Setting* s = find_setting(name);
+    if (!s || s->pipeline) return nullptr;
+    std::string flag = s->name;
+    for (char& c : flag)
+      if (c == '_') c = '-';
+    message = "'" + s->name + "' is a run setting, given where the run starts, not in pipeline.lua: on the command line (--" +
+              flag + " VALUE), in Python as a keyword (" + s->name + "=VALUE) or to the C API as \"" + s->name +
+              "=VALUE\"; it takes " + s->takes;
+    return message.c_str();
+  } catch (...) {
+    return nullptr;
+  }
+}
+
 constexpr sluice_ffi_api kApi = {
     ffi_rng_key,        ffi_rng_next,      ffi_rng_uniform,    ffi_rng_normal,
     ffi_f32_to_f16,     ffi_f16_to_f32,    ffi_f32_to_bf16,    ffi_bf16_to_f32,
@@ -182,6 +200,7 @@ constexpr sluice_ffi_api kApi = {
     ffi_example_new,    ffi_example_free,  ffi_example_error,  ffi_example_parse,
     ffi_example_info,   ffi_example_values, ffi_example_bytes, ffi_example_copy,
     ffi_example_steps,  ffi_copy_to_batch, ffi_setting_error, ffi_feed_fill_packed,
+    ffi_setting_elsewhere,
 };
 
 }  // namespace

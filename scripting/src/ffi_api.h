@@ -71,6 +71,11 @@ struct sluice_ffi_api {
   // loss_mask (sluice/text/packing.h). 0, or -1 with out->error set.
   std::int32_t (*feed_fill_packed)(void* host, std::uint32_t row, std::uint64_t index, void* const* dst,
                                    sluice_record* out);
+  // For sluice.pipeline's unknown options: where the run setting `name` is
+  // given when a pipeline.lua cannot set it (the command line, Python, the C
+  // API), in the table's words; NULL when `name` is no such setting. The
+  // text lives until the thread's next call.
+  const char* (*setting_elsewhere)(const char* name);
 };
 
 // One part of a record (sluice/io/sample.h Field). dtype < 0: raw bytes;

@@ -335,7 +335,7 @@ Script load_script(const ScriptOptions& options) {
     const remote::CacheStats& r = spec.source->remote_stats();
     script.remote = {.objects = r.hits + r.misses, .hits = r.hits, .misses = r.misses, .evictions = r.evictions,
                      .requests = r.transfer.requests, .retries = r.transfer.retries, .bytes = r.transfer.bytes,
-                     .wait_ns = r.wait_ns, .downloads = {}};
+                     .wait_ns = r.wait_ns, .revalidated = r.revalidated, .changed = r.changed, .downloads = {}};
     for (const remote::DownloadSpan& d : r.downloads)
       script.remote.downloads.push_back({d.url, d.start_ns, d.end_ns, d.bytes});
     if (spec.source->mode() == scripting::DataSource::Mode::stream && auto_workers) {

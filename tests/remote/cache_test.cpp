@@ -67,10 +67,14 @@ TEST_CASE("Cache: a miss downloads and publishes the whole object, and the next 
     CHECK(cache.stats().misses == 5);
     CHECK(cache.stats().hits == 0);
     CHECK(cache.stats().transfer.bytes >= 5 * 50'000);
-    // Only whole objects and their lock files are left.
+    // One request an object: a GET, whose headers bring the length and ETag.
+    CHECK(cache.stats().transfer.requests == 5);
+    CHECK(http.log().size() == 5);
+    // Only whole objects, their lock files and their versions (.meta) are left.
     for (const std::string& name : names_in(dir)) {
       CHECK_THAT(name, !Catch::EndsWith(".partial"));
-      CHECK_THAT(name, !Catch::EndsWith(".meta"));
+      if (name.size() > 5 && name.compare(name.size() - 5, 5, ".meta") == 0)
+        CHECK(::access((dir + "/" + name.substr(0, name.size() - 5)).c_str(), F_OK) == 0);
     }
   }
   Cache again(options_in(dir));
@@ -78,7 +82,12 @@ TEST_CASE("Cache: a miss downloads and publishes the whole object, and the next 
   CHECK(again.stats().hits == 5);
   CHECK(again.stats().misses == 0);
   CHECK(again.stats().transfer.requests == 0);
-  CHECK(http.log().size() == 10);  // a HEAD and a GET each, all from the first Cache
+  CHECK(again.stats().revalidated == 5);
+  CHECK(again.stats().changed == 0);
+  // A GET each from the first Cache; one conditional HEAD each
+  // (revalidation, no body) from the second.
+  CHECK(http.log().size() == 10);
+  for (int i = 0; i < 5; ++i) CHECK(http.requests("GET", "/" + shard_name(i)) == 1);
 }
 
 TEST_CASE("Cache: processes sharing a directory download each object once (stress)") {
@@ -169,14 +178,12 @@ TEST_CASE("Cache: processes sharing a budget evict only what no one pins, and re
   CHECK(gets > shards);  // objects were evicted and fetched again
 }
 
-TEST_CASE("Cache: after kill -9 mid-download the rerun resumes the partial and never reads it as whole") {
-  if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
-  const std::string root = temp_dir("www"), dir = temp_dir("cache");
-  const std::string data = random_bytes(3'000'000, 42);
-  write_file(root + "/big.bin", data);
-  write_file(root + "/small.bin", "small");
-  Nginx http(root, "2m");
-  const std::string big = http.url("big.bin"), small = http.url("small.bin");
+namespace {
+
+// A process fetching `small` then `big` into `dir`, killed with -9 once big's
+// partial holds 500 kB: the partial's length (nothing of big reads as whole).
+std::uint64_t kill_mid_download(const std::string& dir, const std::string& small, const std::string& big,
+                                std::uint64_t size) {
   const pid_t pid = ::fork();
   if (pid == 0) {
     try {
@@ -196,8 +203,22 @@ TEST_CASE("Cache: after kill -9 mid-download the rerun resumes the partial and n
   REQUIRE(::stat((path + ".partial").c_str(), &st) == 0);
   const auto cut = static_cast<std::uint64_t>(st.st_size);
   CHECK(cut > 0);
-  CHECK(cut < data.size());
+  CHECK(cut < size);
   CHECK(::stat(path.c_str(), &st) != 0);  // nothing reads as whole
+  return cut;
+}
+
+}  // namespace
+
+TEST_CASE("Cache: after kill -9 mid-download the rerun resumes the partial and never reads it as whole") {
+  if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
+  const std::string root = temp_dir("www"), dir = temp_dir("cache");
+  const std::string data = random_bytes(3'000'000, 42);
+  write_file(root + "/big.bin", data);
+  write_file(root + "/small.bin", "small");
+  Nginx http(root, "2m");
+  const std::string big = http.url("big.bin"), small = http.url("small.bin");
+  const std::uint64_t cut = kill_mid_download(dir, small, big, data.size());
 
   Cache cache(options_in(dir));
   CHECK(read_file(cache.get(small)) == "small");
@@ -209,6 +230,25 @@ TEST_CASE("Cache: after kill -9 mid-download the rerun resumes the partial and n
   REQUIRE_FALSE(log.empty());
   CHECK_THAT(log.back(), Catch::StartsWith("GET /big.bin 206"));
   CHECK_THAT(log.back(), Catch::Contains("\"bytes=" + std::to_string(cut) + "-\""));
+}
+
+TEST_CASE("Cache: a partial whose object changed since is not resumed: 412, then the new version whole") {
+  if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
+  const std::string root = temp_dir("www"), dir = temp_dir("cache");
+  const std::string data = random_bytes(3'000'000, 42), changed = random_bytes(3'000'000, 43);
+  write_file(root + "/big.bin", data);
+  write_file(root + "/small.bin", "small");
+  Nginx http(root, "2m");
+  const std::string big = http.url("big.bin"), small = http.url("small.bin");
+  kill_mid_download(dir, small, big, data.size());
+  sleep(1);  // nginx's ETag counts whole seconds: the same length needs a new mtime
+  write_file(root + "/big.bin", changed);
+  Cache cache(options_in(dir));
+  CHECK(read_file(cache.get(big)) == changed);
+  const std::vector<std::string> log = http.log();
+  REQUIRE(log.size() >= 2);
+  CHECK_THAT(log[log.size() - 2], Catch::StartsWith("GET /big.bin 412"));  // Range + If-Match on the old ETag
+  CHECK_THAT(log.back(), Catch::StartsWith("GET /big.bin 200"));
 }
 
 TEST_CASE("Cache: the budget evicts the object used furthest ahead, never one in use") {

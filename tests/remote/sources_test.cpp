@@ -1,11 +1,13 @@
 // Sources over remote paths, end to end through the `sluice` command line:
 // the same pipeline over local files, http:// (nginx) and s3:// (s3rver)
 // writes identical run records, with 1 and 2 workers and 2 ranks sharing one
-// cache; a warm cache makes no data request.
+// cache; a warm cache makes no data request (one conditional HEAD an object),
+// and an object changed in the store is downloaded again.
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -67,21 +69,31 @@ std::string pipeline(const std::string& source) {
 std::string cli() { return SLUICE_CLI; }
 const char* const kNoCli = "the sluice command line is not part of this build";
 
+// The shards of make_shards, served by nginx and by s3rver (bucket bkt,
+// prefix train/), with local.lua, http.lua and s3.lua over them in `work`.
+struct Stores {
+  std::string shards = make_shards(), work = temp_dir("run");
+  Nginx http{shards};
+  S3rver s3{temp_dir("s3"), "bkt"};
+  std::string s3env = "AWS_ENDPOINT_URL=" + s3.endpoint() +
+                      " AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1 ";
+  Stores() {
+    s3.upload(shards, "train/");
+    write_file(work + "/local.lua", pipeline(shards + "/train-*.tar"));
+    write_file(work + "/http.lua", pipeline(http.url("train-{000000..000003}.tar")));
+    write_file(work + "/s3.lua", pipeline("s3://bkt/train/*.tar"));
+  }
+};
+
 }  // namespace
 
 TEST_CASE("Sources: tar shards over local files, http:// and s3:// give identical run records") {
   if (cli().empty()) SKIP_TEST(kNoCli);
   if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
   if (!S3rver::why_not().empty()) SKIP_TEST(S3rver::why_not());
-  const std::string shards = make_shards(), work = temp_dir("run");
-  Nginx http(shards);
-  S3rver s3(temp_dir("s3"), "bkt");
-  s3.upload(shards, "train/");
-  write_file(work + "/local.lua", pipeline(shards + "/train-*.tar"));
-  write_file(work + "/http.lua", pipeline(http.url("train-{000000..000003}.tar")));
-  write_file(work + "/s3.lua", pipeline("s3://bkt/train/*.tar"));
-  const std::string s3env = "AWS_ENDPOINT_URL=" + s3.endpoint() +
-                            " AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1 ";
+  Stores stores;
+  const std::string &work = stores.work, &s3env = stores.s3env;
+  Nginx& http = stores.http;
 
   Run r = sh(work, cli() + " run local.lua --quiet --record local.jsonl");
   INFO(r.out);
@@ -108,12 +120,18 @@ TEST_CASE("Sources: tar shards over local files, http:// and s3:// give identica
     std::snprintf(uri, sizeof uri, "/train-%06d.tar", s);
     CHECK(http.requests("GET", uri) == 2);
   }
-  // A warm cache: no request at all.
+  // A warm cache: no data request, one conditional HEAD per object (revalidation).
   const std::size_t before = http.log().size();
   r = sh(work, "SLUICE_CACHE_DIR=cache-http1 " + cli() + " run http.lua --quiet --record warm.jsonl");
   INFO(r.out);
   REQUIRE(r.status == 0);
-  CHECK(http.log().size() == before);
+  CHECK(http.log().size() == before + kShards);
+  for (int s = 0; s < kShards; ++s) {
+    char uri[64];
+    std::snprintf(uri, sizeof uri, "/train-%06d.tar", s);
+    CHECK(http.requests("GET", uri) == 2);
+    CHECK(http.requests("HEAD", uri) == 1);
+  }
   CHECK(sh(work, cli() + " verify local.jsonl warm.jsonl").status == 0);
 }
 
@@ -199,7 +217,7 @@ TEST_CASE("Sources: the summary counts downloads, says network-bound, and warns 
   CHECK_THAT(trace, Catch::Contains("\"url\":\"" + http.url("t0.tar") + "\""));
   CHECK_THAT(trace, Catch::Contains("\"args\":{\"name\":\"download 3\"}"));
   CHECK_THAT(r.out, Catch::Contains("pass cache_limit_mb (1 MiB)"));
-  CHECK_THAT(r.out, Catch::Contains("remote      4 objects: 0 from the node cache, 4 downloaded (1.6 MB, 8 requests, "
+  CHECK_THAT(r.out, Catch::Contains("remote      4 objects: 0 from the node cache, 4 downloaded (1.6 MB, 4 requests, "
                                     "0 retries, 0 evictions)"));
   CHECK_THAT(r.out, Catch::Contains("verdict     network-bound: fetching 1.6 MB of remote objects"));
   r = sh(work, "SLUICE_CACHE_DIR=cache " + cli() + " run p.lua");
@@ -258,4 +276,168 @@ TEST_CASE("Sources: tfrecord with its index, npy arrays and files over http:// r
     INFO(c.name << ": " << v.out);
     CHECK(v.status == 0);
   }
+}
+
+namespace {
+
+// Four tar shards PREFIX-{0..3}.tar of about 0.4 MiB each in `root`.
+void make_big_shards(const std::string& root, const std::string& prefix, std::uint64_t seed) {
+  for (int s = 0; s < 4; ++s) {
+    const std::string members = temp_dir("members"), key = std::to_string(100 + s);
+    write_file(members + "/" + key + ".txt", random_bytes(400'000, seed + s));
+    write_file(members + "/" + key + ".cls", "1");
+    REQUIRE(std::system(("tar -cf '" + root + "/" + prefix + "-" + std::to_string(s) + ".tar' -C '" + members +
+                         "' " + key + ".txt " + key + ".cls").c_str()) == 0);
+  }
+}
+
+// `pipeline` whose map takes about `ms` milliseconds a sample, for `epochs`.
+std::string slow_pipeline(const std::string& source, int epochs, int ms) {
+  std::string p = pipeline(source);
+  p.replace(p.find("batch_size = 5"), 14, "batch_size = 2");
+  p.replace(p.find("epochs = 2"), 10, "epochs = " + std::to_string(epochs));
+  p.replace(p.find("  map = function(s, ctx)\n"), 25,
+            "  map = function(s, ctx)\n    local t = os.clock() + " + std::to_string(ms / 1000.0) +
+                "\n    while os.clock() < t do end\n");
+  return p;
+}
+
+int count_cached(const std::string& dir, const std::string& suffix) {
+  const Run r = sh(dir, "ls cache | grep -c -- '" + suffix + "$' || true");
+  return std::atoi(r.out.c_str());
+}
+
+}  // namespace
+
+TEST_CASE("Sources: a run's objects stay pinned for the whole run; another run's budget cannot evict them") {
+  if (cli().empty()) SKIP_TEST(kNoCli);
+  if (!S3rver::why_not().empty()) SKIP_TEST(S3rver::why_not());
+  const std::string shards = temp_dir("shards"), work = temp_dir("run");
+  make_big_shards(shards, "A", 10);
+  make_big_shards(shards, "B", 20);
+  make_big_shards(shards, "C", 30);
+  S3rver s3(temp_dir("s3"), "b");
+  s3.upload(shards, "");
+  const std::string env = "SLUICE_CACHE_DIR=cache AWS_ENDPOINT_URL=" + s3.endpoint() +
+                          " AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1 ";
+  write_file(work + "/a.lua", slow_pipeline("s3://b/A-{0..3}.tar", 16, 100));  // 4 samples x 16 x 0.1 s
+  write_file(work + "/b.lua", pipeline("s3://b/B-{0..3}.tar"));
+  write_file(work + "/c.lua", pipeline("s3://b/C-0.tar"));
+  // A runs about 6 s; B starts once A has its shards, with a 1 MiB budget,
+  // and must make room: A's shards are the only other objects there. C,
+  // one shard within the budget, finds the cache past it with what A and B pin.
+  const Run r = sh(work, env + cli() + " run a.lua --quiet --workers 1 > a.log 2>&1 & a=$!; " +
+                             "while [ $(ls cache 2>/dev/null | grep -c -- '-A-.\\.tar$') -lt 4 ]; do sleep 0.1; done; " +
+                             "sleep 1; " + env + cli() + " run b.lua --cache-limit-mb 1; b=$?; " +
+                             "ls cache > during.txt; " + env + cli() + " run c.lua --cache-limit-mb 1; c=$?; " +
+                             "kill -0 $a && echo A-still-running; wait $a; a=$?; " +
+                             "cat a.log; echo a=$a b=$b c=$c");
+  INFO(r.out);
+  CHECK_THAT(r.out, Catch::Contains("A-still-running"));
+  CHECK_THAT(r.out, Catch::Contains("a=0 b=0 c=0"));
+  CHECK_THAT(r.out, Catch::Contains("sluice.tar: the remote objects (") && Catch::Contains("pass cache_limit_mb (1 MiB)"));
+  CHECK_THAT(r.out, Catch::Contains("sluice.tar: the node cache holds ") &&
+                        Catch::Contains(" bytes, past cache_limit_mb (1 MiB): the rest is pinned by runs on this node "
+                                        "that have not ended"));
+  const std::string during = read_file(work + "/during.txt");
+  INFO(during);
+  for (int s = 0; s < 4; ++s) CHECK_THAT(during, Catch::Contains("-A-" + std::to_string(s) + ".tar\n"));
+  // Once A has ended its pins are gone: a third run with the budget evicts A's shards.
+  const Run c = sh(work, "rm -f cache/*-B-?.tar && " + env + cli() + " run b.lua --quiet --cache-limit-mb 1");
+  INFO(c.out);
+  CHECK(c.status == 0);
+  CHECK(count_cached(work, "-A-.\\.tar") < 4);
+}
+
+TEST_CASE("Sources: an object changed in the store is seen at the next run and downloaded again") {
+  if (cli().empty()) SKIP_TEST(kNoCli);
+  if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
+  if (!S3rver::why_not().empty()) SKIP_TEST(S3rver::why_not());
+  Stores stores;
+  const std::string &shards = stores.shards, &work = stores.work;
+  Nginx& http = stores.http;
+  S3rver& s3 = stores.s3;
+  const std::string s3env = "SLUICE_CACHE_DIR=cache-s3 " + stores.s3env;
+  const std::string httpenv = "SLUICE_CACHE_DIR=cache-http ";
+  for (const std::string& run : {httpenv + cli() + " run http.lua", s3env + cli() + " run s3.lua"}) {
+    const Run r = sh(work, run + " --quiet");
+    INFO(r.out);
+    REQUIRE(r.status == 0);
+  }
+  // train-000001.tar gets train-000002.tar's bytes (the same length): in the
+  // directory nginx serves (a new mtime, so a new ETag) and in the bucket
+  // (a new MD5 ETag, put by boto3).
+  sleep(1);  // nginx's ETag and Last-Modified count whole seconds
+  REQUIRE(std::system(("cp '" + shards + "/train-000002.tar' '" + shards + "/train-000001.tar'").c_str()) == 0);
+  s3.put("train/train-000001.tar", read_file(shards + "/train-000002.tar"));
+  Run r = sh(work, cli() + " run local.lua --quiet --record local.jsonl");
+  REQUIRE(r.status == 0);
+  for (const auto& [name, run] : std::vector<std::pair<std::string, std::string>>{
+           {"http", httpenv + cli() + " run http.lua --record http.jsonl"},
+           {"s3", s3env + cli() + " run s3.lua --record s3.jsonl"}}) {
+    r = sh(work, run);
+    INFO(name << ": " << r.out);
+    REQUIRE(r.status == 0);
+    CHECK_THAT(r.out, Catch::Contains("remote      4 objects: 3 from the node cache, 1 downloaded"));
+    CHECK_THAT(r.out, Catch::Contains("4 revalidated (1 changed)"));
+    r = sh(work, cli() + " verify local.jsonl " + name + ".jsonl");
+    INFO(name << ": " << r.out);
+    CHECK(r.status == 0);
+  }
+  CHECK(http.requests("GET", "/train-000001.tar") == 2);
+  CHECK(http.requests("GET", "/train-000000.tar") == 1);
+  CHECK(http.requests("HEAD", "/train-000000.tar") == 1);  // its revalidation; the cold fetch was one GET
+}
+
+TEST_CASE("Sources: sluice.mix parts and sluice.tokens files over http:// read what the local files give") {
+  if (cli().empty()) SKIP_TEST(kNoCli);
+  if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
+  const std::string root = temp_dir("www"), work = temp_dir("run");
+  // Two flat uint16 token files: documents of 1 to 40 tokens in [1, 500), each ending in EOS = 0.
+  for (const std::string name : {"a", "b"}) {
+    const std::string bytes = random_bytes(name == "a" ? 6000 : 2000, name == "a" ? 7 : 8);
+    std::string tokens;
+    for (std::size_t i = 0; i + 1 < bytes.size(); i += 2) {
+      std::uint16_t t = static_cast<std::uint16_t>(1 + (static_cast<unsigned char>(bytes[i]) * 256u +
+                                                        static_cast<unsigned char>(bytes[i + 1])) % 499);
+      if (static_cast<unsigned char>(bytes[i]) % 20 == 0) t = 0;
+      tokens.push_back(static_cast<char>(t & 0xff));
+      tokens.push_back(static_cast<char>(t >> 8));
+    }
+    write_file(root + "/" + name + ".bin", tokens);
+  }
+  Nginx http(root);
+  auto mix = [](const std::string& a, const std::string& b) {
+    return "local sluice = require('sluice')\n"
+           "return sluice.pipeline {\n"
+           "  source = sluice.mix{ { sluice.tokens{ '" + a + "', dtype = 'uint16', eos = 0 }, weight = 0.7 },\n"
+           "                       { sluice.tokens{ '" + b + "', dtype = 'uint16', eos = 0 }, weight = 0.3 } },\n"
+           "  pack = { seq_len = 16 }, batch_size = 4, shuffle = true, seed = 5, epochs = 2,\n"
+           "}\n";
+  };
+  auto tokens = [](const std::string& a) {
+    return "local sluice = require('sluice')\n"
+           "return sluice.pipeline {\n"
+           "  source = sluice.tokens{ '" + a + "', dtype = 'uint16', eos = 0 },\n"
+           "  pack = { seq_len = 16 }, batch_size = 4, shuffle = true, seed = 5, epochs = 1,\n"
+           "}\n";
+  };
+  write_file(work + "/mix_local.lua", mix(root + "/a.bin", root + "/b.bin"));
+  write_file(work + "/mix_http.lua", mix(http.url("a.bin"), http.url("b.bin")));
+  write_file(work + "/tokens_local.lua", tokens(root + "/a.bin"));
+  write_file(work + "/tokens_http.lua", tokens(http.url("a.bin")));
+  for (const std::string name : {"mix", "tokens"}) {
+    Run r = sh(work, cli() + " run " + name + "_local.lua --quiet --record " + name + "_local.jsonl");
+    INFO(r.out);
+    REQUIRE(r.status == 0);
+    r = sh(work, "SLUICE_CACHE_DIR=cache " + cli() + " run " + name + "_http.lua --record " + name + "_http.jsonl");
+    INFO(r.out);
+    REQUIRE(r.status == 0);
+    CHECK_THAT(r.out, Catch::Contains("remote      "));
+    r = sh(work, cli() + " verify " + name + "_local.jsonl " + name + "_http.jsonl");
+    INFO(name << ": " << r.out);
+    CHECK(r.status == 0);
+  }
+  CHECK(http.requests("GET", "/a.bin") == 1);  // the tokens run found it in the cache
+  CHECK(http.requests("GET", "/b.bin") == 1);
 }

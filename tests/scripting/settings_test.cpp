@@ -3,6 +3,7 @@
 // docs/command-line.md and what a pipeline.lua may set (sluice.lua).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <set>
@@ -166,6 +167,25 @@ TEST_CASE("what pipeline.lua may set is the table's, and each takes its default"
     CHECK(in_lua.erase(own) == 1);
   }
   CHECK(in_lua == in_table);
+}
+
+TEST_CASE("a run setting that pipeline.lua cannot set says where it is given", "[settings]") {
+  TempDir dir;
+  int checked = 0;
+  for (const Setting& s : sluice::settings()) {
+    if (s.pipeline) continue;
+    INFO(s.name);
+    std::string flag = s.name;
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    const std::string path = dir.write(s.name + ".lua", pipeline("  " + s.name + " = 1,\n"));
+    CHECK_THROWS_WITH(sluice::load_script({.path = path}),
+                      Contains("sluice.pipeline: unknown option '" + s.name + "': '" + s.name + "' is a run setting") &&
+                          Contains("on the command line (--" + flag + " VALUE), in Python as a keyword (" + s.name +
+                                   "=VALUE)") &&
+                          Contains("it takes " + s.takes));
+    ++checked;
+  }
+  CHECK(checked > 0);  // cache_limit_mb among them
 }
 
 #ifdef SLUICE_CLI

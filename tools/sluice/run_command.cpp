@@ -431,11 +431,13 @@ int run(const RunArgs& args) {
   if (!stats.autotune.empty()) std::printf("auto        %s\n", stats.autotune.c_str());
   if (const ScriptRemoteStats& r = script.remote; r.objects > 0) {
     std::printf("remote      %llu objects: %llu from the node cache, %llu downloaded (%.1f MB, %llu requests, "
-                "%llu retries, %llu evictions), %.2f s of the start-up waiting on the network\n",
+                "%llu retries, %llu evictions), %llu revalidated (%llu changed), %.2f s of the start-up waiting on "
+                "the network\n",
                 static_cast<unsigned long long>(r.objects), static_cast<unsigned long long>(r.hits),
                 static_cast<unsigned long long>(r.misses), static_cast<double>(r.bytes) / 1e6,
                 static_cast<unsigned long long>(r.requests), static_cast<unsigned long long>(r.retries),
-                static_cast<unsigned long long>(r.evictions), seconds(r.wait_ns));
+                static_cast<unsigned long long>(r.evictions), static_cast<unsigned long long>(r.revalidated),
+                static_cast<unsigned long long>(r.changed), seconds(r.wait_ns));
   }
   if (o.world_size > 1) {
     std::printf("shard       rank %u of %u (%s)\n", o.rank, o.world_size,

@@ -63,16 +63,24 @@ std::uint64_t file_size_or_zero(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
 }
 
+// NAME.meta: "SIZE ETAG" then the Last-Modified line. Written when the
+// store announces the object (a partial's reservation and its version for
+// resuming) and kept beside the published NAME (its version, revalidated).
 struct Meta {
   std::uint64_t size = 0;
   std::string etag;
+  std::string last_modified;
 };
 
 Meta read_meta(const std::string& path) {
   Meta m;
   std::ifstream in(path);
-  in >> m.size;
-  std::getline(in >> std::ws, m.etag);
+  std::string first;
+  std::getline(in, first);
+  const std::size_t space = first.find(' ');
+  m.size = std::strtoull(first.c_str(), nullptr, 10);
+  if (space != std::string::npos) m.etag = first.substr(space + 1);
+  std::getline(in, m.last_modified);
   return m;
 }
 
@@ -80,7 +88,7 @@ void write_meta(const std::string& path, const Meta& m) {
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
-    out << m.size << ' ' << m.etag << '\n';
+    out << m.size << ' ' << m.etag << '\n' << m.last_modified << '\n';
     if (!out) throw Error("cannot write " + tmp);
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) throw Error("cannot rename " + tmp + ": " + errno_text());
@@ -145,6 +153,17 @@ void Cache::set_next_use(std::vector<std::string> urls, std::function<std::uint6
   next_use_ = std::move(next_use);
 }
 
+Pins::~Pins() {
+  for (int fd : fds_) ::close(fd);  // the last descriptor of the description drops its flock
+}
+
+Pins Cache::hand_over_pins() {
+  std::vector<int> fds;
+  for (auto& [url, fd] : pins_) fds.push_back(fd);
+  pins_.clear();
+  return Pins(std::move(fds));
+}
+
 void Cache::release(const std::string& url) {
   const auto it = pins_.find(url);
   if (it == pins_.end()) return;
@@ -162,6 +181,10 @@ bool Cache::pin_if_whole(const std::string& url) {
   if (flock_retry(fd, LOCK_SH) != 0 || ::fstat(fd, &held) != 0 || ::stat(path.c_str(), &named) != 0 ||
       held.st_ino != named.st_ino || held.st_dev != named.st_dev) {
     ::close(fd);
+    return false;
+  }
+  if (const auto s = stale_.find(url); s != stale_.end() && s->second == std::make_pair(held.st_dev, held.st_ino)) {
+    ::close(fd);  // the version revalidation found changed, not yet replaced
     return false;
   }
   pins_[url] = fd;
@@ -225,25 +248,84 @@ void Cache::make_room(std::uint64_t bytes, const std::string& keep) {
     if (flock_retry(victim.fd, LOCK_EX | LOCK_NB) != 0) continue;  // pinned by someone
     if (::unlink(path.c_str()) == 0) {
       ::unlink((path + ".idx").c_str());  // a TFRecord index built beside it (tfrecord.h)
+      LockedFd lock(open_lock_file(path + ".lock"));
+      if (flock_retry(lock.fd, LOCK_EX | LOCK_NB) == 0) ::unlink((path + ".meta").c_str());  // else a download's
       used -= std::min(used, e.size);
       ++stats_.evictions;
     }
   }
+  // What is left is pinned (by this process or by other runs on the node).
+  if (used + bytes > options_.limit) stats_.over_budget = std::max(stats_.over_budget, used + bytes - options_.limit);
+}
+
+// One conditional HEAD per object found whole (If-None-Match on the ETag
+// kept in NAME.meta, else If-Modified-Since on its Last-Modified): 304, or
+// the same ETag (else Last-Modified) and length, keeps it. A changed one is
+// unpinned and its inode remembered as stale, so that the download loop
+// fetches it again (a waiter never takes the old inode for a new
+// publication); other processes still pinning the old inode keep reading it
+// whole until they let go, since the new version is renamed over the name.
+std::vector<std::string> Cache::revalidate(const std::vector<std::string>& cached) {
+  std::vector<std::string> changed;
+  if (cached.empty()) return changed;
+  std::string error;
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  {
+    TransferEngine engine(&loop, options_.transfer);
+    for (const std::string& url : cached) {
+      const std::string path = path_of(url);
+      const Meta m = read_meta(path + ".meta");
+      const std::uint64_t size = file_size_or_zero(path);
+      engine.submit({.url = url, .if_none_match = m.etag, .if_modified_since = m.etag.empty() ? m.last_modified : "",
+                     .head = true},
+                    [&, url, m, size](const Response& r) {
+                      if (!r.ok()) {
+                        if (error.empty()) error = r.error;
+                        return;
+                      }
+                      ++stats_.revalidated;
+                      if (r.not_modified) return;
+                      const bool same = r.object_size == size &&
+                                        (!m.etag.empty() ? m.etag == r.etag
+                                                         : !m.last_modified.empty() && m.last_modified == r.last_modified);
+                      if (!same) changed.push_back(url);
+                    });
+    }
+    uv_run(&loop, UV_RUN_DEFAULT);
+    stats_.revalidation_requests += engine.stats().requests;
+  }
+  uv_run(&loop, UV_RUN_DEFAULT);
+  uv_loop_close(&loop);
+  if (!error.empty()) throw Error(error + " (revalidating the cached copy)");
+  for (const std::string& url : changed) {
+    struct stat held{};
+    if (::fstat(pins_.at(url), &held) == 0) stale_[url] = {held.st_dev, held.st_ino};
+    release(url);
+    ++stats_.changed;
+  }
+  return changed;
 }
 
 std::vector<std::string> Cache::get_all(const std::vector<std::string>& urls) {
   std::vector<std::string> paths;
-  std::vector<std::string> missing;
+  std::vector<std::string> missing, cached;
   for (const std::string& url : urls) {
     paths.push_back(path_of(url));
-    if (pin_if_whole(url)) {
-      ++stats_.hits;
-    } else if (std::find(missing.begin(), missing.end(), url) == missing.end()) {
-      missing.push_back(url);
-    }
+    std::vector<std::string>& list = pin_if_whole(url) ? cached : missing;
+    if (std::find(list.begin(), list.end(), url) == list.end()) list.push_back(url);
   }
-  if (missing.empty()) return paths;
   const std::uint64_t started = now_ns();
+  for (const std::string& url : revalidate(cached)) {
+    missing.push_back(url);
+    cached.erase(std::find(cached.begin(), cached.end(), url));
+  }
+  for (const std::string& url : urls)
+    if (std::find(cached.begin(), cached.end(), url) != cached.end()) ++stats_.hits;
+  if (missing.empty()) {
+    stats_.wait_ns += now_ns() - started;
+    return paths;
+  }
   std::string first_error;
   std::size_t first_rank = 0;
   while (!missing.empty() && first_error.empty()) {
@@ -299,15 +381,11 @@ std::vector<std::string> Cache::get_all(const std::vector<std::string>& urls) {
       auto publish = [&](Download& d, const Response& r) {
         const std::string partial = d.path + ".partial";
         if (!r.ok()) {
-          if (r.status == 412 && !d.restarted) {  // the object changed: start over
+          if (r.status == 412 && !d.restarted) {  // the object changed since the partial began: start over
             d.restarted = true;
+            d.meta = Meta{};
             ::truncate(partial.c_str(), 0);
-            return engine.submit({.url = d.url, .head = true}, [&, dp = &d](const Response& h) {
-              if (!h.ok()) return fail(dp->url, h.error);
-              dp->meta = {h.object_size, h.etag};
-              write_meta(dp->path + ".meta", dp->meta);
-              get(*dp);
-            });
+            return get(d);
           }
           return fail(d.url, r.error);
         }
@@ -327,43 +405,46 @@ std::vector<std::string> Cache::get_all(const std::vector<std::string>& urls) {
           return fail(d.url, "cannot publish " + d.path + ": " + errno_text());
         }
         pins_[d.url] = fd;
-        ::unlink((d.path + ".meta").c_str());
+        stale_.erase(d.url);  // NAME.meta stays: the version of what NAME now holds
         ++stats_.misses;
         if (stats_.downloads.size() < 100'000) stats_.downloads.push_back({d.url, d.start_ns, now_ns(), d.meta.size});
         d.lock = LockedFd();  // waiters may go: they find it whole
       };
+      // One GET an object, no HEAD first: its headers bring the size, ETag
+      // and Last-Modified, and on_headers makes room under the budget and
+      // writes NAME.meta (the reservation other processes count, and the
+      // version a later resume sends in If-Match) before any body byte is
+      // kept. A partial left by a cut download resumes with Range from its
+      // length and If-Match on the ETag NAME.meta holds for it; 412 (the
+      // object changed since) starts over from byte 0.
       get = [&](Download& d) {
         const std::string partial = d.path + ".partial";
         std::uint64_t offset = file_size_or_zero(partial);
-        if (offset >= d.meta.size && d.meta.size > 0) offset = 0;
+        if (d.meta.etag.empty() || d.meta.size == 0 || offset >= d.meta.size) offset = 0;
         if (offset == 0 && ::truncate(partial.c_str(), 0) != 0 && errno != ENOENT)
           return fail(d.url, "cannot truncate " + partial + ": " + errno_text());
-        engine.submit({.url = d.url, .file = partial, .offset = offset, .if_match = d.meta.etag},
-                      [&, dp = &d](const Response& r) { publish(*dp, r); });
+        const std::string match = offset > 0 ? d.meta.etag : std::string();
+        engine.submit(
+            {.url = d.url, .file = partial, .offset = offset, .if_match = match},
+            [&, dp = &d](const Response& r) { publish(*dp, r); },
+            [&, dp = &d](const Response& h) -> std::string {
+              try {
+                dp->meta = {h.object_size, h.etag, h.last_modified};
+                LockedFd budget(open_lock_file(options_.dir + "/.budget.lock"));
+                flock_retry(budget.fd, LOCK_EX);
+                make_room(h.object_size, dp->path);
+                write_meta(dp->path + ".meta", dp->meta);  // the reservation, before others count
+                return {};
+              } catch (const Error& e) {
+                return e.what();
+              }
+            });
       };
       for (auto& dp : mine) {
-        Download& d = *dp;
-        d.start_ns = now_ns();
-        engine.submit({.url = d.url, .head = true}, [&, dp = &d](const Response& h) {
-          if (!h.ok()) return fail(dp->url, h.error);
-          if (!first_error.empty()) return;
-          try {
-            const std::string meta_path = dp->path + ".meta";
-            const Meta old = read_meta(meta_path);
-            const bool resumable = !old.etag.empty() && old.etag == h.etag && old.size == h.object_size;
-            if (!resumable) ::truncate((dp->path + ".partial").c_str(), 0);
-            dp->meta = {h.object_size, h.etag};
-            {
-              LockedFd budget(open_lock_file(options_.dir + "/.budget.lock"));
-              flock_retry(budget.fd, LOCK_EX);
-              make_room(h.object_size, dp->path);
-              write_meta(meta_path, dp->meta);  // the reservation, before others count
-            }
-            get(*dp);
-          } catch (const Error& e) {
-            fail(dp->url, e.what());
-          }
-        });
+        dp->start_ns = now_ns();
+        // A partial's version: what the download that left it announced.
+        if (file_size_or_zero(dp->path + ".partial") > 0) dp->meta = read_meta(dp->path + ".meta");
+        get(*dp);
       }
       uv_run(&loop, UV_RUN_DEFAULT);
       const TransferStats& s = engine.stats();

@@ -87,6 +87,7 @@ struct Transfer {
   TransferEngine::Impl* engine = nullptr;
   Request request;
   std::function<void(const Response&)> done;
+  HeadersSeen on_headers;        // called once, at the first 2xx answer's end of headers
   Response response;
   CURL* easy = nullptr;
   curl_slist* headers = nullptr;
@@ -98,6 +99,7 @@ struct Transfer {
   bool range_sent = false;
   std::string write_problem;     // why write_cb refused the body, when it did
   bool message_probe = false;    // a GET after a failed HEAD, for the store's message
+  bool refused = false;          // on_headers refused the answer
   std::string error_body;        // the body of a status >= 300, for its message
   uv_timer_t* backoff = nullptr;
   std::uint64_t last_byte_ms = 0;  // uv_now when this attempt began or last received a byte
@@ -132,6 +134,23 @@ size_t header_cb(char* data, size_t size, size_t n, void* user) {
     t->announced = 0;
     return size * n;
   }
+  if ((line == "\r\n" || line == "\n") && t->on_headers) {  // the end of one answer's headers
+    long status = 0;
+    curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
+    if (status >= 200 && status < 300) {
+      Response seen = t->response;
+      seen.status = status;
+      if (status == 200 && seen.object_size == 0) seen.object_size = t->announced;
+      const HeadersSeen hook = std::move(t->on_headers);
+      t->on_headers = nullptr;
+      t->write_problem = hook(seen);
+      if (!t->write_problem.empty()) {
+        t->refused = true;
+        return 0;  // curl fails the transfer with CURLE_WRITE_ERROR
+      }
+    }
+    return size * n;
+  }
   const std::size_t colon = line.find(':');
   if (colon == std::string::npos) return size * n;
   const std::string name = lower(line.substr(0, colon));
@@ -142,6 +161,8 @@ size_t header_cb(char* data, size_t size, size_t n, void* user) {
     t->announced = parse_u64(value);
   } else if (name == "etag") {
     t->response.etag = value;
+  } else if (name == "last-modified") {
+    t->response.last_modified = value;
   } else if (name == "content-range") {  // bytes A-B/TOTAL
     const std::size_t slash = value.find('/');
     if (slash != std::string::npos && value[slash + 1] != '*') t->response.object_size = parse_u64(value.substr(slash + 1));
@@ -338,6 +359,10 @@ void TransferEngine::Impl::begin(Transfer& t) {
                              : t.received > 0            ? t.response.etag
                                                          : std::string();
   if (!match.empty()) t.headers = curl_slist_append(t.headers, ("If-Match: " + match).c_str());
+  if (!t.request.if_none_match.empty())
+    t.headers = curl_slist_append(t.headers, ("If-None-Match: " + t.request.if_none_match).c_str());
+  if (!t.request.if_modified_since.empty())
+    t.headers = curl_slist_append(t.headers, ("If-Modified-Since: " + t.request.if_modified_since).c_str());
   const Credentials& c = options.s3.credentials;
   if (s3 && !c.anonymous()) {
     const std::string sigv4 = "aws:amz:" + options.s3.region + ":s3";
@@ -385,7 +410,15 @@ void TransferEngine::Impl::finish(Transfer& t, CURLcode code) {
   t.response.status = status;
   std::string why;
   bool retry = false;
-  if (code != CURLE_OK && !(code == CURLE_WRITE_ERROR && status >= 300)) {
+  const bool conditional = !t.request.if_none_match.empty() || !t.request.if_modified_since.empty();
+  if (code == CURLE_OK && status == 304 && conditional) {
+    t.response.not_modified = true;
+    t.response.bytes = t.received;
+    return complete(t);
+  }
+  if (t.refused) {
+    why = t.write_problem;
+  } else if (code != CURLE_OK && !(code == CURLE_WRITE_ERROR && status >= 300)) {
     why = curl_easy_strerror(code);
     if (code == CURLE_OPERATION_TIMEDOUT)
       why = "no byte for " + std::to_string(options.stall_timeout_ms) + " ms (stall_timeout_ms)";
@@ -486,11 +519,12 @@ TransferEngine::~TransferEngine() {
   uv_close(reinterpret_cast<uv_handle_t*>(impl_->watchdog), close_free);
 }
 
-void TransferEngine::submit(Request request, std::function<void(const Response&)> done) {
+void TransferEngine::submit(Request request, std::function<void(const Response&)> done, HeadersSeen on_headers) {
   auto t = std::make_unique<Transfer>();
   t->engine = impl_.get();
   t->request = std::move(request);
   t->done = std::move(done);
+  t->on_headers = std::move(on_headers);
   if (!t->request.file.empty()) {
     t->fd = ::open(t->request.file.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
     if (t->fd < 0) {

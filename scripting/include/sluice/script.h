@@ -102,10 +102,12 @@ struct SLUICE_API ScriptRemoteStats {
   std::uint64_t hits = 0;       // found whole in the cache (or fetched meanwhile by another process)
   std::uint64_t misses = 0;     // downloaded by this process
   std::uint64_t evictions = 0;  // objects it evicted to stay within cache_limit_mb
-  std::uint64_t requests = 0;   // HTTP requests, retries included
+  std::uint64_t requests = 0;   // HTTP requests for data (GETs), retries included
   std::uint64_t retries = 0;
   std::uint64_t bytes = 0;      // body bytes received
   std::uint64_t wait_ns = 0;    // waiting on the network and on other processes' downloads
+  std::uint64_t revalidated = 0;  // found in the cache and checked with the store (one HEAD each)
+  std::uint64_t changed = 0;      // of those, changed in the store and downloaded again
   std::vector<ScriptDownload> downloads;  // each download, in the order they finished
 };
 

@@ -9,15 +9,22 @@
 // XXH64(URL), '-', the URL's last path part):
 //   NAME           a whole, checked object; only ever made by rename()
 //   NAME.partial   a download under way, or cut by a crash (resumed later)
-//   NAME.meta      the partial's object size and ETag, for resuming it
+//   NAME.meta      the object's size, ETag and Last-Modified as the store
+//                  announced them: for resuming NAME.partial, then kept
+//                  beside NAME to revalidate it
 //   NAME.lock      flock()ed exclusively by the one process downloading NAME
 //   .budget.lock   flock()ed exclusively while a process makes room
 //   NAME.idx       a TFRecord index a reader built beside NAME: not counted,
 //                  removed with NAME
 //
+// Fresh: every object found whole is revalidated when get_all asks for it,
+// with one conditional HEAD (If-None-Match / If-Modified-Since from
+// NAME.meta); a changed object is downloaded again and published the same
+// way (rename over NAME). A store that cannot be reached then fails get_all.
+//
 // Guarantees and their argument:
 // - A file named NAME is whole. The download goes to NAME.partial, is
-//   checked (length equal to the object's size from the store; when resumed,
+//   checked (length equal to the object's size from the GET's headers; when resumed,
 //   every range sent with If-Match on the first ETag, so parts of two versions
 //   are never joined), fsync()ed, and only then renamed to NAME. A crash at
 //   any point leaves NAME absent or whole; a cut .partial is resumed, never read.
@@ -32,7 +39,8 @@
 //   unlink sees the path gone (its inode differs) and downloads again. A
 //   downloader pins the partial before renaming it, so no evictor ever finds
 //   a just-published object unpinned.
-// - Budget: with limit > 0, before a download the downloader takes
+// - Budget: with limit > 0, once a download's GET has answered with its
+//   headers and before any of its body is kept, the downloader takes
 //   .budget.lock, adds up whole files and the announced sizes of partials,
 //   and evicts unpinned whole files until the new object fits: first the
 //   ones no known URL names, then the one whose next use is furthest away
@@ -45,8 +53,10 @@
 // one earliest in the list asked for.
 // Thread and fork safety: a Cache belongs to one thread; make it after
 // fork() (it holds descriptors and locks of its process). Any number of
-// processes may share one directory.
+// processes may share one directory. Pins may outlive their Cache: see Pins.
 #pragma once
+
+#include <sys/types.h>
 
 #include <cstdint>
 #include <functional>
@@ -67,7 +77,7 @@ struct CacheOptions {
 // One object this process downloaded, for traces: steady_clock times.
 struct DownloadSpan {
   std::string url;
-  std::uint64_t start_ns = 0, end_ns = 0;  // from its HEAD to its publication
+  std::uint64_t start_ns = 0, end_ns = 0;  // from its GET to its publication
   std::uint64_t bytes = 0;
 };
 
@@ -75,6 +85,10 @@ struct CacheStats {
   std::uint64_t hits = 0;          // found whole (or published by another process while waiting)
   std::uint64_t misses = 0;        // downloaded by this process
   std::uint64_t evictions = 0;
+  std::uint64_t over_budget = 0;   // bytes past `limit` that pins kept it from evicting (the most seen)
+  std::uint64_t revalidated = 0;   // found whole and checked against the store (changed ones included)
+  std::uint64_t changed = 0;       // of those, changed in the store: downloaded again (counted in misses)
+  std::uint64_t revalidation_requests = 0;  // conditional HEADs, retries included (not in transfer)
   std::uint64_t wait_ns = 0;       // time get/get_all spent waiting on downloads and locks
   TransferStats transfer;          // requests, bytes, retries
   std::vector<DownloadSpan> downloads;  // the first 100000 downloads
@@ -82,6 +96,28 @@ struct CacheStats {
 
 // $SLUICE_CACHE_DIR, else $XDG_CACHE_HOME/sluice, else $HOME/.cache/sluice.
 std::string default_cache_dir();
+
+// Pins handed over by a Cache (Cache::hand_over_pins), held until this is
+// destroyed: the owner keeps its objects from eviction without keeping the
+// Cache. Each pin is a shared flock on an O_CLOEXEC descriptor of the object.
+// Across fork(): flock locks belong to the open file description, which a
+// child shares with its parent; a child that closes its copies drops nothing
+// of the parent's, and a child that keeps them keeps the objects pinned until
+// it exits (never less than the parent asked). exec() closes them.
+class Pins {
+ public:
+  Pins() = default;
+  explicit Pins(std::vector<int> fds) : fds_(std::move(fds)) {}
+  ~Pins();
+  Pins(Pins&& other) noexcept : fds_(std::move(other.fds_)) { other.fds_.clear(); }
+  Pins& operator=(Pins&&) = delete;
+  Pins(const Pins&) = delete;
+  Pins& operator=(const Pins&) = delete;
+  std::size_t size() const { return fds_.size(); }
+
+ private:
+  std::vector<int> fds_;
+};
 
 class Cache {
  public:
@@ -98,6 +134,9 @@ class Cache {
   // Drops the pin: the object may be evicted from now on.
   void release(const std::string& url);
 
+  // Every pin this Cache holds, now owned by the result (the Cache holds none).
+  Pins hand_over_pins();
+
   // Where `url`'s object lies (or would lie) in the cache.
   std::string path_of(const std::string& url) const;
 
@@ -112,11 +151,13 @@ class Cache {
  private:
   struct Download;
   bool pin_if_whole(const std::string& url);
+  std::vector<std::string> revalidate(const std::vector<std::string>& cached);
   void make_room(std::uint64_t bytes, const std::string& keep);
 
   CacheOptions options_;
   CacheStats stats_;
   std::map<std::string, int> pins_;  // url -> descriptor holding LOCK_SH
+  std::map<std::string, std::pair<dev_t, ino_t>> stale_;  // url -> the inode revalidation found changed
   std::map<std::string, std::string> known_;  // file name -> url, for next_use
   std::function<std::uint64_t(const std::string&)> next_use_;
 };

@@ -14,7 +14,11 @@
 // with AWS Signature V4, credentials.h), with Range when it starts past byte
 // 0 or asks for a length, and If-Match when it names an ETag. The body goes
 // to `file` (written at its offsets; the file is created) or, without one,
-// into Response::body.
+// into Response::body. A conditional request (if_none_match,
+// if_modified_since) answered 304 succeeds with Response::not_modified.
+// on_headers, when set, sees the first successful answer's headers (status,
+// object_size, etag, last_modified) before any of its body: a non-empty
+// return fails the request with that text (no retry).
 //
 // Faults: connection failures and resets, 5xx, 429, a stall of
 // stall_timeout_ms without a byte, and a body shorter than announced are
@@ -66,8 +70,13 @@ struct Request {
   std::uint64_t offset = 0;     // first byte wanted (and where the file is written from)
   std::uint64_t length = 0;     // 0 = to the end of the object
   std::string if_match{};         // "" = any version
+  std::string if_none_match{};    // "" = none; an ETag: 304 when it still matches
+  std::string if_modified_since{};  // "" = none; an HTTP date: 304 when not changed since
   bool head = false;            // HEAD: the size and ETag only
 };
+
+struct Response;
+using HeadersSeen = std::function<std::string(const Response&)>;
 
 struct Response {
   std::string url;
@@ -77,6 +86,8 @@ struct Response {
   std::uint64_t bytes = 0;      // body bytes received in all, from `offset`
   std::uint64_t object_size = 0;  // the whole object's size, when the store said it
   std::string etag;
+  std::string last_modified;    // the Last-Modified header as sent
+  bool not_modified = false;    // 304 to a conditional request
   unsigned retries = 0;
   bool ok() const { return error.empty(); }
 };
@@ -98,7 +109,7 @@ class TransferEngine {
 
   // Queues `request`; `done` is called once, on the loop's thread, with its
   // outcome (never from inside submit).
-  void submit(Request request, std::function<void(const Response&)> done);
+  void submit(Request request, std::function<void(const Response&)> done, HeadersSeen on_headers = {});
   const TransferStats& stats() const;
   const TransferOptions& options() const;
 
