@@ -1,13 +1,11 @@
 #include "sample_encoding.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstring>
 
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
-#include "example.pb.h"
 #include "sluice/error.h"
 #include "sluice/half.h"
 #include "sluice/io/tar_writer.h"
@@ -185,36 +183,82 @@ void TarSample::encode(const std::string& key, const std::vector<EncodedField>& 
   }
 }
 
+namespace {
+
+// Protocol buffers' wire format, as much of it as tf.train.Example needs.
+void put_varint(std::string& out, std::uint64_t v) {
+  while (v >= 0x80) {
+    out.push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out.push_back(static_cast<char>(v));
+}
+
+// Field 1 or 2, wire type 2 (length-delimited), holding `body`.
+void put_bytes_field(std::string& out, int field, std::string_view body) {
+  out.push_back(static_cast<char>(field << 3 | 2));
+  put_varint(out, body.size());
+  out.append(body);
+}
+
+}  // namespace
+
+// tf.train.Example, serialized here rather than by libprotobuf: Debian's
+// libsentencepiece exports its own protobuf-lite under the same names, and
+// in a process that loads it first (the Python module) our calls bound into
+// its copy and crashed. The bytes are what protobuf's deterministic
+// serialization writes: features' map entries sorted by key, each with its
+// key (1) and Feature (2); a Feature holds one list, bytes_list (1) with a
+// value per element, float_list (2) or int64_list (3) packed.
 void encode_example(const std::string& key, const std::vector<EncodedField>& fields,
                     std::span<const std::span<const std::byte>> values, std::string& out) {
-  tensorflow::Example example;
-  auto& map = *example.mutable_features()->mutable_feature();
-  map["__key__"].mutable_bytes_list()->add_value(key);
+  std::vector<std::pair<std::string_view, std::size_t>> order;  // name, field index (SIZE_MAX: __key__)
+  order.reserve(fields.size() + 1);
+  order.emplace_back("__key__", SIZE_MAX);
   for (std::size_t i = 0; i < fields.size(); ++i) {
-    const EncodedField& f = fields[i];
-    tensorflow::Feature& feature = map[f.spec->name];
-    const std::byte* p = values[i].data();
-    if (f.bytes) {
-      feature.mutable_bytes_list()->add_value(reinterpret_cast<const char*>(p), values[i].size());
-    } else if (is_integer(f.dtype)) {
-      auto* list = feature.mutable_int64_list();
-      list->mutable_value()->Reserve(static_cast<int>(f.elements));
-      const std::size_t size = dtype_size(f.dtype);
-      for (std::uint64_t k = 0; k < f.elements; ++k) list->add_value(integer_at(f.dtype, p + k * size));
+    if (fields[i].spec->name != "__key__") order.emplace_back(fields[i].spec->name, i);
+  }
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::string features, entry, feature, list;
+  for (std::size_t o = 0; o < order.size(); ++o) {
+    if (o > 0 && order[o].first == order[o - 1].first) continue;  // a map keeps one value per key
+    const std::size_t i = order[o].second;
+    list.clear();
+    int kind = 1;
+    if (i == SIZE_MAX) {
+      put_bytes_field(list, 1, key);
     } else {
-      auto* list = feature.mutable_float_list();
-      list->mutable_value()->Reserve(static_cast<int>(f.elements));
-      const std::size_t size = dtype_size(f.dtype);
-      for (std::uint64_t k = 0; k < f.elements; ++k) list->add_value(float_at(f.dtype, p + k * size));
+      const EncodedField& f = fields[i];
+      const std::byte* p = values[i].data();
+      const std::size_t size = f.bytes ? 1 : dtype_size(f.dtype);
+      std::string packed;
+      if (f.bytes) {
+        put_bytes_field(list, 1, std::string_view(reinterpret_cast<const char*>(p), values[i].size()));
+      } else if (is_integer(f.dtype)) {
+        kind = 3;
+        for (std::uint64_t k = 0; k < f.elements; ++k)
+          put_varint(packed, static_cast<std::uint64_t>(integer_at(f.dtype, p + k * size)));
+        if (!packed.empty()) put_bytes_field(list, 1, packed);
+      } else {
+        kind = 2;
+        for (std::uint64_t k = 0; k < f.elements; ++k) {
+          const float v = float_at(f.dtype, p + k * size);
+          char le[4];
+          std::memcpy(le, &v, 4);  // little-endian hosts only, as the rest of the format code
+          packed.append(le, 4);
+        }
+        if (!packed.empty()) put_bytes_field(list, 1, packed);
+      }
     }
+    feature.clear();
+    put_bytes_field(feature, kind, list);
+    entry.clear();
+    put_bytes_field(entry, 1, order[o].first);
+    put_bytes_field(entry, 2, feature);
+    put_bytes_field(features, 1, entry);
   }
   out.clear();
-  // Protobuf map order is unspecified: serialize deterministically so that the
-  // same sample always gives the same bytes.
-  google::protobuf::io::StringOutputStream stream(&out);
-  google::protobuf::io::CodedOutputStream coded(&stream);
-  coded.SetSerializationDeterministic(true);
-  example.SerializeToCodedStream(&coded);
+  put_bytes_field(out, 1, features);
 }
 
 }  // namespace sluice::io::detail
