@@ -24,7 +24,7 @@ cli_packages=(
   liburing-dev            # small-file reads in one io_uring submission per job
   libcurl4-openssl-dev ca-certificates  # s3:// and https:// shards (runtime/remote), the system's CA store
   libsnappy-dev libzstd-dev liblz4-dev libbrotli-dev  # Parquet page codecs (zlib above for GZIP)
-  libsentencepiece-dev    # sluice.sentencepiece: tokenization in the workers
+  libsentencepiece-dev    # sluice.sentencepiece, in builds with -DSLUICE_SENTENCEPIECE=ON (runtime/text/CMakeLists.txt)
 )
 # The rest: tests, the Python package, fuzzing (tools/test.sh).
 test_packages=(

@@ -17,6 +17,8 @@ def test_pretrain_example_learns(source, pack):
     script = REPO / "examples" / "python" / "pretrain_gpt.py"
     run = subprocess.run([sys.executable, str(script), "--from", source, "--pack", pack, "--steps", "40",
                           "--log-every", "20"], capture_output=True, text=True, timeout=300)
+    if source == "text" and "built without SentencePiece" in run.stdout + run.stderr:
+        pytest.skip("this build has no SentencePiece (SLUICE_SENTENCEPIECE=OFF, see runtime/text/CMakeLists.txt)")
     assert run.returncode == 0, run.stdout + run.stderr
     assert f"({pack}" in run.stdout, run.stdout
     match = re.search(r"loss (\d+\.\d+) -> (\d+\.\d+) in 40 steps", run.stdout)

@@ -1,8 +1,9 @@
 #include "sluice/text/tokenizer.h"
 
-#include <sentencepiece_processor.h>
-
 #include "sluice/error.h"
+
+#if SLUICE_WITH_SENTENCEPIECE
+#include <sentencepiece_processor.h>
 
 namespace sluice::text {
 
@@ -36,3 +37,28 @@ std::int32_t SentencePiece::pad_id() const { return impl_->processor.pad_id(); }
 std::int32_t SentencePiece::unk_id() const { return impl_->processor.unk_id(); }
 
 }  // namespace sluice::text
+
+#else  // built without SentencePiece (runtime/text/CMakeLists.txt says why)
+
+namespace sluice::text {
+
+struct SentencePiece::Impl {};
+
+SentencePiece::~SentencePiece() = default;
+
+std::shared_ptr<const SentencePiece> SentencePiece::open(const std::string& model_path) {
+  throw Error(model_path + ": this Sluice is built without SentencePiece (cmake -DSLUICE_SENTENCEPIECE=ON links "
+              "Debian's libsentencepiece, whose bundled protobuf-lite conflicts with reading tf.train.Example in "
+              "the same process); tokenize into a token file first (docs/pretraining.md)");
+}
+
+void SentencePiece::encode(std::string_view, std::vector<std::int32_t>*) const {}
+std::uint32_t SentencePiece::vocab_size() const { return 0; }
+std::int32_t SentencePiece::eos_id() const { return -1; }
+std::int32_t SentencePiece::bos_id() const { return -1; }
+std::int32_t SentencePiece::pad_id() const { return -1; }
+std::int32_t SentencePiece::unk_id() const { return -1; }
+
+}  // namespace sluice::text
+
+#endif
