@@ -309,7 +309,7 @@ int count_cached(const std::string& dir, const std::string& suffix) {
 
 }  // namespace
 
-TEST_CASE("Sources: a run's objects stay pinned for the whole run; another run's budget cannot evict them") {
+TEST_CASE("Sources: a run's objects stay pinned for the whole run, and another run's budget cannot evict them") {
   if (cli().empty()) SKIP_TEST(kNoCli);
   if (!S3rver::why_not().empty()) SKIP_TEST(S3rver::why_not());
   const std::string shards = temp_dir("shards"), work = temp_dir("run");
