@@ -400,6 +400,9 @@ function M.tokens(spec)
   paths, spec = path_list("sluice.tokens", spec)
   check_keys("sluice.tokens", spec, { dtype = true, eos = true, vocab_size = true, window = true, text = true,
     tokenizer = true })
+  if spec.window ~= nil and not (is_integer(spec.window) and spec.window > 0 and spec.window < 2^31) then
+    fail(1, "sluice.tokens: window must be a positive integer, got %s", tostring(spec.window))
+  end
   if spec.text ~= nil or spec.tokenizer ~= nil then
     local text, tok = spec.text, spec.tokenizer
     if type(text) ~= "table" or not text.native or text.kind == "tokens" or text.kind == "mix" or text.kind == "npy" then
@@ -414,18 +417,12 @@ function M.tokens(spec)
     if not (is_integer(eos) and eos >= 0) then
       fail(1, "sluice.tokens: the model %s has no eos id; give eos = ID", tok.path)
     end
-    if spec.window ~= nil and not (is_integer(spec.window) and spec.window > 0 and spec.window < 2^31) then
-      fail(1, "sluice.tokens: window must be a positive integer, got %s", tostring(spec.window))
-    end
     local source = native_source("tokens", { text = text.spec, tokenizer = tok.path, eos = eos, dtype = "uint32",
       window = spec.window }, {})
     source.signature = source.signature .. "\ntext\n" .. text.signature .. "\ntokenizer=" .. tok.path
     return source
   end
   if #paths == 0 then fail(1, "sluice.tokens: no token file given") end
-  if spec.window ~= nil and not (is_integer(spec.window) and spec.window > 0 and spec.window < 2^31) then
-    fail(1, "sluice.tokens: window must be a positive integer, got %s", tostring(spec.window))
-  end
   local dtype = spec.dtype or "uint16"
   if dtype ~= "uint16" and dtype ~= "uint32" then
     fail(1, 'sluice.tokens: dtype must be "uint16" or "uint32", got %s', tostring(spec.dtype))

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <random>
 #include <thread>
 
@@ -45,6 +46,33 @@ std::vector<std::string> names_in(const std::string& dir) {
 }
 
 std::string shard_name(int i) { return "s" + std::to_string(i) + ".bin"; }
+
+// Runs body(p) in `processes` forked children at once; each child exits with
+// the count of bad reads body returns (100 for an exception), and every one
+// must exit 0.
+void in_processes(int processes, const std::function<int(int)>& body) {
+  std::vector<pid_t> children;
+  for (int p = 0; p < processes; ++p) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      int bad = 0;
+      try {
+        bad = body(p);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "child %d: %s\n", p, e.what());
+        bad = 100;
+      }
+      ::_exit(bad);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+  }
+}
 
 }  // namespace
 
@@ -96,35 +124,19 @@ TEST_CASE("Cache: processes sharing a directory download each object once (stres
   constexpr int shards = 16, processes = 6;
   for (int i = 0; i < shards; ++i) write_file(root + "/" + shard_name(i), random_bytes(100'000 + i, i));
   Nginx http(root, "4m");  // slow enough that the processes overlap
-  std::vector<pid_t> children;
-  for (int p = 0; p < processes; ++p) {
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      int bad = 0;
-      try {
-        std::vector<std::string> urls;
-        for (int i = 0; i < shards; ++i) urls.push_back(http.url(shard_name(i)));
-        std::shuffle(urls.begin(), urls.end(), std::mt19937(p));
-        Cache cache(options_in(dir));
-        const std::vector<std::string> paths = cache.get_all(urls);
-        for (std::size_t k = 0; k < urls.size(); ++k) {
-          const int i = std::stoi(urls[k].substr(urls[k].rfind("/s") + 2));
-          if (read_file(paths[k]) != random_bytes(100'000 + i, i)) ++bad;
-        }
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "child %d: %s\n", p, e.what());
-        bad = 100;
-      }
-      ::_exit(bad);
+  in_processes(processes, [&](int p) {
+    int bad = 0;
+    std::vector<std::string> urls;
+    for (int i = 0; i < shards; ++i) urls.push_back(http.url(shard_name(i)));
+    std::shuffle(urls.begin(), urls.end(), std::mt19937(p));
+    Cache cache(options_in(dir));
+    const std::vector<std::string> paths = cache.get_all(urls);
+    for (std::size_t k = 0; k < urls.size(); ++k) {
+      const int i = std::stoi(urls[k].substr(urls[k].rfind("/s") + 2));
+      if (read_file(paths[k]) != random_bytes(100'000 + i, i)) ++bad;
     }
-    children.push_back(pid);
-  }
-  for (pid_t pid : children) {
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    CHECK(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == 0);
-  }
+    return bad;
+  });
   for (int i = 0; i < shards; ++i) CHECK(http.requests("GET", "/" + shard_name(i)) == 1);
 }
 
@@ -135,35 +147,19 @@ TEST_CASE("Cache: processes sharing a budget evict only what no one pins, and re
   constexpr std::size_t size = 50'000;
   for (int i = 0; i < shards; ++i) write_file(root + "/" + shard_name(i), random_bytes(size, 100 + i));
   Nginx http(root);
-  std::vector<pid_t> children;
-  for (int p = 0; p < processes; ++p) {
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      int bad = 0;
-      try {
-        Cache cache(options_in(dir, 4 * size));  // room for 4 of 12
-        std::mt19937 rng(p);
-        for (int r = 0; r < rounds; ++r) {
-          const int i = static_cast<int>(rng() % shards);
-          const std::string url = http.url(shard_name(i));
-          const std::string path = cache.get(url);
-          if (read_file(path) != random_bytes(size, 100 + i)) ++bad;  // pinned: whole, never evicted meanwhile
-          cache.release(url);
-        }
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "child %d: %s\n", p, e.what());
-        bad = 100;
-      }
-      ::_exit(bad);
+  in_processes(processes, [&](int p) {
+    int bad = 0;
+    Cache cache(options_in(dir, 4 * size));  // room for 4 of 12
+    std::mt19937 rng(p);
+    for (int r = 0; r < rounds; ++r) {
+      const int i = static_cast<int>(rng() % shards);
+      const std::string url = http.url(shard_name(i));
+      const std::string path = cache.get(url);
+      if (read_file(path) != random_bytes(size, 100 + i)) ++bad;  // pinned: whole, never evicted meanwhile
+      cache.release(url);
     }
-    children.push_back(pid);
-  }
-  for (pid_t pid : children) {
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    CHECK(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == 0);
-  }
+    return bad;
+  });
   // What is left fits the budget, give or take the objects pinned at the end
   // (none now), and nothing partial is left behind.
   std::uint64_t whole = 0;
