@@ -40,21 +40,24 @@ void write_tokens(const std::string& path, const std::vector<std::vector<std::ui
     for (std::uint32_t t : doc) put(out, t, wide);
 }
 
-void write_megatron(const std::string& prefix, const std::vector<std::vector<std::uint32_t>>& docs, bool wide) {
+void write_megatron(const std::string& prefix, const std::vector<std::vector<std::uint32_t>>& docs, bool wide,
+                    std::vector<std::int64_t> document_indices) {
+  if (document_indices.empty())
+    for (std::size_t d = 0; d <= docs.size(); ++d) document_indices.push_back(static_cast<std::int64_t>(d));
   write_tokens(prefix + ".bin", docs, wide);
   std::ofstream idx(prefix + ".idx", std::ios::binary);
   idx.write("MMIDIDX\0\0", 9);
   put_raw<std::uint64_t>(idx, 1);
   put_raw<std::uint8_t>(idx, wide ? 4 : 8);
   put_raw<std::uint64_t>(idx, docs.size());
-  put_raw<std::uint64_t>(idx, docs.size() + 1);
+  put_raw<std::uint64_t>(idx, document_indices.size());
   for (const auto& doc : docs) put_raw<std::int32_t>(idx, static_cast<std::int32_t>(doc.size()));
   std::int64_t at = 0;
   for (const auto& doc : docs) {
     put_raw<std::int64_t>(idx, at);
     at += static_cast<std::int64_t>(doc.size() * (wide ? 4 : 2));
   }
-  for (std::size_t d = 0; d <= docs.size(); ++d) put_raw<std::int64_t>(idx, static_cast<std::int64_t>(d));
+  for (std::int64_t first : document_indices) put_raw<std::int64_t>(idx, first);
 }
 
 std::vector<std::uint64_t> lengths(std::size_t count, std::uint64_t lo, std::uint64_t hi, std::uint64_t seed) {

@@ -22,7 +22,11 @@ void write_tokens(const std::string& path, const std::vector<std::vector<std::ui
 
 // A Megatron-LM .bin/.idx pair (version 1, uint16 = 8 or int32 = 4), one
 // sequence per document, one document index entry per sequence plus 0.
-void write_megatron(const std::string& prefix, const std::vector<std::vector<std::uint32_t>>& docs, bool wide);
+// `sequences` are Megatron's sequences; `document_indices` groups them into
+// documents (Megatron's layout: 0, first sequence of each next document, ...,
+// the sequence count); empty = one document per sequence.
+void write_megatron(const std::string& prefix, const std::vector<std::vector<std::uint32_t>>& sequences, bool wide,
+                    std::vector<std::int64_t> document_indices = {});
 
 // Document lengths drawn from a fixed generator: between lo and hi.
 std::vector<std::uint64_t> lengths(std::size_t count, std::uint64_t lo, std::uint64_t hi, std::uint64_t seed);

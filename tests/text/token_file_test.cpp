@@ -67,6 +67,20 @@ TEST_CASE("several files number their documents in the order given") {
   REQUIRE(corpus->file(1) == dir.file("b.bin"));
 }
 
+TEST_CASE("a Megatron-LM document is the sequences its document indices group") {
+  TempDir dir;
+  // Sentences as --split-sentences writes them: documents {0, 1}, {2}, {3, 4, 5}.
+  const auto sentences = make_documents({4, 9, 1, 6, 2, 3}, false);
+  const std::string prefix = dir.file("sentences");
+  write_megatron(prefix, sentences, false, {0, 2, 3, 6});
+  std::vector<std::vector<std::uint32_t>> docs(3);
+  for (std::size_t s = 0; s < sentences.size(); ++s) {
+    auto& doc = docs[s < 2 ? 0 : s < 3 ? 1 : 2];
+    doc.insert(doc.end(), sentences[s].begin(), sentences[s].end());
+  }
+  expect_documents(*TokenCorpus::open({prefix}, {}), docs);
+}
+
 TEST_CASE("a Megatron-LM indexed dataset gives one document per sequence of its index") {
   TempDir dir;
   const auto docs = make_documents({4, 9, 1, 6}, false);
@@ -114,6 +128,26 @@ TEST_CASE("bad token input fails with an error naming the file") {
     write_megatron(prefix, docs, false);
     std::filesystem::resize_file(prefix + ".bin", 10);
     REQUIRE_THAT(error_of({prefix}, {}), Catch::Contains(prefix + ".idx") && Catch::Contains("outside"));
+  }
+  SECTION("document indices that do not run from 0 to the sequence count") {
+    const std::string prefix = dir.file("docidx");
+    for (const std::vector<std::int64_t>& bad :
+         std::vector<std::vector<std::int64_t>>{{1, 2, 4}, {0, 2, 3}, {0, 9, 4}, {0, 3, 2, 4}}) {
+      write_megatron(prefix, docs, false, bad);
+      REQUIRE_THAT(error_of({prefix}, {}), Catch::Contains(prefix + ".idx") && Catch::Contains("document"));
+    }
+    // Sequence 1 moved 2 bytes on (still inside the .bin): document 0 = {0, 1} is no longer contiguous.
+    write_megatron(prefix, docs, false, {0, 2, 4});
+    std::fstream idx(prefix + ".idx", std::ios::binary | std::ios::in | std::ios::out);
+    const std::streamoff pointer1 = 34 + 4 * 4 + 8;
+    std::int64_t at = 0;
+    idx.seekg(pointer1);
+    idx.read(reinterpret_cast<char*>(&at), 8);
+    at += 2;
+    idx.seekp(pointer1);
+    idx.write(reinterpret_cast<const char*>(&at), 8);
+    idx.close();
+    REQUIRE_THAT(error_of({prefix}, {}), Catch::Contains(prefix + ".idx") && Catch::Contains("not right after"));
   }
   SECTION("an .idx of another dtype, or not an index") {
     const std::string prefix = dir.file("wide");

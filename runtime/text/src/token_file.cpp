@@ -159,20 +159,45 @@ void TokenCorpus::add_megatron(const std::string& idx_path, const std::string& b
   files_.push_back({bin_path, type, bin.mapping, bin.mapping.get(), bin.size / width});
   const unsigned char* lengths = p + kHeader;
   const unsigned char* pointers = lengths + sequences * 4;
-  documents_.reserve(documents_.size() + sequences);
-  for (std::uint64_t s = 0; s < sequences; ++s) {
-    const auto length = load<std::int32_t>(lengths + s * 4);
-    const auto pointer = load<std::int64_t>(pointers + s * 8);
-    if (length < 0 || pointer < 0 || static_cast<std::uint64_t>(pointer) % width != 0 ||
-        static_cast<std::uint64_t>(pointer) / width + static_cast<std::uint64_t>(length) > files_[f].tokens)
-      throw Error(idx_path + ": sequence " + std::to_string(s) + " (" + std::to_string(length) +
-                  " tokens at byte " + std::to_string(pointer) + ") lies outside " + bin_path + " (" +
-                  std::to_string(bin.size) + " bytes)");
+  const unsigned char* document_indices = pointers + sequences * 8;
+  // document_indices holds the first sequence of each document and, last,
+  // the sequence count (Megatron's builder starts it at 0 and appends after
+  // each document): a document is the sequences between two entries, e.g.
+  // the sentences of a text preprocessed with --split-sentences.
+  if (docs == 0 || load<std::int64_t>(document_indices) != 0 ||
+      load<std::int64_t>(document_indices + (docs - 1) * 8) != static_cast<std::int64_t>(sequences))
+    throw Error(idx_path + ": its document indices must run from 0 to the sequence count (" +
+                std::to_string(sequences) + ")");
+  documents_.reserve(documents_.size() + docs - 1);
+  std::uint64_t next_byte = 0;  // where the next sequence of the document must start
+  for (std::uint64_t d = 0; d + 1 < docs; ++d) {
+    const auto first = load<std::int64_t>(document_indices + d * 8);
+    const auto end = load<std::int64_t>(document_indices + (d + 1) * 8);
+    if (end < first || end > static_cast<std::int64_t>(sequences))
+      throw Error(idx_path + ": document " + std::to_string(d) + " runs from sequence " + std::to_string(first) +
+                  " to " + std::to_string(end) + ", outside 0.." + std::to_string(sequences));
+    std::uint64_t begin = 0, length = 0;
+    for (auto s = static_cast<std::uint64_t>(first); s < static_cast<std::uint64_t>(end); ++s) {
+      const auto n = load<std::int32_t>(lengths + s * 4);
+      const auto pointer = load<std::int64_t>(pointers + s * 8);
+      if (n < 0 || pointer < 0 || static_cast<std::uint64_t>(pointer) % width != 0 ||
+          static_cast<std::uint64_t>(pointer) / width + static_cast<std::uint64_t>(n) > files_[f].tokens)
+        throw Error(idx_path + ": sequence " + std::to_string(s) + " (" + std::to_string(n) +
+                    " tokens at byte " + std::to_string(pointer) + ") lies outside " + bin_path + " (" +
+                    std::to_string(bin.size) + " bytes)");
+      if (s == static_cast<std::uint64_t>(first)) begin = static_cast<std::uint64_t>(pointer) / width;
+      else if (static_cast<std::uint64_t>(pointer) != next_byte)
+        throw Error(idx_path + ": sequence " + std::to_string(s) + " of document " + std::to_string(d) +
+                    " starts at byte " + std::to_string(pointer) + ", not right after the one before (" +
+                    std::to_string(next_byte) + "); sluice reads documents stored contiguously, as "
+                    "Megatron-LM writes them");
+      next_byte = static_cast<std::uint64_t>(pointer) + static_cast<std::uint64_t>(n) * width;
+      length += static_cast<std::uint64_t>(n);
+    }
     if (length == 0) continue;
-    const std::uint64_t begin = static_cast<std::uint64_t>(pointer) / width;
-    check_vocab(f, begin, static_cast<std::uint64_t>(length), options.vocab_size);
-    documents_.push_back({f, begin, static_cast<std::uint64_t>(length)});
-    tokens_ += static_cast<std::uint64_t>(length);
+    check_vocab(f, begin, length, options.vocab_size);
+    documents_.push_back({f, begin, length});
+    tokens_ += length;
   }
 }
 

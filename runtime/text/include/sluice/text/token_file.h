@@ -9,7 +9,9 @@
 //             document. Without an `eos` the whole file is one document.
 //   megatron  a Megatron-LM indexed dataset, PREFIX.bin + PREFIX.idx (the
 //             MMIDIDX format of MMapIndexedDataset / megatron.core
-//             IndexedDataset): each sequence of the index is a document; the
+//             IndexedDataset): a document is the sequences its document
+//             indices group (one each, unless preprocessed with
+//             --split-sentences), stored contiguously in .bin; the
 //             token type comes from the index. A path ending in .bin or .idx
 //             whose sibling .idx exists, or a prefix with both files, is read
 //             this way.
@@ -17,8 +19,10 @@
 // Errors: TokenCorpus::open throws sluice::Error naming the file: a file whose
 // length is not a multiple of the token size, an .idx that is truncated, has
 // a bad magic or version or an unsupported type, sequences outside the .bin,
-// a type that disagrees with the one asked for, a token id at or above
-// `vocab_size` (when given; checked for every token at open, with its offset).
+// document indices that do not run from 0 to the sequence count, a document
+// whose sequences are not contiguous, a type that disagrees with the one
+// asked for, a token id at or above `vocab_size` (when given; checked for
+// every token at open, with its offset).
 //
 // Lifetime and fork: the mappings are shared and read-only; a TokenCorpus
 // holds no descriptors (each is closed once mapped), so it crosses fork().
