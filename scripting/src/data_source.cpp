@@ -10,9 +10,13 @@
 #include <cstdlib>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
 #include <thread>
 
 #include "sluice/error.h"
+#include "sluice/record.h"
 #include "sluice/io/file_source.h"
 #include "sluice/io/glob.h"
 #include "sluice/io/jsonl.h"
@@ -23,6 +27,7 @@
 #include "sluice/remote/cache.h"
 #include "sluice/remote/s3_listing.h"
 #include "sluice/remote/url.h"
+#include "sluice/text/token_cache.h"
 #include "sluice/text/tokenizer.h"
 
 namespace sluice::scripting {
@@ -290,80 +295,81 @@ std::unique_ptr<io::ParquetReader> DataSource::parquet_reader() const {
 
 namespace {
 
-// Text from an indexed source, tokenized here, once, with EOS after each
-// document. The documents are split into contiguous ranges, one per thread
-// (at most the usable cores, 16); each thread reads and encodes its range
-// into its own vectors, and the ranges are joined in order, so the corpus is
-// the same whatever the thread count. Every thread is joined before this
-// returns: the zygote, forked later, inherits none (SentencePiece's encode is
-// const and thread-safe, as is a RecordSource).
+// What the ids of `text` tokenized by `model_path` depend on (the token
+// cache's key, text/token_cache.h): the source's kind, its files with their
+// sizes and modification times, the JSON field, the model's bytes, EOS and
+// the on_error rule.
+std::string token_identity(const DataSource& text, const SourceSpec& spec, OnError on_error, const std::string& dtype) {
+  std::string id = "sluice tokens v1\nkind " + text.kind() + "\nfield " + spec.text.at(0).field + "\neos " +
+                   std::to_string(spec.eos) + "\ndtype " + dtype + "\non_error " +
+                   std::to_string(static_cast<int>(on_error)) + "\n";
+  std::ifstream in(spec.tokenizer, std::ios::binary);
+  const std::string model((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in) throw Error("cannot read " + spec.tokenizer);
+  id += "model " + std::to_string(digest_bytes(model.data(), model.size())) + "\n";
+  for (const std::string& file : text.records()->files()) {
+    struct stat st {};
+    if (::stat(file.c_str(), &st) != 0) throw Error("cannot stat " + file + ": " + std::strerror(errno));
+    id += file + " " + std::to_string(st.st_size) + " " + std::to_string(st.st_mtim.tv_sec) + "." +
+          std::to_string(st.st_mtim.tv_nsec) + "\n";
+  }
+  return id;
+}
+
+// Text from an indexed source, tokenized once per node into the token cache
+// (text/token_cache.h: a Megatron dataset under the cache directory, reused
+// while the text, model and EOS stay the same), then memory-mapped like a
+// token file. The documents are split into contiguous ranges, one per thread
+// (at most the usable cores, 16); every thread is joined before this returns,
+// so the zygote, forked later, inherits none (SentencePiece's encode is const
+// and thread-safe, as is a RecordSource).
 std::shared_ptr<const text::TokenCorpus> tokenize_corpus(const SourceSpec& spec, OnError on_error, std::uint64_t seed,
                                                          std::vector<std::string>& notes,
                                                          const remote::CacheOptions& cache) {
   const auto model = text::SentencePiece::open(spec.tokenizer);
-  // Its remote objects are unpinned once it ends here: the tokens are in memory.
+  // Its remote objects are unpinned once it ends here: the tokens are on disk.
   std::shared_ptr<const DataSource> text = DataSource::open(spec.text.at(0), on_error, seed, cache);
   if (text->mode() != DataSource::Mode::indexed)
     throw Error("text = sluice." + text->kind() + " must be a source read by index (files, folders, tfrecord, tar, jsonl)");
   if (spec.eos < 0) throw Error("text needs an eos id to end each document (the model " + spec.tokenizer + " has none)");
   const std::string* jsonl_field = text->kind() == "jsonl" ? &spec.text.at(0).field : nullptr;
-  struct Part {
-    std::vector<std::uint32_t> tokens;
-    std::vector<std::uint64_t> lengths;
-    std::string error;
-  };
   cpu_set_t cpus;
   const std::uint64_t cores = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
-  const std::uint64_t count = std::max<std::uint64_t>(1, std::min<std::uint64_t>({cores, 16, text->size()}));
-  std::vector<Part> parts(count);
-  auto work = [&](std::uint64_t k) {
-    Part& part = parts[k];
-    try {
-      std::vector<std::byte> buffer;
-      std::vector<std::int32_t> ids;
-      std::string bytes;
-      io::Sample sample;
-      for (std::uint64_t id = text->size() * k / count; id < text->size() * (k + 1) / count; ++id) {
-        io::read_sample(*text->records(), id, buffer, sample);
-        // A JSON line's document is its `field`; another record's, all its bytes.
-        bytes.clear();
-        if (jsonl_field != nullptr) {
-          const io::Field* f = sample.field(*jsonl_field);
-          if (f != nullptr) bytes.assign(reinterpret_cast<const char*>(f->bytes.data()), f->bytes.size());
-        } else {
-          for (const io::Field& f : sample.fields) bytes.append(reinterpret_cast<const char*>(f.bytes.data()), f.bytes.size());
-        }
-        model->encode(bytes, &ids);
-        part.tokens.insert(part.tokens.end(), ids.begin(), ids.end());
-        part.tokens.push_back(static_cast<std::uint32_t>(spec.eos));
-        part.lengths.push_back(ids.size() + 1);
-      }
-    } catch (const std::exception& e) {
-      part.error = e.what();
+  const auto dtype = model->vocab_size() <= 65536 && spec.eos < 65536 ? text::TokenType::uint16 : text::TokenType::uint32;
+  text::TokenCacheRequest request;
+  request.dir = cache.dir.empty() ? remote::default_cache_dir() : cache.dir;
+  request.identity = token_identity(*text, spec, on_error, text::name_of(dtype));
+  request.documents = text->size();
+  request.threads = static_cast<unsigned>(std::min<std::uint64_t>(cores, 16));
+  request.dtype = dtype;
+  request.eos = static_cast<std::uint32_t>(spec.eos);
+  request.encode = [&](std::uint64_t id, std::vector<std::int32_t>& ids) {
+    // One buffer set per thread: encode runs on several threads at once.
+    thread_local std::vector<std::byte> buffer;
+    thread_local std::string bytes;
+    thread_local io::Sample sample;
+    io::read_sample(*text->records(), id, buffer, sample);
+    // A JSON line's document is its `field`; another record's, all its bytes.
+    bytes.clear();
+    if (jsonl_field != nullptr) {
+      const io::Field* f = sample.field(*jsonl_field);
+      if (f != nullptr) bytes.assign(reinterpret_cast<const char*>(f->bytes.data()), f->bytes.size());
+    } else {
+      for (const io::Field& f : sample.fields) bytes.append(reinterpret_cast<const char*>(f.bytes.data()), f.bytes.size());
     }
+    model->encode(bytes, &ids);
   };
-  const auto start = std::chrono::steady_clock::now();
-  {
-    std::vector<std::jthread> threads;
-    for (std::uint64_t k = 1; k < count; ++k) threads.emplace_back(work, k);
-    work(0);
-  }  // joined here
-  std::vector<std::uint32_t> tokens;
-  std::vector<std::uint64_t> lengths;
-  for (Part& part : parts) {
-    if (!part.error.empty()) throw Error(part.error);
-    tokens.insert(tokens.end(), part.tokens.begin(), part.tokens.end());
-    lengths.insert(lengths.end(), part.lengths.begin(), part.lengths.end());
-    part = Part{};
-  }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  char line[200];
-  std::snprintf(line, sizeof line, "tokens: %llu text documents tokenized at load into %zu tokens in %.2f s (%llu threads)",
-                static_cast<unsigned long long>(text->size()), tokens.size(), seconds,
-                static_cast<unsigned long long>(count));
+  const text::TokenCacheResult tokens = text::tokenize_cached(request);
+  char line[400];
+  if (tokens.reused)
+    std::snprintf(line, sizeof line, "tokens: %llu text documents, tokenized by an earlier run: %s",
+                  static_cast<unsigned long long>(text->size()), tokens.idx.c_str());
+  else
+    std::snprintf(line, sizeof line, "tokens: %llu text documents tokenized into %llu tokens in %.2f s (%u threads), kept in %s",
+                  static_cast<unsigned long long>(text->size()), static_cast<unsigned long long>(tokens.tokens),
+                  tokens.seconds, request.threads, tokens.idx.c_str());
   notes.push_back(line);
-  return text::TokenCorpus::from_documents("sluice." + text->kind() + " text, tokenized by " + spec.tokenizer,
-                                           std::move(tokens), lengths);
+  return text::TokenCorpus::open_megatron(tokens.idx, tokens.bin, {.dtype = dtype, .vocab_size = spec.vocab_size});
 }
 
 std::shared_ptr<const text::TokenCorpus> open_corpus(const SourceSpec& spec) {

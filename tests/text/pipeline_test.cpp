@@ -3,6 +3,7 @@
 // same global token stream (sluice verify --global).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -57,6 +58,19 @@ std::vector<BatchCopy> run(const std::string& path, std::uint32_t workers) {
   sluice::Script script = sluice::load_script({.path = path, .workers = workers});
   sluice::Loader loader(script.options);
   return sluice::test::drain(loader);
+}
+
+// SLUICE_CACHE_DIR (where text is tokenized to) set for a scope.
+struct CacheDirEnv {
+  explicit CacheDirEnv(const std::string& dir) { ::setenv("SLUICE_CACHE_DIR", dir.c_str(), 1); }
+  ~CacheDirEnv() { ::unsetenv("SLUICE_CACHE_DIR"); }
+  CacheDirEnv(const CacheDirEnv&) = delete;
+  CacheDirEnv& operator=(const CacheDirEnv&) = delete;
+};
+
+bool has_note(const sluice::Script& script, const std::string& text) {
+  return std::any_of(script.notes.begin(), script.notes.end(),
+                     [&](const std::string& n) { return n.find(text) != std::string::npos; });
 }
 
 const char* kTokens = "sluice.tokens{ \"corpus.bin\", dtype = \"uint16\", eos = 0 }";
@@ -323,6 +337,7 @@ TEST_CASE("sluice.tokens{ text = ..., tokenizer = ... } packs text tokenized at 
   const std::string missing = spm_missing();
   if (!missing.empty()) SKIP_TEST(missing);
   sluice::test::TempDir dir;
+  const CacheDirEnv cache(dir.path() + "/cache");
   train_model(dir.path());
   const std::string path = dir.write("t.lua", R"(
 local sluice = require("sluice")
@@ -373,6 +388,7 @@ TEST_CASE("sluice.tokens{ text = sluice.jsonl{...} } tokenizes each line's field
   const std::string missing = spm_missing();
   if (!missing.empty()) SKIP_TEST(missing);
   sluice::test::TempDir dir;
+  const CacheDirEnv cache(dir.path() + "/cache");
   train_model(dir.path());
   // Three documents as JSON lines, each with a key besides "text".
   const std::vector<std::string> docs = {"The quick brown fox jumps over the lazy dog.\nTwice.",
@@ -420,4 +436,13 @@ return sluice.pipeline {
             std::vector<std::int64_t>(stream.begin() + static_cast<std::ptrdiff_t>(r * 8),
                                       stream.begin() + static_cast<std::ptrdiff_t>(r * 8 + 8)));
   }
+  // Kept in the cache: a second load tokenizes nothing; changed text is tokenized again.
+  REQUIRE(has_note(script, "tokenized into"));
+  sluice::Script again = sluice::load_script({.path = path, .epochs = 1});
+  REQUIRE(has_note(again, "tokenized by an earlier run"));
+  REQUIRE(again.options.dataset_size == script.options.dataset_size);
+  dir.write("docs.jsonl", lines + "{\"text\": \"one more document, long enough for another row or two of eight\"}\n");
+  sluice::Script changed = sluice::load_script({.path = path, .epochs = 1});
+  REQUIRE(has_note(changed, "tokenized into"));
+  REQUIRE(changed.options.dataset_size > script.options.dataset_size);
 }
