@@ -9,6 +9,12 @@
 //             license texts whole through sluice.files, and their lines as
 //             TFRecord records), against python3-sentencepiece in a PyTorch
 //             DataLoader with the same worker count over the same texts.
+//   jsonl     tokens/s into packed batches from JSON lines tokenized by
+//             SentencePiece (sluice.tokens{ text = sluice.jsonl{...} }), the
+//             whole run timed, load included: cold (tokenized into the token
+//             cache, one thread per usable core) and warm (a later run over
+//             the cache), against python3-sentencepiece in a DataLoader with
+//             as many workers as those threads, per epoch.
 //   padding   best_fit's padding fraction against naive pad-to-length (one
 //             document per row, longer ones split) on the same documents.
 //
@@ -16,6 +22,8 @@
 // machine (tools/bench/harness.h first_touch_us).
 //
 // usage: sluice_text_bench [--dir DIR] [--runs N] [--mtokens N] [--workers N] [--no-python]
+#include <sched.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -94,6 +102,40 @@ double pipeline_rate(const std::string& script, std::uint32_t workers, Count cou
   }
   sluice::bench::keep(sum);
   return items / clock.seconds();
+}
+
+// `text` as a JSON string's contents.
+std::string json_escape(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char u[8];
+      std::snprintf(u, sizeof u, "\\u%04x", c);
+      out += u;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// Packed tokens per second over a whole run of one epoch, load included.
+double whole_run_rate(const std::string& script, std::uint32_t workers, std::uint32_t seq_len) {
+  const Stopwatch clock;
+  sluice::Script s = sluice::load_script({.path = script, .epochs = 1, .workers = workers});
+  sluice::Loader loader(s.options);
+  double tokens = 0;
+  std::uint64_t sum = 0;
+  while (auto batch = loader.next()) {
+    tokens += static_cast<double>(batch->size()) * seq_len;
+    for (std::size_t f = 0; f < batch->field_count(); ++f)
+      sum += sluice::bench::touch_pages(batch->field(f).data, batch->field(f).nbytes);
+  }
+  sluice::bench::keep(sum);
+  return tokens / clock.seconds();
 }
 
 }  // namespace
@@ -270,6 +312,75 @@ int main(int argc, char** argv) {
                 "first touch %.2f us\n",
                 p / 1e6, sluice::bench::format_values([&] { auto v = py; for (auto& x : v) x /= 1e6; return v; }(), 2).c_str(),
                 s / p, touch_us);
+  }
+
+  // jsonl: the license texts as JSON lines, tokenized once into the token cache, packed.
+  const std::string jsonl = dir + "/texts.jsonl";
+  {
+    std::ofstream out(jsonl, std::ios::binary);
+    for (int copy_index = 0; copy_index < 20; ++copy_index)
+      for (const auto& license : licenses) {
+        std::ifstream in(license, std::ios::binary);
+        const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+        out << "{\"id\": " << copy_index << ", \"text\": \"" << json_escape(text) << "\"}\n";
+      }
+  }
+  cpu_set_t cpus;
+  const unsigned threads = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? std::min(CPU_COUNT(&cpus), 16) : 1;
+  const std::uint32_t seq = 512;
+  const std::string text_lua = dir + "/text.lua";
+  std::ofstream(text_lua) << "local sluice = require('sluice')\n"
+                             "local tok = sluice.sentencepiece('" << model << ".model')\n"
+                             "return sluice.pipeline {\n"
+                             "  source = sluice.tokens{ text = sluice.jsonl{ '" << jsonl << "' }, tokenizer = tok },\n"
+                             "  pack = { seq_len = " << seq << " },\n"
+                             "  batch_size = 8, shuffle = true, seed = 1,\n}\n";
+  std::ofstream(dir + "/jsonl_dataloader.py")
+      << "import json, sys, time, torch, sentencepiece as spm\n"
+         "model, path, workers = sys.argv[1], sys.argv[2], int(sys.argv[3])\n"
+         "lines = open(path, 'rb').read().splitlines()\n"
+         "class Texts(torch.utils.data.Dataset):\n"
+         "    def __init__(self): self.sp = None\n"
+         "    def __len__(self): return len(lines)\n"
+         "    def __getitem__(self, i):\n"
+         "        if self.sp is None: self.sp = spm.SentencePieceProcessor(model_file=model)\n"
+         "        return len(self.sp.encode(json.loads(lines[i])['text'])) + 1\n"
+         "t = time.perf_counter(); n = 0\n"
+         "for b in torch.utils.data.DataLoader(Texts(), batch_size=8, num_workers=workers): n += int(b.sum())\n"
+         "print(n / (time.perf_counter() - t))\n";
+  std::vector<double> cold, warm, py;
+  for (int r = 0; r < runs; ++r) {
+    const std::string cache = dir + "/token-cache-" + std::to_string(r);
+    fs::remove_all(cache);
+    ::setenv("SLUICE_CACHE_DIR", cache.c_str(), 1);
+    cold.push_back(whole_run_rate(text_lua, workers, seq));
+    warm.push_back(whole_run_rate(text_lua, workers, seq));
+    ::unsetenv("SLUICE_CACHE_DIR");
+    fs::remove_all(cache);
+    if (!have_python) continue;
+    const std::string cmd = "/usr/bin/python3 " + dir + "/jsonl_dataloader.py " + model + ".model " + jsonl + " " +
+                            std::to_string(threads) + " > " + dir + "/py.out";
+    if (std::system(cmd.c_str()) != 0) continue;
+    std::ifstream in(dir + "/py.out");
+    double rate = 0;
+    in >> rate;
+    py.push_back(rate);
+  }
+  auto millions = [](std::vector<double> v) {
+    for (auto& x : v) x /= 1e6;
+    return sluice::bench::format_values(v, 2);
+  };
+  std::printf("jsonl -> packed (seq_len %u, %zu documents, %u tokenizing threads, %u worker%s): cold %.2f M tokens/s "
+              "(runs %s), warm %.2f M tokens/s (runs %s)",
+              seq, licenses.size() * 20, threads, workers, workers == 1 ? "" : "s", median(cold) / 1e6,
+              millions(cold).c_str(), median(warm) / 1e6, millions(warm).c_str());
+  if (py.empty()) {
+    std::printf("; python3-sentencepiece + DataLoader: skipped\n");
+  } else {
+    const double p = median(py);
+    std::printf("; python3-sentencepiece in a DataLoader (%u workers) %.2f M tokens/s per epoch (runs %s): "
+                "cold ratio %.2f, warm ratio %.2f (target >= 3); first touch %.2f us\n",
+                threads, p / 1e6, millions(py).c_str(), median(cold) / p, median(warm) / p, touch_us);
   }
   return 0;
 }
