@@ -114,7 +114,7 @@ std::unique_ptr<PyLoader> dataset_loader(const std::string& kind_name, py::objec
   out.delivery = parse_delivery(delivery);
   const Options copy = o;
   out.record_header = [copy, description] {
-    return RecordHeader{"", options_json(copy, description), copy.seed, copy.rank, copy.world_size};
+    return RecordHeader{"", options_json(copy, description), copy.seed, copy.rank, copy.world_size, {}};
   };
 
   out.info = options_info(o);

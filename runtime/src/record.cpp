@@ -100,7 +100,7 @@ std::string where(const RecordedBatch& b) {
 std::uint64_t digest_bytes(const void* data, std::size_t size) { return XXH64(data, size, 0); }
 
 RunRecorder::RunRecorder(const std::string& path, const RecordHeader& h)
-    : path_(path), made_in_generation_(detail::fork_generation()) {
+    : path_(path), bytes_fields_(h.bytes_fields), made_in_generation_(detail::fork_generation()) {
   file_ = std::fopen(path.c_str(), "w");
   if (!file_) throw Error(path + ": cannot create the run record: " + std::strerror(errno));
   std::string line = "{\"sluice_record\":1,\"version\":";
@@ -127,11 +127,32 @@ void RunRecorder::record(const Batch& b) {
     line += std::to_string(ids[i]);
   }
   line += "],\"digests\":{";
+  // Sample j's row of field v: all of it, or a bytes field's length and bytes.
+  auto is_bytes_field = [&](const FieldView& v) {
+    return std::find(bytes_fields_.begin(), bytes_fields_.end(), v.name) != bytes_fields_.end();
+  };
+  auto row_of = [&](const FieldView& v, std::size_t j) -> std::span<const std::byte> {
+    if (is_bytes_field(v)) {
+      const std::span<const std::byte> bytes = field_bytes(v, j);  // after its 8-byte length
+      return {bytes.data() - 8, bytes.size() + 8};
+    }
+    const std::size_t row = v.nbytes / ids.size();
+    return {static_cast<const std::byte*>(v.data) + j * row, row};
+  };
   for (std::size_t f = 0; f < b.field_count(); ++f) {
     FieldView v = b.field(f);
     if (f) line += ',';
     detail::append_json_string(line, v.name);
-    line += ":\"" + hex64(digest_bytes(v.data, v.nbytes)) + "\"";
+    std::uint64_t d = 0;
+    if (!is_bytes_field(v)) {
+      d = digest_bytes(v.data, v.nbytes);
+    } else {
+      for (std::size_t j = 0; j < ids.size(); ++j) {
+        const std::span<const std::byte> row = row_of(v, j);
+        d = XXH64(row.data(), row.size(), d);
+      }
+    }
+    line += ":\"" + hex64(d) + "\"";
   }
   // Per sample, its rows of every field chained through XXH64's seed: the
   // content of one sample, comparable across batch sizes and world sizes.
@@ -139,9 +160,8 @@ void RunRecorder::record(const Batch& b) {
   for (std::size_t j = 0; j < ids.size(); ++j) {
     std::uint64_t d = 0;
     for (std::size_t f = 0; f < b.field_count(); ++f) {
-      FieldView v = b.field(f);
-      const std::size_t row = v.nbytes / ids.size();
-      d = XXH64(static_cast<const char*>(v.data) + j * row, row, d);
+      const std::span<const std::byte> row = row_of(b.field(f), j);
+      d = XXH64(row.data(), row.size(), d);
     }
     line += (j ? ",\"" : "\"") + hex64(d) + "\"";
   }

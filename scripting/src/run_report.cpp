@@ -54,7 +54,10 @@ RecordHeader record_header(const Script& script) {
   char hash[17];
   std::snprintf(hash, sizeof hash, "%016llx",
                 static_cast<unsigned long long>(digest_bytes(source.data(), source.size())));
-  return RecordHeader{hash, options_json(o, script.path, script.notes), o.seed, o.rank, o.world_size};
+  RecordHeader h{hash, options_json(o, script.path, script.notes), o.seed, o.rank, o.world_size, {}};
+  for (const FieldSpec& f : o.fields)
+    if (f.max_bytes > 0) h.bytes_fields.push_back(f.name);
+  return h;
 }
 
 std::string read_text_file(const std::string& path) {

@@ -46,7 +46,7 @@ Options record_options(std::uint64_t seed, std::uint32_t workers, bool ordered) 
 }
 
 void record_run(const Options& o, const fs::path& path, std::size_t max_batches = ~std::size_t{0}) {
-  RunRecorder recorder(path.string(), RecordHeader{"", "{}", o.seed, o.rank, o.world_size});
+  RunRecorder recorder(path.string(), RecordHeader{"", "{}", o.seed, o.rank, o.world_size, {}});
   Loader loader(o);
   std::size_t n = 0;
   while (n < max_batches) {
@@ -169,7 +169,7 @@ TEST_CASE("a forked child's copy of a recorder writes nothing to the parent's re
   TempDir dir;
   const fs::path path = dir.path / "run.jsonl";
   const Options o = record_options(3, 1, true);
-  auto recorder = std::make_unique<RunRecorder>(path.string(), RecordHeader{"", "{}", o.seed, o.rank, o.world_size});
+  auto recorder = std::make_unique<RunRecorder>(path.string(), RecordHeader{"", "{}", o.seed, o.rank, o.world_size, {}});
   Loader loader(o);
   recorder->record(*loader.next());  // buffered, not yet on disk
   const pid_t child = fork();

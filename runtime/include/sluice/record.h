@@ -37,6 +37,9 @@ struct SLUICE_API RecordHeader {
   std::uint64_t seed = 0;
   std::uint32_t rank = 0;
   std::uint32_t world_size = 1;
+  // Bytes fields of variable length (FieldSpec::max_bytes > 0): their digests
+  // cover each row's length and bytes, not the unspecified rest of the row.
+  std::vector<std::string> bytes_fields;
 };
 
 class SLUICE_API RunRecorder {
@@ -58,6 +61,7 @@ class SLUICE_API RunRecorder {
  private:
   void write(const std::string& line);
   std::string path_;
+  std::vector<std::string> bytes_fields_;
   std::FILE* file_ = nullptr;
   // A forked child's copy of the recorder neither flushes nor closes the
   // parent's file: its buffered lines would be written twice.
