@@ -223,3 +223,25 @@ TEST_CASE("sluice index builds JSON lines indexes and the decompressed copy of a
   CHECK(std::filesystem::exists(plain + ".idx"));
   CHECK(std::filesystem::exists(gz + ".idx"));
 }
+
+TEST_CASE("sluice inspect FILE.jsonl shows lines and keys and writes nothing; index refuses other formats", "[cli]") {
+  if (std::system("command -v gzip >/dev/null") != 0) SKIP_TEST("the gzip command is absent (it writes the test file)");
+  TempDir dir;
+  dir.write("a.jsonl", "{\"text\": \"caf\\u00e9\", \"n\": 12, \"meta\": {\"a\": [1, 2]}}\n\n{\"text\": \"y\"}\n");
+  REQUIRE(std::system(("gzip -k " + dir.path() + "/a.jsonl").c_str()) == 0);
+  const std::string plain = dir.path() + "/a.jsonl", gz = plain + ".gz";
+  const CliResult r = sluice::test::run_cli({"inspect", plain, gz});
+  CHECK(r.status == 0);
+  CHECK_THAT(r.out, Contains(plain + ": JSON lines, 2 lines") && Contains(gz + ": JSON lines (compressed), 2 lines") &&
+                        Contains(plain + ": line 3") && Contains("5 bytes: caf\xc3\xa9") &&
+                        Contains("2 bytes: 12") && Contains("{\"a\": [1, 2]}"));
+  std::size_t files = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir.path())) ++files;
+  CHECK(files == 2);  // no index, no plain copy
+  const CliResult missing = sluice::test::run_cli({"inspect", dir.path() + "/none.jsonl"});
+  CHECK_THAT(missing.err, Contains("none.jsonl: No such file or directory"));
+  const std::string odd = dir.write("model.bin", std::string(64, 'q'));
+  const CliResult index = sluice::test::run_cli({"index", odd});
+  CHECK(index.status == 1);
+  CHECK_THAT(index.err, Contains(odd) && Contains("TFRecord and JSON lines"));
+}

@@ -1,6 +1,9 @@
 #include "io_commands.h"
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -30,12 +33,16 @@ using namespace sluice::io;
 constexpr const char* kInspectUsage = R"(usage: sluice inspect [--records N] FILE|DIR...
 
 Prints each file's format (TFRecord, WebDataset tar, gzip tar, .npy, .npz,
-Parquet, or a plain file), its record count, and the fields and sizes of its first records
+Parquet, JSON lines, or a plain file), its record count, and the fields and sizes of its first records
 (tf.train.Example or SequenceExample features by name and kind; other records
 are said to be no Example, and names are printed with odd bytes escaped). Checks TFRecord CRCs and tar
 header checksums on the way. A Parquet file shows its schema (each column's
 physical and logical type, what a sample gets, and why a column cannot be
-read), its row groups with their sizes and codecs, and its row count.
+read), its row groups with their sizes and codecs, and its row count (not its
+rows). A JSON lines file (plain, gzip or zstd) shows its line count and its first
+lines' keys with each value's size and start (a string's text unescaped, other
+values as JSON text, as sluice.jsonl hands them to map); nothing is written
+beside it.
 
 A directory is read as sluice.folders reads an image folder (DIR/CLASS/...):
 its classes in label order with their file counts, the files that are not
@@ -58,7 +65,7 @@ options:
   --index-dir DIR   write the indexes in DIR instead of beside each file
 )";
 
-enum class Format { tfrecord, tar, tar_gz, npy, npz, parquet, file };
+enum class Format { tfrecord, tar, tar_gz, npy, npz, parquet, jsonl, file };
 
 bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
@@ -67,7 +74,7 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 Format detect(const std::string& path) {
   unsigned char head[8] = {};
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot open " + path);
+  if (!in) throw Error("cannot open " + path + ": " + std::strerror(errno));
   in.read(reinterpret_cast<char*>(head), sizeof head);
   const auto got = static_cast<std::size_t>(in.gcount());
   if (got >= 6 && std::memcmp(head, "\x93NUMPY", 6) == 0) return Format::npy;
@@ -77,6 +84,7 @@ Format detect(const std::string& path) {
       (ends_with(path, ".tgz") || ends_with(path, ".tar.gz")))
     return Format::tar_gz;
   if (ends_with(path, ".tar")) return Format::tar;
+  if (path.find(".jsonl") != std::string::npos || path.find(".ndjson") != std::string::npos) return Format::jsonl;
   if (ends_with(path, ".tfrecord") || ends_with(path, ".tfrecords") || ends_with(path, ".tfr"))
     return Format::tfrecord;
   // Otherwise a TFRecord is recognised by a valid first header.
@@ -226,6 +234,36 @@ void inspect_npz(const std::string& path) {
                 describe(npz.array(m.name)).c_str());
 }
 
+// The line count and the first lines' keys, each value's bytes and start.
+// Indexes (and a compressed file's plain copy) go to a temporary folder:
+// inspecting leaves nothing beside the file.
+void inspect_jsonl(const std::string& path, std::size_t show) {
+  char folder[] = "/tmp/sluice-inspect-XXXXXX";
+  if (::mkdtemp(folder) == nullptr) throw Error(std::string("cannot create a temporary folder: ") + std::strerror(errno));
+  struct Remove {
+    std::string dir;
+    ~Remove() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } remove{folder};
+  const JsonlSource source({path}, JsonlOptions{.field = "", .index_dir = folder, .write_index = false});
+  const bool compressed = source.files()[0] != path;
+  std::printf("%s: JSON lines%s, %llu line%s\n", path.c_str(), compressed ? " (compressed)" : "",
+              static_cast<unsigned long long>(source.size()), source.size() == 1 ? "" : "s");
+  std::vector<std::byte> buf;
+  Sample s;
+  for (std::uint64_t id = 0; id < std::min<std::uint64_t>(show, source.size()); ++id) {
+    read_sample(source, id, buf, s);
+    std::printf("  %s\n", source.where(id).c_str());
+    for (const Field& f : s.fields) {
+      const std::string_view value(reinterpret_cast<const char*>(f.bytes.data()), std::min<std::size_t>(f.bytes.size(), 60));
+      std::printf("    %-16s %zu bytes: %s%s\n", escaped(f.name).c_str(), f.bytes.size(), escaped(value).c_str(),
+                  f.bytes.size() > 60 ? "..." : "");
+    }
+  }
+}
+
 void inspect_file(const std::string& path) {
   auto source = FileSource::from_list({path});
   std::vector<std::byte> buf;
@@ -277,6 +315,7 @@ int inspect_command(int argc, char** argv) {
         case Format::npy: inspect_npy(path); break;
         case Format::npz: inspect_npz(path); break;
         case Format::parquet: std::fputs(ParquetFile(path).describe().c_str(), stdout); break;
+        case Format::jsonl: inspect_jsonl(path, show); break;
         case Format::file: inspect_file(path); break;
       }
     } catch (const std::exception& e) {
@@ -318,7 +357,20 @@ int index_command(int argc, char** argv) {
                     source.size() == 1 ? "" : "s", source.files()[0] == path ? "its index" : ("its index and " + source.files()[0]).c_str());
         continue;
       }
-      TFRecordIndex index = scan_tfrecord(path);
+      switch (detect(path)) {
+        case Format::tfrecord:
+        case Format::file: break;
+        case Format::parquet: throw Error(path + " is a Parquet file: it is read by row group from its footer and needs no index");
+        default:
+          throw Error(path + " is neither TFRecord nor JSON lines: sluice index builds the indexes of those two");
+      }
+      TFRecordIndex index;
+      try {
+        index = scan_tfrecord(path);
+      } catch (const Error& e) {
+        throw Error(std::string(e.what()) + " (sluice index builds the indexes of TFRecord and JSON lines files; "
+                    "is this one of them?)");
+      }
       const std::string out = tfrecord_index_path(path, index_dir);
       write_tfrecord_index(out, index);
       std::printf("%s: %llu records -> %s\n", path.c_str(),

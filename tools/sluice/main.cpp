@@ -31,14 +31,21 @@ commands:
                       DataLoader when it is installed (sluice bench --help)
 
   inspect FILE|DIR... format, record count, the first records' fields and sizes
-                      (TFRecord, WebDataset tar, .npy, plain files); an image
-                      folder's classes and counts, and its files that are not images
+                      (TFRecord, WebDataset tar, .npy, .npz, Parquet, JSON lines,
+                      plain files); a folder written by sluice write: its
+                      manifest; an image folder's classes and counts, and its
+                      files that are not images
   write PIPELINE.lua  the pipeline's samples as shards in a folder (--to DIR):
                       WebDataset tars or TFRecords, with a manifest of
                       checksums; resumes where a killed run stopped
-  index FILE...       build TFRecord offset indexes (FILE.idx) for random access
+  index FILE...       build the offset indexes of TFRecord and JSON lines files
+                      (FILE.idx; FILE.plain for compressed JSON lines) ahead of
+                      a run, for random access
   verify A B          whether two run records (run --record) saw identical data;
-                      otherwise the first batch that differs, and how
+                      otherwise the first batch that differs, and how;
+                      --global compares two runs step by step whatever their
+                      world sizes; verify DIR checks a written dataset's
+                      shards against its manifest (sluice verify --help)
 
 options:
   -h, --help          this text

@@ -262,6 +262,7 @@ void parse_jsonl_line(std::span<const std::byte> line, std::string_view name,
   std::span<const std::byte> selected;
   bool found = false;
   parser.object_line(path, &selected, &found);
+  if (name.empty()) return;  // no selected field: the keys only
   // A top-level key spelled exactly as `name` wins over a dotted path.
   for (std::size_t k = 0; k < out.fields.size(); ++k) {
     if (out.fields[k].name == name) {

@@ -25,7 +25,6 @@ std::vector<std::string> split_path(const std::string& field) {
 
 JsonlSource::JsonlSource(std::vector<std::string> files, JsonlOptions options)
     : files_(std::move(files)), options_(std::move(options)), path_(split_path(options_.field)) {
-  if (options_.field.empty()) throw Error("jsonl: field must name a key");
   starts_.push_back(0);
   for (const std::string& file : files_) {
     const detail::Compression compression = detail::sniff_compression(file);

@@ -2,8 +2,8 @@
 // through an offset index; plain, gzip or zstd.
 //
 // A sample is one non-blank line. decode() parses it and hands out fields:
-//   - `field` (default "text"): the selected value, named as `field` is
-//     written. A dotted name ("meta.text") is a top-level key of that exact
+//   - `field` (default "text"; "" selects none): the selected value, named
+//     as `field` is written. A dotted name ("meta.text") is a top-level key of that exact
 //     name when the object has one, and otherwise a path into nested objects.
 //   - every top-level key of the object, under its own name.
 // A string value arrives unescaped as its UTF-8 bytes (what a tokenizer
@@ -60,7 +60,7 @@
 namespace sluice::io {
 
 struct SLUICE_API JsonlOptions {
-  std::string field = "text";  // the value every line must have
+  std::string field = "text";  // the value every line must have; "" = none (the keys only)
   std::string index_dir;       // where sidecars and decompressed copies live; empty = beside each file
   bool write_index = true;     // write the sidecar after scanning
   // fail: a corrupt compressed file throws. skip: its good lines are kept.
