@@ -777,6 +777,11 @@ function M.pipeline(spec)
     fail(1, "sluice.pipeline: sluice.tokens{ window = ... } gives windows; leave out pack, or window")
   end
   if source.native and source.kind ~= "npy" and source.kind ~= "parquet" and spec.map == nil and p.pack == nil and not windows then
+    if source.kind == "tokens" then
+      fail(1, "sluice.pipeline: sluice.tokens gives documents of varying length (sample.fields.tokens); "
+        .. "add pack = { seq_len = n } for fixed rows, window = n for nanoGPT windows, or a map that "
+        .. "turns a document into fields")
+    end
     fail(1, "sluice.pipeline: sluice.%s gives records of bytes; add map = function(sample, ctx) that "
       .. "turns one into fields", source.kind)
   end

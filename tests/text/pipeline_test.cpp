@@ -166,6 +166,8 @@ TEST_CASE("token pipelines refuse what they cannot do, naming it") {
   CHECK_THAT(error_of(pipeline("sluice.range(10)", "{ seq_len = 8 }")), Contains("pack needs a token source"));
   CHECK_THAT(error_of("local sluice = require('sluice')\nreturn sluice.pipeline{ source = " + std::string(kMix) + " }"),
              Contains("add pack = { seq_len = n }"));
+  CHECK_THAT(error_of("local sluice = require('sluice')\nreturn sluice.pipeline{ source = " + std::string(kTokens) + " }"),
+             Contains("sluice.tokens gives documents of varying length") && Contains("pack = { seq_len = n }"));
   CHECK_THAT(error_of(pipeline(kTokens, "{ seq_len = 8, mode = 'pad' }")), Contains("pack.mode must be"));
   CHECK_THAT(error_of(pipeline("sluice.tokens{ \"corpus.bin\", eos = 0, vocab_size = 20 }", "{ seq_len = 8 }")),
              Contains("corpus.bin") && Contains("not below vocab_size 20"));
