@@ -121,8 +121,16 @@ TEST_CASE("jsonl: the sidecar index and the decompressed copy are reused, and re
   JsonlSource third({plain});
   CHECK(third.size() == 1);
   // A sidecar that disagrees with the file's size is ignored.
-  write_text(dir, "a.jsonl.idx", "sluice-jsonl-index 1 999 1\n0 10 1\n");
+  write_text(dir, "a.jsonl.idx", "sluice-jsonl-index 2 999 1 1\n0 10 1\n");
   CHECK(!load_jsonl_index(plain + ".idx", plain));
+  CHECK(JsonlSource({plain}).size() == 1);
+  // An edit in place that keeps the size, and a copy over the file with an
+  // older time than the index's: the index names the time it was built for.
+  write_text(dir, "a.jsonl", "{\"text\": \"x\"}\n{\"text\": \"y\"}\n");
+  CHECK(JsonlSource({plain}).size() == 2);
+  write_text(dir, "a.jsonl", "{\"text\": \"x\", \"text2\":\"!\"}\n\n");
+  const auto old = fs::last_write_time(plain) - std::chrono::hours(1);
+  fs::last_write_time(plain, old);
   CHECK(JsonlSource({plain}).size() == 1);
   // index_dir keeps sidecars (and copies) elsewhere.
   test::TempDir other;

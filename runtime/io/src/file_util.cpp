@@ -121,6 +121,16 @@ bool not_older(const std::string& a, const std::string& b) {
   return as.st_mtim.tv_nsec >= bs.st_mtim.tv_nsec;
 }
 
+std::int64_t mtime_ns(const struct stat& st) {
+  return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+std::int64_t mtime_ns(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) throw Error("cannot stat " + path + ": " + std::strerror(errno));
+  return mtime_ns(st);
+}
+
 std::string at_offset(const std::string& path, std::uint64_t offset, const std::string& what) {
   return path + ": byte offset " + std::to_string(offset) + ": " + what;
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstddef>
@@ -95,6 +96,11 @@ void write_atomically(const std::string& path, const std::function<void(std::ost
 
 // True when `a` was modified no earlier than `b` (both exist).
 bool not_older(const std::string& a, const std::string& b);
+
+// A file's modification time in nanoseconds since the epoch; from a path
+// (throws sluice::Error naming it) or from its stat.
+std::int64_t mtime_ns(const struct stat& st);
+std::int64_t mtime_ns(const std::string& path);
 
 // "PATH: byte offset N: what".
 std::string at_offset(const std::string& path, std::uint64_t offset, const std::string& what);

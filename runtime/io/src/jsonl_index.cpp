@@ -239,6 +239,7 @@ DecompressedCopy decompress_jsonl(const std::string& path, Compression compressi
 JsonlIndex scan_jsonl(const std::string& plain_path) {
   detail::Fd fd = detail::open_read(plain_path);
   const std::uint64_t size = detail::file_size(fd.get(), plain_path);
+  const std::int64_t mtime = detail::mtime_ns(plain_path);
   posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
   detail::LineScanner scanner(plain_path);
   std::vector<char> buf(1 << 20);
@@ -249,12 +250,14 @@ JsonlIndex scan_jsonl(const std::string& plain_path) {
     scanner.feed(buf.data(), got);
     offset += got;
   }
-  return scanner.finish();
+  JsonlIndex index = scanner.finish();
+  index.text_mtime_ns = mtime;
+  return index;
 }
 
 void write_jsonl_index(const std::string& index_path, const JsonlIndex& index) {
   detail::write_atomically(index_path, [&](std::ostream& out) {
-    out << "sluice-jsonl-index 1 " << index.text_size << ' ' << index.records() << '\n';
+    out << "sluice-jsonl-index 2 " << index.text_size << ' ' << index.records() << ' ' << index.text_mtime_ns << '\n';
     for (std::size_t i = 0; i < index.records(); ++i)
       out << index.offsets[i] << ' ' << index.lengths[i] << ' ' << index.lines[i] << '\n';
   });
@@ -262,14 +265,15 @@ void write_jsonl_index(const std::string& index_path, const JsonlIndex& index) {
 
 std::optional<JsonlIndex> load_jsonl_index(const std::string& index_path, const std::string& text) {
   struct stat ts;
-  if (!detail::not_older(index_path, text) || ::stat(text.c_str(), &ts) != 0) return std::nullopt;
+  if (::stat(text.c_str(), &ts) != 0) return std::nullopt;
   std::ifstream in(index_path);
   std::string magic;
   int version = 0;
   std::uint64_t count = 0;
   JsonlIndex index;
-  if (!(in >> magic >> version >> index.text_size >> count) || magic != "sluice-jsonl-index" || version != 1 ||
-      index.text_size != static_cast<std::uint64_t>(ts.st_size) || count > index.text_size)
+  if (!(in >> magic >> version >> index.text_size >> count >> index.text_mtime_ns) || magic != "sluice-jsonl-index" ||
+      version != 2 || index.text_size != static_cast<std::uint64_t>(ts.st_size) || count > index.text_size ||
+      index.text_mtime_ns == 0 || index.text_mtime_ns != detail::mtime_ns(ts))
     return std::nullopt;
   index.offsets.reserve(count);
   index.lengths.reserve(count);

@@ -58,6 +58,7 @@ JsonlSource::JsonlSource(std::vector<std::string> files, JsonlOptions options)
         }
         plain = copy.copy_path;
         index = std::move(copy.index);
+        index->text_mtime_ns = detail::mtime_ns(plain);  // the copy's, now it is in place
         if (!copy.damage.empty()) {
           index_skips_.add(starts_.back() + index->records(), copy.damage);
         } else if (options_.write_index) {

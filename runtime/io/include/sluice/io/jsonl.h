@@ -16,8 +16,8 @@
 // Random access. The index of a file lists each sample's byte offset, length
 // and line number in the plain text. It is kept in a sidecar, FILE.idx beside
 // the file or, with index_dir, in that folder (the naming of TFRecord
-// sidecars), loaded when it is newer than the text it indexes and consistent
-// with its size, and otherwise built by one pass and written atomically.
+// sidecars), loaded when the text's size and modification time are the ones
+// it was built for, and otherwise built by one pass and written atomically.
 // Compressed files (gzip, one or more members; zstd, one or more frames;
 // recognised by their magic bytes, whatever the name) are decompressed ONCE
 // into a plain copy, FILE.plain (same place as the index), and read at random
@@ -71,6 +71,7 @@ struct SLUICE_API JsonlOptions {
 // (the newline and a '\r' before it excluded) and is line lines[i] (from 1).
 struct SLUICE_API JsonlIndex {
   std::uint64_t text_size = 0;  // bytes of the plain text indexed
+  std::int64_t text_mtime_ns = 0;  // its modification time when indexed (0: unknown, never loaded)
   std::vector<std::uint64_t> offsets;
   std::vector<std::uint32_t> lengths;
   std::vector<std::uint64_t> lines;
@@ -84,8 +85,9 @@ SLUICE_API JsonlIndex scan_jsonl(const std::string& plain_path);
 // Writes the sidecar atomically (temp file + rename). Throws sluice::Error.
 SLUICE_API void write_jsonl_index(const std::string& index_path, const JsonlIndex& index);
 
-// Reads a sidecar; nullopt when absent, older than `text`, or inconsistent
-// with its size.
+// Reads a sidecar; nullopt when absent, or when `text`'s size or modification
+// time differs from the ones it was built for (an edit in place, even one that
+// keeps the size, or a copy over it with an older time).
 SLUICE_API std::optional<JsonlIndex> load_jsonl_index(const std::string& index_path, const std::string& text);
 
 class SLUICE_API JsonlSource final : public RecordSource {
