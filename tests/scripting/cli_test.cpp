@@ -224,7 +224,7 @@ TEST_CASE("sluice index builds JSON lines indexes and the decompressed copy of a
   CHECK(std::filesystem::exists(gz + ".idx"));
 }
 
-TEST_CASE("sluice inspect FILE.jsonl shows lines and keys and writes nothing; index refuses other formats", "[cli]") {
+TEST_CASE("sluice inspect FILE.jsonl shows lines and keys and writes nothing, and index refuses other formats", "[cli]") {
   if (std::system("command -v gzip >/dev/null") != 0) SKIP_TEST("the gzip command is absent (it writes the test file)");
   TempDir dir;
   dir.write("a.jsonl", "{\"text\": \"caf\\u00e9\", \"n\": 12, \"meta\": {\"a\": [1, 2]}}\n\n{\"text\": \"y\"}\n");
