@@ -181,6 +181,7 @@ class ExampleDecoder::Walk {
       const auto packed = r.len("a packed float_list");
       if (packed.size() % 4 != 0)
         r.fail("a packed float_list of " + std::to_string(packed.size()) + " bytes, not a multiple of 4", at);
+      if (packed.empty()) return;  // memcpy takes no null pointer, even for 0 bytes
       const std::size_t old = d_.floats_.size();
       d_.floats_.resize(old + packed.size() / 4);
       std::memcpy(d_.floats_.data() + old, packed.data(), packed.size());  // little-endian hosts only
