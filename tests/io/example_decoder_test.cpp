@@ -109,7 +109,7 @@ TEST_CASE("example decoder: every input decodes as libprotobuf-lite decoded it",
   CHECK(refused > 100);
 }
 
-TEST_CASE("example decoder: packed and unpacked lists mix; a map entry's value may precede its key", "[example]") {
+TEST_CASE("example decoder: packed and unpacked lists mix, and a map entry may hold its value before its key", "[example]") {
   // features { n: int64_list 1 (unpacked), [2, -1] (packed, -1 in 10 bytes),
   // 300 (unpacked); f (value first): float_list 1.5 (unpacked), [2, -0.5];
   // b: bytes_list "x", "" }
