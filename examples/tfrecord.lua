@@ -27,7 +27,7 @@ return sluice.pipeline {
     { "tag_length", "int32" },
   },
   map = function(sample, ctx)
-    local ex = sluice.example(sample)      -- parsed by protobuf; valid during this call
+    local ex = sluice.example(sample)      -- decoded in C++; valid during this call
     ex:read("x_float", ctx.out.x)          -- float_list converted into the batch slot
     ex:read("x_int", ctx.out.x_int)        -- int64_list narrowed to int32
     return { x = ctx.out.x, x_int = ctx.out.x_int, tag_length = ex:bytes("x_byte").nbytes }

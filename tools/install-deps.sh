@@ -19,12 +19,11 @@ cli_packages=(
   libxxhash-dev
   zlib1g-dev              # gzip-compressed tar shards and JSON lines
   libzstd-dev             # zstd-compressed JSON lines
-  libprotobuf-dev protobuf-compiler  # tf.train.Example (lite runtime)
   libjpeg62-turbo-dev libspng-dev    # image decode ops (libjpeg-turbo's jpeglib.h API)
   liburing-dev            # small-file reads in one io_uring submission per job
   libcurl4-openssl-dev ca-certificates  # s3:// and https:// shards (runtime/remote), the system's CA store
   libsnappy-dev libzstd-dev liblz4-dev libbrotli-dev  # Parquet page codecs (zlib above for GZIP)
-  libsentencepiece-dev    # sluice.sentencepiece, in builds with -DSLUICE_SENTENCEPIECE=ON (runtime/text/CMakeLists.txt)
+  libsentencepiece-dev    # sluice.sentencepiece (runtime/text; -DSLUICE_SENTENCEPIECE=OFF builds without it)
 )
 # The rest: tests, the Python package, fuzzing (tools/test.sh).
 test_packages=(

@@ -501,7 +501,7 @@ function M.sentencepiece(path)
   return require("sluice.text").sentencepiece(M.path(path), 2)
 end
 
--- tf.train.Example, parsed by protobuf in C++. sluice.example(x) parses x (a
+-- tf.train.Example, decoded in C++ (sluice/io/example.h). sluice.example(x) parses x (a
 -- sample: its bytes; or a uint8 tensor) and returns the parsed Example, which
 -- stays valid until the next sluice.example or sluice.sequence_example call in
 -- this process:

@@ -38,8 +38,8 @@ struct sluice_ffi_api {
   // feed_begin, then the record of row `row` (dataset index `index`) into *out;
   // 0, or -1 with out->error set. Views stay valid until the next feed_take.
   std::int32_t (*feed_take)(void* host, std::uint32_t row, std::uint64_t index, sluice_record* out);
-  // tf.train.Example (sequence = 0) or SequenceExample (1), parsed by protobuf
-  // (sluice::io::Example). Every call but example_new/free returns 0, or -1
+  // tf.train.Example (sequence = 0) or SequenceExample (1), decoded by
+  // sluice::io::Example. Every call but example_new/free returns 0, or -1
   // with the reason in example_error(). `step` < 0: the features (a
   // SequenceExample's context); otherwise step `step` of the feature_list `name`.
   void* (*example_new)();

@@ -40,7 +40,7 @@ const std::string kLicenses = "/usr/share/common-licenses";
 // Why a SentencePiece model cannot be trained here, or "".
 std::string spm_missing() {
 #if !SLUICE_WITH_SENTENCEPIECE
-  return "built without SentencePiece (SLUICE_SENTENCEPIECE=OFF: its bundled protobuf-lite conflicts with tf.train.Example)";
+  return "built without SentencePiece (configured with -DSLUICE_SENTENCEPIECE=OFF)";
 #endif
   if (std::system("command -v spm_train > /dev/null 2>&1") != 0) return "spm_train not found (Debian package sentencepiece)";
   if (!std::filesystem::exists(kLicenses + "/GPL-3")) return kLicenses + "/GPL-3 is missing";

@@ -43,7 +43,7 @@ std::vector<std::string> texts(const std::vector<std::string>& files) {
 
 TEST_CASE("SentencePiece ids equal python3-sentencepiece's on real text (unigram and BPE, byte fallback)") {
 #if !SLUICE_WITH_SENTENCEPIECE
-  SKIP_TEST("built without SentencePiece (SLUICE_SENTENCEPIECE=OFF: its bundled protobuf-lite conflicts with tf.train.Example)");
+  SKIP_TEST("built without SentencePiece (configured with -DSLUICE_SENTENCEPIECE=OFF)");
 #endif
   if (std::system("command -v spm_train > /dev/null 2>&1") != 0)
     SKIP_TEST("spm_train not found (Debian package sentencepiece)");

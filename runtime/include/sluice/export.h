@@ -4,7 +4,7 @@
  * -fvisibility-inlines-hidden, so the shared libsluice exports only what its
  * public headers mark with SLUICE_API: the C API's functions and the C++
  * classes and functions of the public headers. Everything else, the runtime's
- * internals and the libraries it uses (LuaJIT, protobuf, xxHash, libuv,
+ * internals and the libraries it uses (LuaJIT, SentencePiece, xxHash, libuv,
  * libjpeg, libspng), stays inside it. In the static libraries the mark changes
  * nothing.
  *

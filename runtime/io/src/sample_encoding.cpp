@@ -9,6 +9,7 @@
 #include "sluice/error.h"
 #include "sluice/half.h"
 #include "sluice/io/tar_writer.h"
+#include "proto_wire.h"
 #include "tar_format.h"
 
 namespace sluice::io::detail {
@@ -183,30 +184,9 @@ void TarSample::encode(const std::string& key, const std::vector<EncodedField>& 
   }
 }
 
-namespace {
-
-// Protocol buffers' wire format, as much of it as tf.train.Example needs.
-void put_varint(std::string& out, std::uint64_t v) {
-  while (v >= 0x80) {
-    out.push_back(static_cast<char>((v & 0x7f) | 0x80));
-    v >>= 7;
-  }
-  out.push_back(static_cast<char>(v));
-}
-
-// Field 1 or 2, wire type 2 (length-delimited), holding `body`.
-void put_bytes_field(std::string& out, int field, std::string_view body) {
-  out.push_back(static_cast<char>(field << 3 | 2));
-  put_varint(out, body.size());
-  out.append(body);
-}
-
-}  // namespace
-
-// tf.train.Example, serialized here rather than by libprotobuf: Debian's
-// libsentencepiece exports its own protobuf-lite under the same names, and
-// in a process that loads it first (the Python module) our calls bound into
-// its copy and crashed. The bytes are what protobuf's deterministic
+// tf.train.Example, serialized with proto_wire.h (Sluice links no libprotobuf:
+// Debian's libsentencepiece exports its own protobuf-lite under the same
+// names, and a second copy in one process crashed). The bytes are what protobuf's deterministic
 // serialization writes: features' map entries sorted by key, each with its
 // key (1) and Feature (2); a Feature holds one list, bytes_list (1) with a
 // value per element, float_list (2) or int64_list (3) packed.
@@ -226,19 +206,19 @@ void encode_example(const std::string& key, const std::vector<EncodedField>& fie
     list.clear();
     int kind = 1;
     if (i == SIZE_MAX) {
-      put_bytes_field(list, 1, key);
+      put_len_field(list, 1, key);
     } else {
       const EncodedField& f = fields[i];
       const std::byte* p = values[i].data();
       const std::size_t size = f.bytes ? 1 : dtype_size(f.dtype);
       std::string packed;
       if (f.bytes) {
-        put_bytes_field(list, 1, std::string_view(reinterpret_cast<const char*>(p), values[i].size()));
+        put_len_field(list, 1, std::string_view(reinterpret_cast<const char*>(p), values[i].size()));
       } else if (is_integer(f.dtype)) {
         kind = 3;
         for (std::uint64_t k = 0; k < f.elements; ++k)
           put_varint(packed, static_cast<std::uint64_t>(integer_at(f.dtype, p + k * size)));
-        if (!packed.empty()) put_bytes_field(list, 1, packed);
+        if (!packed.empty()) put_len_field(list, 1, packed);
       } else {
         kind = 2;
         for (std::uint64_t k = 0; k < f.elements; ++k) {
@@ -247,18 +227,18 @@ void encode_example(const std::string& key, const std::vector<EncodedField>& fie
           std::memcpy(le, &v, 4);  // little-endian hosts only, as the rest of the format code
           packed.append(le, 4);
         }
-        if (!packed.empty()) put_bytes_field(list, 1, packed);
+        if (!packed.empty()) put_len_field(list, 1, packed);
       }
     }
     feature.clear();
-    put_bytes_field(feature, kind, list);
+    put_len_field(feature, kind, list);
     entry.clear();
-    put_bytes_field(entry, 1, order[o].first);
-    put_bytes_field(entry, 2, feature);
-    put_bytes_field(features, 1, entry);
+    put_len_field(entry, 1, order[o].first);
+    put_len_field(entry, 2, feature);
+    put_len_field(features, 1, entry);
   }
   out.clear();
-  put_bytes_field(out, 1, features);
+  put_len_field(out, 1, features);
 }
 
 }  // namespace sluice::io::detail

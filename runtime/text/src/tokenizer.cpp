@@ -47,9 +47,8 @@ struct SentencePiece::Impl {};
 SentencePiece::~SentencePiece() = default;
 
 std::shared_ptr<const SentencePiece> SentencePiece::open(const std::string& model_path) {
-  throw Error(model_path + ": this Sluice is built without SentencePiece (cmake -DSLUICE_SENTENCEPIECE=ON links "
-              "Debian's libsentencepiece, whose bundled protobuf-lite conflicts with reading tf.train.Example in "
-              "the same process); tokenize into a token file first (docs/pretraining.md)");
+  throw Error(model_path + ": this Sluice is built without SentencePiece (configured with "
+              "-DSLUICE_SENTENCEPIECE=OFF; the default links Debian's libsentencepiece); tokenize into a token file first (docs/pretraining.md)");
 }
 
 void SentencePiece::encode(std::string_view, std::vector<std::int32_t>*) const {}

@@ -1,7 +1,12 @@
 // sluice/io/example.h: tf.train.Example records decoded by feature name.
 //
-// Parsing uses protobuf (lite runtime) with TensorFlow's own example.proto and
-// feature.proto, so the wire format is exactly TensorFlow's. A parsed Example
+// Parsing is Sluice's own decoder of protocol buffers' wire format for
+// TensorFlow's example.proto and feature.proto (no libprotobuf: Debian's
+// libsentencepiece bundles a second copy under the same names), with
+// protobuf's semantics: packed or unpacked numeric lists, merged repeated
+// messages, the last entry of a duplicated feature name, unknown fields
+// skipped; a known field with the wrong wire type is an error (protobuf would
+// drop the feature silently). See src/example_decoder.h. A parsed Example
 // exposes each feature's list: float_list and int64_list as typed spans over
 // the parsed values, bytes_list as string views; copy_to() converts a numeric
 // list into a typed buffer (a batch field) of a given DType.
@@ -13,16 +18,14 @@
 // would otherwise drop the feature_lists) with an error that says so and names
 // parse_sequence / sluice.sequence_example.
 //
-// Errors: parse() throws sluice::Error("malformed tf.train.Example ...") and
-// the accessors throw sluice::Error naming the feature (and step) when it is
-// absent or of another kind. Callers add the file and record.
+// Errors: parse() throws sluice::Error("malformed tf.train.Example (N bytes):
+// <what is wrong> at byte K") and the accessors throw sluice::Error naming the
+// feature (and step) when it is absent or of another kind. Callers add the
+// file and record. Nothing is printed. Memory: linear in the record's size.
 //
-// libprotobuf's log: the first Example made installs a process-wide
-// google::protobuf::SetLogHandler that keeps protobuf's messages (per thread)
-// for the parse error they belong to, so nothing is printed raw to stderr.
-//
-// Thread safety: an Example is not synchronised; use one per thread. Views
-// stay valid until the next parse() or the Example's destruction.
+// Thread safety: an Example is not synchronised; use one per thread. parse()
+// copies the record: views stay valid until the next parse() or the
+// Example's destruction, whatever becomes of the bytes parsed.
 #pragma once
 
 #include "sluice/export.h"
