@@ -34,6 +34,9 @@ struct ParquetReader::Group {
   std::vector<std::ptrdiff_t> offset;
   bool interleaved = false;
   std::uint64_t last = UINT64_MAX;  // the row read last, within the group
+  // Columns not dense (bytes, nulls, lists), whose rows lie apart: what
+  // prefetch() touches besides the interleaved row.
+  std::vector<std::size_t> scattered;
 };
 
 namespace {
@@ -180,6 +183,9 @@ ParquetReader::Group& ParquetReader::load(std::size_t file, std::size_t group) {
   g.interleaved = false;
   g.stride = 0;
   g.offset.assign(names_.size(), -1);
+  g.scattered.clear();
+  for (std::size_t c = 0; c < names_.size(); ++c)
+    if (!g.columns[c].dense) g.scattered.push_back(c);
   g.last = UINT64_MAX;
   g.file = file;
   g.group = group;
@@ -213,10 +219,9 @@ void ParquetReader::prefetch(std::uint64_t row) const noexcept {
     if (g->stride > 0) {
       const std::byte* p = g->rows.data() + r * g->stride;
       __builtin_prefetch(p);
-      __builtin_prefetch(p + g->stride - 1);
+      if (g->stride > 1) __builtin_prefetch(p + g->stride - 1);
     }
-    for (std::size_t c = 0; c < g->columns.size(); ++c)
-      if (g->offset[c] < 0 && !g->columns[c].dense) __builtin_prefetch(g->columns[c].data.data() + g->columns[c].begins[r]);
+    for (std::size_t c : g->scattered) __builtin_prefetch(g->columns[c].data.data() + g->columns[c].begins[r]);
     return;
   }
 }
