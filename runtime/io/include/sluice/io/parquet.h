@@ -9,7 +9,11 @@
 // row group holding the row is decoded once, every selected column of it,
 // and kept while its rows are wanted (the last `cached_row_groups` groups
 // decoded), so reading in a shuffled order within a window of row groups
-// decodes each group once.
+// decodes each group once. Each decoded column is one contiguous array:
+// read_run() hands out a run of consecutive rows column by column, for a
+// batch filler to copy each column's run with one loop (copy_run) instead of
+// reading row by row; rows read out of order are served from a row-major
+// copy of the fixed-size columns, one cache line per row of up to 64 bytes.
 //
 // What is read: physical types BOOLEAN, INT32, INT64, INT96 (Spark's
 // timestamps: int64 microseconds since the epoch, as Spark means them), FLOAT, DOUBLE, BYTE_ARRAY,
