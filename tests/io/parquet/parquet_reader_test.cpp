@@ -117,7 +117,7 @@ std::set<std::size_t> check_runs(ParquetReader& reader, ParquetReader& by_row, s
 
 }  // namespace
 
-TEST_CASE("parquet reader: runs of consecutive rows equal rows read one by one; columns with nulls are not dense",
+TEST_CASE("parquet reader: runs of consecutive rows equal rows read one by one, columns with nulls not dense",
           "[parquet]") {
   SECTION("five row groups, runs cut at their ends") {
     auto file = std::make_shared<const ParquetFile>(corpus("data/floating_orders_nan_count.parquet"));
