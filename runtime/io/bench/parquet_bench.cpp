@@ -11,8 +11,10 @@
 // zstd) it prints the median rows/s (runs alternating between DuckDB and
 // Sluice) of DuckDB's `SET threads = 1; SELECT
 // sum(...)` or `sum(length(s))`, of Sluice reading every row in order into
-// batches of 256 rows, and of Sluice reading them shuffled within a window
-// of 2 row groups (each group decoded once), with the ratios (targets: >= 0.8
+// batches of 256 rows (consecutive rows of fixed-size columns copied column
+// by column, ParquetReader::read_run), and of Sluice reading them shuffled
+// within a window of 2 row groups (each group decoded once, rows read one by
+// one), with the ratios (targets: >= 0.8
 // of DuckDB, shuffled >= 0.7 of sequential) and this machine's first-touch
 // cost per page.
 #include <algorithm>
