@@ -68,7 +68,7 @@ EpochPlan::EpochPlan(const Options& o)
     if (o.shard_sizes.empty())
       throw Error("options.shuffle_window is " + std::to_string(o.shuffle_window) +
                   " but the data set has no shards (options.shard_sizes is empty): the locality shuffle "
-                  "needs a source with shards (tfrecord, tar, jsonl)");
+                  "needs a source with shards (tfrecord, tar, jsonl, parquet row groups)");
     std::uint64_t total = 0;
     for (std::uint64_t n : o.shard_sizes) total += n;
     if (total != n_)

@@ -205,6 +205,14 @@ std::string DataSource::origin(std::uint64_t id) const {
 }
 
 std::vector<std::uint64_t> DataSource::shard_sizes() const {
+  if (mode_ == Mode::parquet) {
+    // A row group is what a reader decodes at once: the locality shuffle's
+    // shard, so a window of row groups is decoded once per epoch.
+    std::vector<std::uint64_t> sizes;
+    for (const auto& file : parquet_files_)
+      for (const io::ParquetRowGroupInfo& group : file->row_groups()) sizes.push_back(group.rows);
+    return sizes;
+  }
   if (mode_ != Mode::indexed) return {};
   std::vector<std::uint64_t> sizes(records_->files().size(), 0);
   for (std::uint64_t id = 0; id < size_; ++id) ++sizes[records_->locate(id).file];
@@ -286,9 +294,10 @@ void DataSource::open_parquet() {
   size_ = origin_reader_->rows();
 }
 
-std::unique_ptr<io::ParquetReader> DataSource::parquet_reader() const {
+std::unique_ptr<io::ParquetReader> DataSource::parquet_reader(std::uint32_t at_least) const {
   io::ParquetReaderOptions options;
   if (spec_.row_groups > 0) options.cached_row_groups = spec_.row_groups;
+  options.cached_row_groups = std::max<std::size_t>(options.cached_row_groups, at_least);
   return std::make_unique<io::ParquetReader>(parquet_files_,
                                              parquet_columns_.empty() ? spec_.names : parquet_columns_, options);
 }

@@ -120,12 +120,15 @@ class DataSource {
   // npy
   const std::vector<NpyColumn>& columns() const { return columns_; }
 
-  // Samples per file of an indexed source, in dataset order (Options::shard_sizes,
-  // for the locality shuffle); empty for streams and npy, which have no such order.
+  // Samples per file of an indexed source, or rows per row group of every
+  // Parquet file, in dataset order (Options::shard_sizes, for the locality
+  // shuffle); empty for streams and npy, which have no such order.
   std::vector<std::uint64_t> shard_sizes() const;
 
-  // parquet: the files, and a reader of the selected columns (one per feed).
-  std::unique_ptr<io::ParquetReader> parquet_reader() const;
+  // parquet: the files, and a reader of the selected columns (one per feed)
+  // that keeps the source's `row_groups` decoded groups (default 2), or
+  // `at_least` when that is more.
+  std::unique_ptr<io::ParquetReader> parquet_reader(std::uint32_t at_least = 0) const;
 
   // tokens: the corpus, whose documents are the samples
   const std::shared_ptr<const text::TokenCorpus>& corpus() const { return corpus_; }

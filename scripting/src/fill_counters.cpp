@@ -35,6 +35,10 @@ void FillCounters::add_fill(std::uint64_t ns, std::uint64_t samples) const {
   shared_->samples.fetch_add(samples, std::memory_order_relaxed);
 }
 
+void FillCounters::add_row_groups_decoded(std::uint64_t n) const {
+  if (n > 0) shared_->row_groups_decoded.fetch_add(n, std::memory_order_relaxed);
+}
+
 ScriptWorkerTimes FillCounters::totals() const {
   ScriptWorkerTimes t;
   t.start_ns = shared_->start_ns.load(std::memory_order_relaxed);
@@ -42,6 +46,7 @@ ScriptWorkerTimes FillCounters::totals() const {
   t.batches = shared_->batches.load(std::memory_order_relaxed);
   t.samples = shared_->samples.load(std::memory_order_relaxed);
   t.workers = static_cast<std::uint32_t>(shared_->workers.load(std::memory_order_relaxed));
+  t.row_groups_decoded = shared_->row_groups_decoded.load(std::memory_order_relaxed);
   return t;
 }
 

@@ -26,6 +26,7 @@ class FillCounters {
 
   void add_start(std::uint64_t ns) const;
   void add_fill(std::uint64_t ns, std::uint64_t samples) const;
+  void add_row_groups_decoded(std::uint64_t n) const;
   ScriptWorkerTimes totals() const;
 
  private:
@@ -35,6 +36,7 @@ class FillCounters {
     std::atomic<std::uint64_t> batches;
     std::atomic<std::uint64_t> samples;
     std::atomic<std::uint64_t> workers;
+    std::atomic<std::uint64_t> row_groups_decoded;
   };
   static_assert(std::atomic<std::uint64_t>::is_always_lock_free,
                 "cross-process counters need lock-free 64-bit atomics");

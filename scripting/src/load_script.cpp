@@ -357,6 +357,11 @@ Script load_script(const ScriptOptions& options) {
   }
 
   if (spec.source) o.shard_sizes = spec.source->shard_sizes();
+  // The locality shuffle over Parquet row groups: a batch reads the groups
+  // of its window, or of two at a window's end, so a reader that keeps 2k
+  // decoded groups decodes each once per epoch.
+  if (spec.source && spec.source->mode() == scripting::DataSource::Mode::parquet && o.shuffle && o.shuffle_window > 0)
+    spec.feed.row_groups = static_cast<std::uint32_t>(std::min<std::uint64_t>(2ull * o.shuffle_window, 1024));
   script.source = spec.source;
   spec.seed = o.seed;
   spec.dataset_size = o.dataset_size;

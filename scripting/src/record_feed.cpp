@@ -71,7 +71,7 @@ RecordFeed::RecordFeed(std::shared_ptr<const DataSource> source, const FeedOptio
         rows_.emplace_back(column.array.rows_contiguous() ? 0 : column.array.row_bytes());
       break;
     case DataSource::Mode::parquet:
-      parquet_ = source_->parquet_reader();
+      parquet_ = source_->parquet_reader(options_.row_groups);
       parquet_values_.resize(parquet_->column_names().size());
       fields_.resize(parquet_values_.size());
       break;

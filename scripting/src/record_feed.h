@@ -55,6 +55,7 @@ struct FeedOptions {
   std::uint32_t workers = 1;       // stream partitions
   std::uint32_t read_ahead = 64;   // indexed: reads in flight or ready ahead of take()
   std::uint32_t io_threads = 4;    // libuv thread-pool size in the worker
+  std::uint32_t row_groups = 0;    // parquet: decoded row groups the reader keeps at least
   OnError on_error = OnError::fail;
 };
 
@@ -79,6 +80,8 @@ class RecordFeed {
   // packed: the row for dataset index `index` of the current batch's epoch
   // straight into `out` (each seq_len long); false (see error()) otherwise.
   bool fill_packed(std::uint64_t index, const text::PackedRow& out) noexcept;
+  // parquet: row groups this feed's reader decoded so far (0 for other sources).
+  std::uint64_t row_groups_decoded() const { return parquet_ ? parquet_->groups_decoded() : 0; }
 
  private:
   struct Announced {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "ffi_api.h"
 #include "fill_counters.h"
@@ -120,7 +121,13 @@ void ScriptProducer::fill(BatchContext& batch) {
   std::optional<std::string> error = lua_->call(1, 0);
   host_.batch = nullptr;
   if (error) throw Error(*error);
-  if (counters_) counters_->add_fill(elapsed_ns(started), batch.size());
+  if (counters_) {
+    counters_->add_fill(elapsed_ns(started), batch.size());
+    if (feed_) {
+      const std::uint64_t decoded = feed_->row_groups_decoded();
+      counters_->add_row_groups_decoded(decoded - std::exchange(decoded_reported_, decoded));
+    }
+  }
 }
 
 void ScriptProducer::upcoming(std::uint64_t epoch, std::uint64_t batch, std::span<const std::uint64_t> samples) {

@@ -63,6 +63,7 @@ class ScriptProducer final : public Producer {
   int fill_ref_ = 0;
   std::vector<void*> data_;  // per fill: each field's base pointer in the slot
   std::unique_ptr<RecordFeed> feed_;  // native sources: this worker's reads
+  std::uint64_t decoded_reported_ = 0;  // feed_'s row groups decoded, as added to counters_
   FeedHost host_;
 };
 

@@ -1,6 +1,6 @@
 // Fuzzes Parquet's footer (Thrift compact protocol, schema, row groups) and
 // page decoders (headers, codecs, levels, every encoding): any file either
-// opens and its rows read, or throws sluice::Error naming the file. Decoded
+// opens and its rows read (one by one and in runs), or throws sluice::Error naming the file. Decoded
 // chunks are capped at 64 MiB here, so a corrupt size cannot pass for a
 // large allocation.
 #include <algorithm>
@@ -38,6 +38,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       at += g.rows;
     }
     for (std::uint64_t r = 0; r < std::min<std::uint64_t>(reader.rows(), 64); ++r) reader.read(r, values);
+    // And runs of them, copied column by column into slots.
+    std::vector<sluice::io::ParquetColumnRun> runs(columns.size());
+    std::vector<std::byte> slots;
+    for (std::uint64_t r = 0; r < std::min<std::uint64_t>(reader.rows(), 64);) {
+      const std::uint64_t n = reader.read_run(r, 16, runs);
+      std::size_t slot = 0;
+      for (const sluice::io::ParquetColumnRun& run : runs) slot += run.width;
+      slots.resize(n * slot);
+      std::size_t offset = 0;
+      for (const sluice::io::ParquetColumnRun& run : runs) {
+        sluice::io::copy_run(run, n, slots.data() + offset, slot);
+        offset += run.width;
+      }
+      r += n;
+    }
   } catch (const sluice::Error&) {
   }
   return 0;

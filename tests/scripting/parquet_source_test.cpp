@@ -4,13 +4,21 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "sluice/error.h"
+#include "sluice/io/parquet.h"
 #include "sluice/loader.h"
+#include "sluice/plan.h"
 #include "sluice/script.h"
 #include "support.h"
 
@@ -104,4 +112,86 @@ TEST_CASE("parquet: without a map the columns are the fields, and errors name th
   CHECK_THROWS_WITH(sluice::load_script({.path = script_for("key.lua", "sluice.parquet{ '" + kCorpus +
                                                                             "x.parquet', column = { 'a' } }")}),
                     Contains("sluice.parquet") && Contains("column"));
+}
+
+TEST_CASE("parquet: shuffle_window shuffles row groups a window at a time, each decoded about once an epoch",
+          "[sources][parquet]") {
+  // 4 copies of a file of 5 row groups of 10 rows: 20 row groups, 200 rows.
+  TempDir dir;
+  std::ifstream in(kCorpus + "floating_orders_nan_count.parquet", std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  REQUIRE(!bytes.empty());
+  for (int f = 0; f < 4; ++f) dir.write("part-" + std::to_string(f) + ".parquet", bytes);
+  const auto file = std::make_shared<const sluice::io::ParquetFile>(dir.path() + "/part-0.parquet");
+  REQUIRE(file->row_groups().size() == 5);
+  std::vector<double> expected;  // row r of each copy
+  sluice::io::ParquetReader reader({file}, {"double_ieee754"});
+  for (std::uint64_t r = 0; r < file->rows(); ++r) {
+    sluice::io::ParquetValue v;
+    reader.read(r, {&v, 1});
+    REQUIRE(v.bytes == 8);
+    std::memcpy(&expected.emplace_back(), v.data, 8);
+  }
+
+  struct Run {
+    std::map<std::uint64_t, std::vector<std::uint64_t>> order;  // epoch -> dataset rows, position by position
+    std::uint64_t decoded = 0;
+  };
+  auto run = [&](int workers, int window) {
+    const std::string path = dir.write("w.lua", R"(
+local sluice = require('sluice')
+return sluice.pipeline {
+  source = sluice.parquet{ 'part-*.parquet', columns = { 'double_ieee754' } },
+  batch_size = 10, shuffle = true, seed = 5, epochs = 2, workers = )" + std::to_string(workers) +
+                                                     ", shuffle_window = " + std::to_string(window) + ",\n}\n");
+    sluice::Script script = sluice::load_script({.path = path});
+    CHECK(script.options.shard_sizes == std::vector<std::uint64_t>(20, 10));
+    Run out;
+    {
+      sluice::Loader loader(script.options);
+      while (auto batch = loader.next()) {
+        const auto value = column<double>(*batch, "double_ieee754");
+        for (std::size_t j = 0; j < batch->size(); ++j) {
+          const std::uint64_t id = batch->sample_ids()[j];
+          const double want = expected[id % 50];
+          CHECK((value[j] == want || (std::isnan(value[j]) && std::isnan(want))));
+          out.order[batch->epoch()].push_back(id);
+        }
+      }
+    }
+    out.decoded = script.worker_times().row_groups_decoded;
+    if (window > 0) {
+      const sluice::EpochPlan plan(script.options);
+      REQUIRE(plan.shard_shuffle() != nullptr);
+      for (const auto& [epoch, ids] : out.order) {
+        INFO("epoch " << epoch);
+        REQUIRE(ids.size() == 200);
+        CHECK(std::set<std::uint64_t>(ids.begin(), ids.end()).size() == 200);
+        // Each position reads a row group of its window, and a group's rows
+        // all lie within one window's 20 positions.
+        const auto epoch_order = plan.shard_shuffle()->epoch(epoch);
+        std::map<std::uint64_t, std::pair<std::uint64_t, std::uint64_t>> span;  // group -> first, last position
+        for (std::uint64_t p = 0; p < ids.size(); ++p) {
+          const auto in_window = epoch_order->shards_between(p, p + 1);
+          CHECK(in_window.size() <= 2);
+          CHECK(std::count(in_window.begin(), in_window.end(), static_cast<std::uint32_t>(ids[p] / 10)) == 1);
+          auto [at, fresh] = span.try_emplace(ids[p] / 10, p, p);
+          if (!fresh) at->second.second = p;
+        }
+        for (const auto& [group, positions] : span) CHECK(positions.second - positions.first < 20);
+      }
+    }
+    return out;
+  };
+  const Run one = run(1, 2), two = run(2, 2), global = run(2, 0);
+  CHECK(one.order == two.order);
+  // A worker decodes a window's groups once: at most 20 a worker an epoch.
+  // The global shuffle decodes a group for nearly every row (2 kept of 20).
+  std::printf("parquet shuffle_window = 2: %.2f decodes per row group per epoch (1 worker), %.2f (2 workers, each "
+              "decoding its own); global shuffle, 2 workers: %.2f\n",
+              static_cast<double>(one.decoded) / 40, static_cast<double>(two.decoded) / 40,
+              static_cast<double>(global.decoded) / 40);
+  CHECK(one.decoded <= 40);
+  CHECK(two.decoded <= 80);
+  CHECK(global.decoded > 2 * two.decoded);
 }

@@ -86,7 +86,8 @@ struct SLUICE_API Options {
   // within windows of k consecutive shards. Needs shard_sizes.
   std::uint32_t shuffle_window = 0;
   // Samples per shard, in dataset order (they sum to dataset_size). Set by
-  // sources with shards (sluice.tfrecord, .tar, .jsonl); read with shuffle_window.
+  // sources with shards (sluice.tfrecord, .tar, .jsonl; sluice.parquet: its row
+  // groups); read with shuffle_window.
   std::vector<std::uint64_t> shard_sizes;
   std::uint64_t seed = 0;
   std::uint32_t epochs = 1;        // 0 = until the loader is destroyed

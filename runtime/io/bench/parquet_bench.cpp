@@ -11,8 +11,10 @@
 // zstd) it prints the median rows/s (runs alternating between DuckDB and
 // Sluice) of DuckDB's `SET threads = 1; SELECT
 // sum(...)` or `sum(length(s))`, of Sluice reading every row in order into
-// batches of 256 rows, and of Sluice reading them shuffled within a window
-// of 2 row groups (each group decoded once), with the ratios (targets: >= 0.8
+// batches of 256 rows (consecutive rows of fixed-size columns copied column
+// by column, ParquetReader::read_run), and of Sluice reading them shuffled
+// within a window of 2 row groups (each group decoded once, rows read one by
+// one), with the ratios (targets: >= 0.8
 // of DuckDB, shuffled >= 0.7 of sequential) and this machine's first-touch
 // cost per page.
 #include <algorithm>
@@ -25,6 +27,7 @@
 #include <memory>
 #include <numeric>
 #include <random>
+#include <span>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -58,8 +61,32 @@ std::map<std::string, std::vector<double>> parse_times(const std::string& json) 
   return out;
 }
 
+// Copies row `row`'s values into its slot at dst, one after another (a
+// string cut at the slot's end); values that lie next to each other in the
+// reader (an interleaved row's fixed-size columns) go in one memcpy.
+void copy_row(sluice::io::ParquetReader& reader, std::uint64_t row, std::span<sluice::io::ParquetValue> values,
+              std::byte* dst, std::size_t slot) {
+  reader.read(row, values);
+  const std::byte* from = nullptr;
+  std::size_t bytes = 0;
+  for (const sluice::io::ParquetValue& v : values) {
+    const std::size_t n = std::min(v.bytes, slot - bytes);
+    if (from != nullptr && v.data == from + bytes) {
+      bytes += n;
+      continue;
+    }
+    if (from != nullptr) std::memcpy(dst, from, bytes), dst += bytes, slot -= bytes;
+    from = v.data;
+    bytes = n;
+  }
+  if (from != nullptr) std::memcpy(dst, from, bytes);
+}
+
 // Reads `order`'s rows into batches of kBatch rows: each row's values copied
 // into its slot (numeric: 16 float32; text: the string into a 4 KiB slot).
+// Where a batch's rows are consecutive rows of a row group whose columns are
+// all fixed-size without nulls, each column's run is copied into the slots
+// with one strided loop (ParquetReader::read_run); other rows one by one.
 // The reader lives as long as a worker's would: its decoded groups are
 // dropped before each run, its buffers kept. Returns seconds.
 double read_rows(sluice::io::ParquetReader& reader, const std::vector<std::uint64_t>& order, std::uint64_t* checksum) {
@@ -68,18 +95,33 @@ double read_rows(sluice::io::ParquetReader& reader, const std::vector<std::uint6
   const std::size_t slot = columns == 1 ? 4096 : columns * 4;
   std::vector<std::byte> batch(kBatch * slot);
   std::vector<sluice::io::ParquetValue> values(columns);
+  std::vector<sluice::io::ParquetColumnRun> runs(columns);
   std::uint64_t sum = 0;
   const Stopwatch clock;
-  for (std::size_t i = 0; i < order.size(); ++i) {
-    if (i + kAhead < order.size()) reader.prefetch(order[i + kAhead]);  // the batch's rows are known
-    reader.read(order[i], values);
-    std::byte* dst = batch.data() + (i % kBatch) * slot;
-    for (const sluice::io::ParquetValue& v : values) {
-      const std::size_t n = std::min(v.bytes, slot);
-      std::memcpy(dst, v.data, n);
-      dst += n;
+  for (std::size_t first = 0; first < order.size(); first += kBatch) {
+    const std::size_t last = std::min(first + kBatch, order.size());
+    for (std::size_t i = first; i < last;) {
+      std::size_t consecutive = 1;
+      while (i + consecutive < last && order[i + consecutive] == order[i] + consecutive) ++consecutive;
+      std::byte* dst = batch.data() + (i - first) * slot;
+      if (consecutive > 1) {
+        const std::uint64_t n = reader.read_run(order[i], consecutive, runs);
+        const bool dense = std::all_of(runs.begin(), runs.end(), [](const auto& r) { return r.data != nullptr; });
+        if (dense) {
+          std::size_t at = 0;
+          for (const sluice::io::ParquetColumnRun& run : runs) {
+            sluice::io::copy_run(run, n, dst + at, slot);
+            at += run.width;
+          }
+          i += n;
+          continue;
+        }
+      }
+      if (i + kAhead < order.size()) reader.prefetch(order[i + kAhead]);  // the batch's rows are known
+      copy_row(reader, order[i], values, dst, slot);
+      ++i;
     }
-    if (i % kBatch == kBatch - 1) sum += static_cast<std::uint64_t>(batch[0]);
+    sum += static_cast<std::uint64_t>(batch[0]);
   }
   const double seconds = clock.seconds();
   *checksum += sum;

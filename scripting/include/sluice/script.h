@@ -86,6 +86,9 @@ struct SLUICE_API ScriptWorkerTimes {
   std::uint64_t batches = 0;   // batches made
   std::uint64_t samples = 0;   // samples made
   std::uint32_t workers = 0;   // workers that started
+  // sluice.parquet: row groups decoded (each worker decodes the groups its
+  // batches read; a group read again after leaving its reader's cache counts again)
+  std::uint64_t row_groups_decoded = 0;
 };
 
 // One remote object downloaded at load (steady_clock times), for --trace.

@@ -1,12 +1,15 @@
 // ParquetReader's own contract: rows across files and row groups, each group
 // decoded once while a shuffled window wants it, the same values in any
-// order (in order they stream, out of order they are interleaved), clear().
+// order (in order they stream, out of order they are interleaved), clear(),
+// runs of consecutive rows copied column by column.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <numeric>
 #include <random>
+#include <set>
 
 #include "parquet_test_support.h"
 #include "sluice/error.h"
@@ -73,4 +76,72 @@ TEST_CASE("parquet reader: rows read out of order equal rows read in order (inte
   ParquetReader mixed({file}, {});
   for (std::uint64_t r = 0; r < 100; ++r) row_text(mixed, r);
   for (std::uint64_t r : {5000ull, 17ull, 7299ull, 100ull}) CHECK(row_text(mixed, r) == in_order[r]);
+}
+
+namespace {
+
+// Every row of `reader`, column by column, as read_run and copy_run give
+// them where the column is dense (into slots of `stride` bytes) and as
+// read() gives them everywhere: they must agree. Runs of `count` rows,
+// starting at `first` rows into the table. Returns the columns read_run
+// called not dense at least once.
+std::set<std::size_t> check_runs(ParquetReader& reader, ParquetReader& by_row, std::uint64_t first, std::uint64_t count) {
+  const std::size_t columns = reader.column_names().size();
+  std::vector<ParquetColumnRun> runs(columns);
+  std::vector<ParquetValue> values(columns);
+  std::set<std::size_t> sparse;
+  for (std::uint64_t row = first; row < reader.rows();) {
+    const std::uint64_t n = reader.read_run(row, count, runs);
+    REQUIRE(n >= 1);
+    REQUIRE(n <= count);
+    for (std::size_t c = 0; c < columns; ++c) {
+      if (runs[c].data == nullptr) {
+        sparse.insert(c);
+        continue;
+      }
+      const std::size_t stride = runs[c].width + 3;  // slots wider than the value
+      std::vector<std::byte> slots(n * stride, std::byte{0x5a});
+      copy_run(runs[c], n, slots.data(), stride);
+      for (std::uint64_t i = 0; i < n; ++i) {
+        by_row.read(row + i, values);
+        INFO("row " << row + i << ", column " << reader.column_names()[c]);
+        REQUIRE(values[c].bytes == runs[c].width);
+        CHECK(std::memcmp(slots.data() + i * stride, values[c].data, values[c].bytes) == 0);
+        CHECK(slots[i * stride + runs[c].width] == std::byte{0x5a});
+      }
+    }
+    row += n;
+  }
+  return sparse;
+}
+
+}  // namespace
+
+TEST_CASE("parquet reader: runs of consecutive rows equal rows read one by one, columns with nulls not dense",
+          "[parquet]") {
+  SECTION("five row groups, runs cut at their ends") {
+    auto file = std::make_shared<const ParquetFile>(corpus("data/floating_orders_nan_count.parquet"));
+    ParquetReader reader({file, file}, {}), by_row({file, file}, {});
+    std::vector<ParquetColumnRun> runs(reader.column_names().size());
+    CHECK(reader.read_run(3, 100, runs) == 7);  // the first group holds rows 0-9
+    CHECK(reader.read_run(3, 0, runs) == 0);
+    for (std::uint64_t count : {1u, 4u, 10u, 64u}) CHECK(check_runs(reader, by_row, 0, count).empty());
+    CHECK(check_runs(reader, by_row, 7, 6).empty());
+    CHECK_THROWS_WITH(reader.read_run(reader.rows(), 1, runs), Catch::Matchers::Contains("past the"));
+  }
+  SECTION("a group read out of order first (interleaved), then in runs") {
+    auto file = std::make_shared<const ParquetFile>(corpus("data/alltypes_tiny_pages_plain.parquet"));
+    ParquetReader reader({file}, {}), by_row({file}, {});
+    std::vector<ParquetValue> values(reader.column_names().size());
+    for (std::uint64_t r : {500ull, 3ull, 7000ull, 2ull}) reader.read(r, values);
+    const std::set<std::size_t> sparse = check_runs(reader, by_row, 0, 256);
+    // Its two string columns are the only ones not dense.
+    for (std::size_t c : sparse) CHECK(reader.column_infos()[c].physical == "BYTE_ARRAY");
+    CHECK(sparse.size() == 2);
+  }
+  SECTION("an int32 column with null pages is read row by row") {
+    auto file = std::make_shared<const ParquetFile>(corpus("data/int32_with_null_pages.parquet"));
+    ParquetReader reader({file}, {}), by_row({file}, {});
+    CHECK(check_runs(reader, by_row, 0, 256) == std::set<std::size_t>{0});
+  }
 }

@@ -34,6 +34,9 @@ struct ParquetReader::Group {
   std::vector<std::ptrdiff_t> offset;
   bool interleaved = false;
   std::uint64_t last = UINT64_MAX;  // the row read last, within the group
+  // Columns not dense (bytes, nulls, lists), whose rows lie apart: what
+  // prefetch() touches besides the interleaved row.
+  std::vector<std::size_t> scattered;
 };
 
 namespace {
@@ -180,6 +183,9 @@ ParquetReader::Group& ParquetReader::load(std::size_t file, std::size_t group) {
   g.interleaved = false;
   g.stride = 0;
   g.offset.assign(names_.size(), -1);
+  g.scattered.clear();
+  for (std::size_t c = 0; c < names_.size(); ++c)
+    if (!g.columns[c].dense) g.scattered.push_back(c);
   g.last = UINT64_MAX;
   g.file = file;
   g.group = group;
@@ -213,29 +219,27 @@ void ParquetReader::prefetch(std::uint64_t row) const noexcept {
     if (g->stride > 0) {
       const std::byte* p = g->rows.data() + r * g->stride;
       __builtin_prefetch(p);
-      __builtin_prefetch(p + g->stride - 1);
+      if (g->stride > 1) __builtin_prefetch(p + g->stride - 1);
     }
-    for (std::size_t c = 0; c < g->columns.size(); ++c)
-      if (g->offset[c] < 0 && !g->columns[c].dense) __builtin_prefetch(g->columns[c].data.data() + g->columns[c].begins[r]);
+    for (std::size_t c : g->scattered) __builtin_prefetch(g->columns[c].data.data() + g->columns[c].begins[r]);
     return;
   }
 }
 
-void ParquetReader::read(std::uint64_t row, std::span<ParquetValue> out) {
+ParquetReader::Group& ParquetReader::group_of(std::uint64_t row) {
   // A row of a cached group is found by range, without searching the files.
-  Group* hit = nullptr;
   for (const auto& g : cache_) {
     if (row >= g->first && row < g->end) {
-      hit = g.get();
-      hit->used = ++tick_;
-      break;
+      g->used = ++tick_;
+      return *g;
     }
   }
-  if (hit == nullptr) {
-    const Place at = place(row);
-    hit = &load(at.file, at.group);
-  }
-  Group& g = *hit;
+  const Place at = place(row);
+  return load(at.file, at.group);
+}
+
+void ParquetReader::read(std::uint64_t row, std::span<ParquetValue> out) {
+  Group& g = group_of(row);
   const std::uint64_t r = row - g.first;
   if (!g.interleaved && r != g.last + 1 && g.last != UINT64_MAX) interleave(g);
   g.last = r;
@@ -253,6 +257,54 @@ void ParquetReader::read(std::uint64_t row, std::span<ParquetValue> out) {
       out[c].data = v.data.data() + v.begins[r];
       out[c].bytes = v.ends[r] - v.begins[r];
     }
+  }
+}
+
+std::uint64_t ParquetReader::read_run(std::uint64_t row, std::uint64_t count, std::span<ParquetColumnRun> out) {
+  if (count == 0) return 0;
+  Group& g = group_of(row);
+  const std::uint64_t r = row - g.first;
+  const std::uint64_t n = std::min(count, g.end - row);
+  // The run reads whole columns: no reason to interleave the group, and a
+  // read() of the next row still counts as reading in order.
+  g.last = r + n - 1;
+  const std::size_t columns = std::min(out.size(), names_.size());
+  for (std::size_t c = 0; c < columns; ++c) {
+    const std::size_t w = g.types[c].width;
+    if (g.offset[c] >= 0) {
+      out[c] = {g.rows.data() + r * g.stride + g.offset[c], w, g.stride};
+    } else if (g.columns[c].dense) {
+      out[c] = {g.columns[c].data.data() + r * w, w, w};
+    } else {
+      out[c] = {nullptr, w, 0};
+    }
+  }
+  return n;
+}
+
+namespace {
+
+template <std::size_t W>
+void copy_fixed(const std::byte* src, std::size_t src_stride, std::uint64_t rows, std::byte* dst,
+                std::size_t dst_stride) noexcept {
+  for (std::uint64_t i = 0; i < rows; ++i) std::memcpy(dst + i * dst_stride, src + i * src_stride, W);
+}
+
+}  // namespace
+
+void copy_run(const ParquetColumnRun& run, std::uint64_t rows, std::byte* dst, std::size_t dst_stride) noexcept {
+  if (run.data == nullptr || rows == 0) return;
+  if (run.stride == run.width && dst_stride == run.width) {
+    std::memcpy(dst, run.data, rows * run.width);
+    return;
+  }
+  switch (run.width) {
+    case 1: return copy_fixed<1>(run.data, run.stride, rows, dst, dst_stride);
+    case 2: return copy_fixed<2>(run.data, run.stride, rows, dst, dst_stride);
+    case 4: return copy_fixed<4>(run.data, run.stride, rows, dst, dst_stride);
+    case 8: return copy_fixed<8>(run.data, run.stride, rows, dst, dst_stride);
+    default:
+      for (std::uint64_t i = 0; i < rows; ++i) std::memcpy(dst + i * dst_stride, run.data + i * run.stride, run.width);
   }
 }
 

@@ -9,7 +9,11 @@
 // row group holding the row is decoded once, every selected column of it,
 // and kept while its rows are wanted (the last `cached_row_groups` groups
 // decoded), so reading in a shuffled order within a window of row groups
-// decodes each group once.
+// decodes each group once. Each decoded column is one contiguous array:
+// read_run() hands out a run of consecutive rows column by column, for a
+// batch filler to copy each column's run with one loop (copy_run) instead of
+// reading row by row; rows read out of order are served from a row-major
+// copy of the fixed-size columns, one cache line per row of up to 64 bytes.
 //
 // What is read: physical types BOOLEAN, INT32, INT64, INT96 (Spark's
 // timestamps: int64 microseconds since the epoch, as Spark means them), FLOAT, DOUBLE, BYTE_ARRAY,
@@ -109,6 +113,22 @@ struct ParquetValue {
   std::size_t bytes = 0;
 };
 
+// Consecutive rows of one column in one decoded row group: row i of the run
+// at data + i * stride, `width` bytes each. data is null where the column
+// is not dense in that row group (it has nulls, lists or bytes): read those
+// rows with read(). Valid as long as a ParquetValue is.
+struct ParquetColumnRun {
+  const std::byte* data = nullptr;
+  std::size_t width = 0;
+  std::size_t stride = 0;
+};
+
+// Copies `rows` rows of `run` (its data not null) to dst + i * dst_stride,
+// one tight loop for the column (widths 1, 2, 4 and 8 without a call per
+// value): how a batch filler puts a run of rows into its slots.
+SLUICE_API void copy_run(const ParquetColumnRun& run, std::uint64_t rows, std::byte* dst,
+                         std::size_t dst_stride) noexcept;
+
 struct ParquetReaderOptions {
   std::size_t cached_row_groups = 2;  // decoded row groups kept, at least 1
   // A column chunk (one column of one row group) that decodes to more bytes
@@ -140,6 +160,13 @@ class SLUICE_API ParquetReader {
   // group and column.
   void read(std::uint64_t row, std::span<ParquetValue> out);
 
+  // Rows [row, row + n) of every column (out[c] for column c), where n is
+  // `count` or fewer: the rows left in `row`'s row group. Decodes the group
+  // unless it is cached. A batch of consecutive rows is copied column by
+  // column (copy_run) instead of row by row. Returns n, at least 1; throws
+  // as read() does (past the last row, when count is 0: nothing read, 0).
+  std::uint64_t read_run(std::uint64_t row, std::uint64_t count, std::span<ParquetColumnRun> out);
+
   // Forgets the decoded row groups, keeping their memory for the next ones
   // (a long-lived reader stops allocating once its buffers have grown).
   void clear() noexcept;
@@ -165,6 +192,7 @@ class SLUICE_API ParquetReader {
   };
   Place place(std::uint64_t row) const;
   Group& load(std::size_t file, std::size_t group);
+  Group& group_of(std::uint64_t row);  // cached or loaded
 
   std::vector<std::shared_ptr<const ParquetFile>> files_;
   std::vector<std::string> names_;
