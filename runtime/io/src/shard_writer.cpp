@@ -233,6 +233,10 @@ ShardWriter::~ShardWriter() {
     impl_->out.reset();
     ::unlink(tmp.c_str());
   }
+  if (!impl_->remote.empty()) {
+    std::error_code ignored;
+    fs::remove(impl_->local, ignored);  // the staging folder, when nothing is left in it
+  }
 }
 
 std::uint64_t ShardWriter::resume_batch() const { return impl_->manifest.resume_batch; }
@@ -294,8 +298,6 @@ const Manifest& ShardWriter::finish() {
   m.manifest.complete = true;
   if (m.uploader) {
     m.uploader->put_text(m.manifest.to_json(), m.url(kManifestName));
-    std::error_code ignored;
-    fs::remove(m.local, ignored);  // the staging folder, when nothing else is in it
   } else {
     write_manifest(m.local, m.manifest);
   }
