@@ -124,3 +124,25 @@ TEST_CASE("Upload: an unknown bucket, a refused key and an https:// URL are clea
   CHECK_THROWS_WITH(refused.put_file(dir + "/small", "s3://bkt/x"),
                     Catch::Contains("s3://bkt/x: HTTP 403 (InvalidAccessKeyId: "));
 }
+
+TEST_CASE("Upload: a part that keeps failing aborts the multipart upload and says so") {
+  if (!S3rver::why_not().empty()) SKIP_TEST(S3rver::why_not());
+  S3rver s3(temp_dir("s3"), "bkt");
+  const std::string dir = temp_dir("up");
+  write_file(dir + "/big", random_bytes(2u << 20, 8));  // one part
+  const int port = std::stoi(s3.endpoint().substr(s3.endpoint().rfind(':') + 1));
+  FaultProxy proxy(port, {Fault::pass, Fault::status_503, Fault::status_503, Fault::status_503});
+  std::string endpoint = proxy.url("");
+  endpoint.pop_back();
+  UploadOptions o = upload_options(endpoint);
+  o.transfer.max_retries = 2;
+  Uploader up(o);
+  // s3rver does not implement AbortMultipartUpload (405): the message says the parts may stay.
+  CHECK_THROWS_WITH(up.put_file(dir + "/big", "s3://bkt/x"),
+                    // curl meets the 503 while it sends the part: a send error or the 503, either retried
+                    Catch::Contains("multipart upload of s3://bkt/x failed: part 1: s3://bkt/x: ") &&
+                        Catch::Contains("(gave up after 2 retries); aborting") &&
+                        Catch::Contains("aborting it failed too (s3://bkt/x: HTTP 405"));
+  CHECK(proxy.requests() == 5);  // create, three tries of the part, the abort
+  CHECK_FALSE(up.object_size("s3://bkt/x"));
+}
