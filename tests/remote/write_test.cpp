@@ -165,7 +165,9 @@ TEST_CASE("Write: a write to s3:// killed with SIGKILL resumes to the uninterrup
     ::_exit(127);
   }
   sluice::remote::UploadOptions poll = store(setup.s3);
-  poll.transfer.max_retries = 0;  // s3rver may fail a GET of an object being written: ask again at once
+  // s3rver may fail, cut or stall a GET of an object being rewritten: give up on it soon, ask again.
+  poll.transfer.max_retries = 0;
+  poll.transfer.stall_timeout_ms = 200;
   sluice::remote::Uploader up(poll);
   std::size_t listed = 0;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);

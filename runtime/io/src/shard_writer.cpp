@@ -36,6 +36,9 @@ std::string shard_name(std::size_t index, const std::string& format) {
 // what it captured, the read-only options and paths, and `uploader`, which
 // the caller's thread leaves alone between the constructor and finish()
 // (finish() waits for the last job first; Publisher's joins order the uses).
+// Fork: the constructor's Uploader (the store's manifest, HEADs) is dropped
+// before it returns, and the first job makes another, so the workers a
+// Loader forks after the constructor inherit no curl handle, socket or loop.
 struct ShardWriter::Impl {
   ShardWriterOptions options;
   std::string local;   // the folder shards are written to: options.dir, or the staging folder
@@ -59,6 +62,10 @@ struct ShardWriter::Impl {
 
   std::string path(const std::string& name) const { return (fs::path(local) / name).string(); }
   std::string url(const std::string& name) const { return remote + name; }
+  remote::Uploader& store() {
+    if (!uploader) uploader = std::make_unique<remote::Uploader>();
+    return *uploader;
+  }
   bool tar() const { return options.format == "tar"; }
 
   // Bytes the sample adds to a shard, and where the shard's end adds more.
@@ -98,11 +105,11 @@ struct ShardWriter::Impl {
       const std::string index_path = tfrecord_index_path(final_path, "");
       if (index) write_tfrecord_index(index_path, *index);
       if (remote.empty()) return write_manifest(local, listed);
-      if (index) uploader->put_file(index_path, url(name + ".idx"));
-      uploader->put_file(final_path, url(name));
+      if (index) store().put_file(index_path, url(name + ".idx"));
+      store().put_file(final_path, url(name));
       fs::remove(final_path);
       if (index) fs::remove(index_path);
-      uploader->put_text(listed.to_json(), url(kManifestName));
+      store().put_text(listed.to_json(), url(kManifestName));
     });
     out.reset();
     record_offsets.clear();
@@ -112,7 +119,7 @@ struct ShardWriter::Impl {
   // the local file's size and checksum, or the stored object's size.
   std::string check_kept(const ManifestShard& shard) {
     if (remote.empty()) return check_shard(local, shard);
-    const std::optional<std::uint64_t> size = uploader->object_size(url(shard.name));
+    const std::optional<std::uint64_t> size = store().object_size(url(shard.name));
     if (!size) return url(shard.name) + " is missing";
     if (*size != shard.bytes)
       return url(shard.name) + " has " + std::to_string(*size) + " bytes, the manifest says " +
@@ -189,7 +196,7 @@ ShardWriter::ShardWriter(ShardWriterOptions options) : impl_(std::make_unique<Im
       of_url.update(std::as_bytes(std::span(m.remote.data(), m.remote.size())));
       m.local = remote::default_cache_dir() + "/write/" + of_url.text().substr(5);
     }
-    m.uploader = std::make_unique<remote::Uploader>();
+
   } else {
     m.local = m.options.dir;
   }
@@ -197,11 +204,11 @@ ShardWriter::ShardWriter(ShardWriterOptions options) : impl_(std::make_unique<Im
   fs::create_directories(m.local, ec);
   if (ec) throw Error("cannot create " + m.local + ": " + ec.message());
   std::optional<Manifest> old;
-  if (m.uploader) {
+  if (!m.remote.empty()) {
     const std::string where = m.url(kManifestName);
     std::optional<std::string> text;
     try {
-      text = m.uploader->get_text(where);
+      text = m.store().get_text(where);
     } catch (const Error& e) {
       throw Error("cannot write to " + m.remote + ": " + e.what());
     }
@@ -211,7 +218,7 @@ ShardWriter::ShardWriter(ShardWriterOptions options) : impl_(std::make_unique<Im
   }
   if (old) {
     m.adopt(std::move(*old));
-  } else if (!m.uploader) {
+  } else if (m.remote.empty()) {
     for (const auto& entry : fs::directory_iterator(m.local)) {
       const std::string name = entry.path().filename().string();
       if (name.rfind("shard-", 0) != 0 && name != std::string(kManifestName) + ".tmp")
@@ -220,6 +227,7 @@ ShardWriter::ShardWriter(ShardWriterOptions options) : impl_(std::make_unique<Im
     }
   }
   m.remove_leftovers();
+  m.uploader.reset();  // see Impl: nothing of it outlives the constructor into a fork
 }
 
 ShardWriter::~ShardWriter() {
@@ -296,8 +304,8 @@ const Manifest& ShardWriter::finish() {
   m.close_current();
   m.publisher.wait();
   m.manifest.complete = true;
-  if (m.uploader) {
-    m.uploader->put_text(m.manifest.to_json(), m.url(kManifestName));
+  if (!m.remote.empty()) {
+    m.store().put_text(m.manifest.to_json(), m.url(kManifestName));
   } else {
     write_manifest(m.local, m.manifest);
   }

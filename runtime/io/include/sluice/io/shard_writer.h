@@ -25,7 +25,8 @@
 // position after its last sample. That publication runs on a thread of its
 // own while the next shard is written (one at a time, in order), so the
 // fsync costs no time unless the disk is slower than the samples; a
-// failure there is thrown by the next add() or finish(). A new ShardWriter on a folder whose
+// failure there is thrown by the add() that ends the next shard, or by
+// finish(). A new ShardWriter on a folder whose
 // manifest describes the same conversion (format, cut, fields) keeps the
 // shards it lists (each checked against its size and checksum; the first
 // that fails and every later one is dropped), deletes leftovers (*.tmp,
