@@ -19,6 +19,7 @@
 #include "skip.h"
 #include "sluice/error.h"
 #include "sluice/io/manifest.h"
+#include "sluice/io/shard_writer.h"
 #include "sluice/remote/upload.h"
 
 using namespace sluice::test;
@@ -212,4 +213,42 @@ TEST_CASE("Write: an unknown bucket, a refused key and an https:// destination a
   r = sh(work, cli() + " write gen.lua --to https://example.com/ds/");
   CHECK(r.status == 2);
   CHECK_THAT(r.out, Catch::Contains("only local folders and s3:// URLs can be written"));
+}
+
+TEST_CASE("Write: a shard the store refuses stops the writer with the store's message, and no manifest lists it") {
+  if (!S3rver::why_not().empty()) SKIP_TEST(S3rver::why_not());
+  S3rver s3(temp_dir("s3"), "bkt");
+  const std::string staging = temp_dir("staging");
+  sluice::io::ShardWriterOptions o{.dir = "s3://bkt/ds", .format = "tar", .shard_samples = 2, .shard_bytes = 0,
+                                   .fields = {{"blob", "bytes", {}, ""}}, .staging = staging};
+  const std::string blob = random_bytes(1000, 9);
+  const std::span<const std::byte> value(reinterpret_cast<const std::byte*>(blob.data()), blob.size());
+  auto add = [&](sluice::io::ShardWriter& w, std::uint64_t id) { w.add(id, std::span(&value, 1), id + 1, 0); };
+  std::string error;
+  {
+    S3Environment good(s3.endpoint());
+    sluice::io::ShardWriter w(o);  // reads the store's manifest: none
+    // The publications make their own connection, after this: with a key the store refuses.
+    S3Environment refused(s3.endpoint(), "NOBODY");
+    for (std::uint64_t id = 0; id < 3; ++id) add(w, id);  // the third sample ends shard 0: its upload starts
+    try {
+      w.finish();
+    } catch (const sluice::Error& e) {
+      error = e.what();
+    }
+  }
+  CHECK_THAT(error, Catch::Contains("cannot upload " + staging + "/shard-000000.tar: s3://bkt/ds/shard-000000.tar: "
+                                    "HTTP 403 (InvalidAccessKeyId: "));
+  sluice::remote::Uploader up(store(s3));
+  CHECK_FALSE(up.get_text("s3://bkt/ds/manifest.json"));
+  // Written again with the right key: whole.
+  S3Environment good(s3.endpoint());
+  sluice::io::ShardWriter w(o);
+  CHECK(w.shards_kept() == 0);
+  for (std::uint64_t id = 0; id < 3; ++id) add(w, id);
+  CHECK(w.finish().shards.size() == 2);
+  const auto m = sluice::io::Manifest::from_json(*up.get_text("s3://bkt/ds/manifest.json"), "store");
+  CHECK(m.complete);
+  CHECK(up.object_size("s3://bkt/ds/shard-000001.tar") == std::optional<std::uint64_t>(m.shards[1].bytes));
+  CHECK(fs::is_empty(staging));  // the shards went up and were deleted here
 }
