@@ -190,6 +190,10 @@ TEST_CASE("Write: a write to s3:// killed with SIGKILL resumes to the uninterrup
   INFO(r.out);
   REQUIRE(r.status == 0);
   CHECK_THAT(r.out, Catch::Contains("resuming " + url + ": "));
+  // The shards the store's manifest listed at the kill were kept, not written again.
+  const std::size_t at = r.out.find("resuming " + url + ": ");
+  REQUIRE(at != std::string::npos);
+  CHECK(std::stoul(r.out.substr(at + url.size() + 11)) == cut.shards.size());
   check_same_objects(work + "/whole", url, setup.s3);
   CHECK(fs::is_empty(work + "/cache/write"));  // the killed run's staged shard went with the resumed run
 }
