@@ -196,7 +196,6 @@ ShardWriter::ShardWriter(ShardWriterOptions options) : impl_(std::make_unique<Im
       of_url.update(std::as_bytes(std::span(m.remote.data(), m.remote.size())));
       m.local = remote::default_cache_dir() + "/write/" + of_url.text().substr(5);
     }
-
   } else {
     m.local = m.options.dir;
   }
@@ -210,6 +209,7 @@ ShardWriter::ShardWriter(ShardWriterOptions options) : impl_(std::make_unique<Im
     try {
       text = m.store().get_text(where);
     } catch (const Error& e) {
+      fs::remove(m.local, ec);  // the staging folder just made, when empty
       throw Error("cannot write to " + m.remote + ": " + e.what());
     }
     if (text) old = Manifest::from_json(*text, where);
