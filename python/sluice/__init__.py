@@ -445,7 +445,7 @@ def _shard_bytes(size):
     return n
 
 
-def write(source, to, *, format="tar", shard_size=None, shard_samples=None, **settings):
+def write(source, to, *, format="tar", shard_size=None, shard_samples=None, staging=None, **settings):
     """Writes every sample of a pipeline or a Python dataset as shards in the folder `to`.
 
     write("pipeline.lua", "out", format="tar", shard_samples=1000, workers=8)
@@ -463,16 +463,23 @@ def write(source, to, *, format="tar", shard_size=None, shard_samples=None, **se
     xxh3 checksum. The shards do not depend on the worker count. Called again
     after a crash or kill, it keeps the complete shards and writes the rest.
 
+    to="s3://bucket/prefix/" stages each shard in a local folder (staging=,
+    default under the cache folder), uploads it (multipart when large),
+    deletes the local copy and then uploads the manifest listing it; the
+    manifest in the store is what a resumed write keeps shards by.
+
     A dataset's bytes and str values travel in the slot padded to a room:
     give ragged={"jpg": most bytes} (sluice.Loader) when the first sample's
     is not representative. A pipeline declares { "jpg", "bytes", MAX }.
 
-    Returns the manifest as a dict. Raises sluice.Error (an s3:// or https://
-    destination is not supported yet).
+    Returns the manifest as a dict. Raises sluice.Error (an http:// or https://
+    destination cannot be written).
     """
     to = os.fspath(to)
-    if "://" in to:
-        raise Error("sluice.write: %s: only local folders are supported yet (not s3:// or https://)" % to)
+    if "://" in to and not to.startswith("s3://"):
+        raise Error("sluice.write: %s: only local folders and s3:// URLs can be written" % to)
+    if staging is not None and not to.startswith("s3://"):
+        raise Error("sluice.write: staging= is for to=\"s3://...\"")
     if format not in ("tar", "tfrecord"):
         raise Error("sluice.write: format is 'tar' or 'tfrecord', not %r" % (format,))
     if shard_size is not None and shard_samples is not None:
@@ -491,7 +498,8 @@ def write(source, to, *, format="tar", shard_size=None, shard_samples=None, **se
     try:
         if not isinstance(loader._core, _Loader):
             raise Error("sluice.write runs in worker processes: workers=0 is for debugging a dataset")
-        return json.loads(loader._core.write(to, format, shard_samples or 0, shard_bytes))
+        return json.loads(loader._core.write(to, format, shard_samples or 0, shard_bytes,
+                                                  os.fspath(staging) if staging is not None else ""))
     finally:
         if owned:
             loader.close()

@@ -162,7 +162,7 @@ void PyLoader::start(const std::optional<std::string>& resume_json) {
 }
 
 std::string PyLoader::write(const std::string& dir, const std::string& format, std::uint64_t shard_samples,
-                            std::uint64_t shard_bytes) {
+                            std::uint64_t shard_bytes, const std::string& staging) {
   check_process();
   sluice::Options options = source_.options;
   {
@@ -170,7 +170,7 @@ std::string PyLoader::write(const std::string& dir, const std::string& format, s
     if (loader_) throw Error("sluice.write takes a loader that has not started (no batch taken, no state_dict())");
   }
   io::BatchWriter writer(options.fields, {.dir = dir, .format = format, .shard_samples = shard_samples,
-                                          .shard_bytes = shard_bytes, .fields = {}});
+                                          .shard_bytes = shard_bytes, .fields = {}, .staging = staging});
   if (writer.shards().already_complete()) return writer.shards().manifest().to_json();
   writer.prepare(options);
   std::unique_ptr<sluice::Loader> loader;
@@ -421,7 +421,7 @@ void bind_loader(py::module_& m) {
       })
       .def("state_json", &PyLoader::state_json)
       .def("write", &PyLoader::write, py::arg("dir"), py::arg("format"), py::arg("shard_samples"),
-           py::arg("shard_bytes"))
+           py::arg("shard_bytes"), py::arg("staging"))
       .def("current_epoch", &PyLoader::current_epoch)
       .def("finished", &PyLoader::finished)
       .def("stats", &PyLoader::stats)

@@ -165,8 +165,10 @@ def test_killed_write_resumes_to_the_same_shards(tmp_path):
 
 
 def test_usage_errors(tmp_path):
-    with pytest.raises(sluice.Error, match="not s3://"):
-        sluice.write(Photos(), "s3://bucket/shards")
+    with pytest.raises(sluice.Error, match="only local folders and s3:// URLs can be written"):
+        sluice.write(Photos(), "https://host/shards")
+    with pytest.raises(sluice.Error, match="staging= is for"):
+        sluice.write(Photos(), tmp_path / "x", staging=tmp_path / "s")
     with pytest.raises(sluice.Error, match="format"):
         sluice.write(Photos(), tmp_path / "x", format="zip")
     with pytest.raises(sluice.Error, match="not both"):
@@ -175,3 +177,50 @@ def test_usage_errors(tmp_path):
         sluice.write(Photos(), tmp_path / "x", shard_size="12XB")
     with pytest.raises(sluice.Error, match="workers=0"):
         sluice.write(Photos(), tmp_path / "x", workers=0)
+
+
+def s3rver(tmp_path):
+    """s3rver (tests/npm/package.json, installed under a build's npm/ by the C++ remote tests) on 127.0.0.1."""
+    found = sorted(REPO.glob("build*/npm/node_modules/s3rver/bin/s3rver.js"))
+    if not found or not os.path.exists("/usr/bin/node"):
+        pytest.skip("s3rver is not installed under build*/npm (remote_tests installs it with npm) or node is missing")
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    (tmp_path / "s3").mkdir()
+    server = subprocess.Popen(["/usr/bin/node", "--openssl-legacy-provider", str(found[0]), "-d", str(tmp_path / "s3"),
+                               "-p", str(port), "-a", "127.0.0.1", "--silent", "--configure-bucket", "bkt"])
+    for _ in range(1000):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            time.sleep(0.01)
+    return server, "http://127.0.0.1:%d" % port
+
+
+def test_write_to_s3_gives_the_objects_a_local_write_gives(tmp_path, monkeypatch):
+    boto3 = pytest.importorskip("boto3")
+    server, endpoint = s3rver(tmp_path)
+    try:
+        for k, v in {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "S3RVER", "AWS_SECRET_ACCESS_KEY": "S3RVER",
+                     "AWS_REGION": "us-east-1", "SLUICE_CACHE_DIR": str(tmp_path / "cache")}.items():
+            monkeypatch.setenv(k, v)
+        local = sluice.write(Photos(), tmp_path / "a", format="tfrecord", shard_samples=3, workers=2,
+                             ragged={"img": 1 << 20})
+        remote = sluice.write(Photos(), "s3://bkt/py/", format="tfrecord", shard_samples=3, workers=2,
+                              ragged={"img": 1 << 20}, staging=tmp_path / "staging")
+        assert remote == local
+        assert not (tmp_path / "staging").exists()
+        s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="S3RVER", aws_secret_access_key="S3RVER",
+                          region_name="us-east-1")
+        listed = sorted(o["Key"] for o in s3.list_objects_v2(Bucket="bkt", Prefix="py/")["Contents"])
+        assert listed == ["py/" + n for n in files(tmp_path / "a")]
+        for name, data in files(tmp_path / "a").items():
+            assert s3.get_object(Bucket="bkt", Key="py/" + name)["Body"].read() == data, name
+        with pytest.raises(sluice.Error, match="NoSuchBucket"):
+            sluice.write(Photos(), "s3://nobucket/py/", shard_samples=3, workers=1)
+    finally:
+        server.terminate()
+        server.wait()

@@ -18,8 +18,10 @@
 #include "sluice/io/sample.h"
 #include "sluice/io/shard_writer.h"
 #include "sluice/io/tar.h"
+#include "sluice/io/tar_stream.h"
 #include "sluice/io/tar_writer.h"
 #include "sluice/io/tfrecord.h"
+#include "sluice/io/tfrecord_stream.h"
 
 using namespace sluice::io;
 using sluice::io::test::bytes_of;
@@ -259,4 +261,40 @@ TEST_CASE("Readers check a listed shard's checksum and name the corrupt one", "[
   CHECK_THAT(check_shard(out, m.shards[1]), Catch::Contains("shard-000001.tar: checksum"));
   CHECK_THROWS_WITH(TarSource({out + "/shard-000000.tar", victim}),
                     Catch::Contains("corrupt shard") && Catch::Contains("shard-000001.tar"));
+}
+
+TEST_CASE("Streaming readers check a listed shard's checksum and name a corrupt one", "[writer]") {
+  for (const std::string format : {"tar", "tfrecord"}) {
+    INFO(format);
+    TempDir dir;
+    const std::string out = dir.file("ds");
+    const Manifest m = write_dataset(out, format, 3, 9);
+    REQUIRE(m.shards.size() == 3);
+    std::vector<std::string> shards;
+    for (const auto& s : m.shards) shards.push_back(out + "/" + s.name);
+    // One byte of the middle shard changed in place: same size, other checksum.
+    {
+      std::fstream f(shards[1], std::ios::in | std::ios::out | std::ios::binary);
+      f.seekp(700);
+      f.put('\x7f');
+    }
+    auto count = [&](sluice::OnError on_error) {
+      StreamOptions o;
+      o.on_error = on_error;
+      std::unique_ptr<RecordStream> stream;
+      if (format == "tar") stream = std::make_unique<TarStream>(shards, o);
+      else stream = std::make_unique<TFRecordStream>(shards, o);
+      stream->reset(0);
+      Sample s;
+      std::size_t n = 0;
+      while (stream->next(s)) ++n;
+      return std::make_pair(n, stream->skips().count() == 1 ? stream->skips().entries()[0].reason : std::string());
+    };
+    CHECK_THROWS_WITH(count(sluice::OnError::fail),
+                      Catch::Contains("corrupt shard: " + shards[1] + ": checksum") &&
+                          Catch::Contains("does not match the manifest's " + m.shards[1].checksum));
+    const auto [n, why] = count(sluice::OnError::skip);
+    CHECK(n == 6);  // the other two shards, whole
+    CHECK_THAT(why, Catch::Contains("corrupt shard: " + shards[1]));
+  }
 }

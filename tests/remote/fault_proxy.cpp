@@ -6,7 +6,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
@@ -121,8 +123,23 @@ void FaultProxy::handle(int client, Fault fault) {
   }
   const std::string request = closing(head);
   send_all(upstream, request.data(), request.size());
-  std::string response;
+  // An upload's body follows its head: Content-Length bytes, passed on.
+  std::size_t body_left = 0;
+  for (std::size_t at = 0; at < head.size();) {
+    const std::size_t end = head.find("\r\n", at);
+    if (end == std::string::npos) break;
+    if (strncasecmp(head.c_str() + at, "content-length:", 15) == 0)
+      body_left = std::strtoull(head.c_str() + at + 15, nullptr, 10);
+    at = end + 2;
+  }
   char buf[65536];
+  while (body_left > 0) {
+    const ssize_t r = ::recv(client, buf, std::min(body_left, sizeof buf), 0);
+    if (r <= 0) break;
+    send_all(upstream, buf, static_cast<std::size_t>(r));
+    body_left -= static_cast<std::size_t>(r);
+  }
+  std::string response;
   for (;;) {
     const ssize_t r = ::recv(upstream, buf, sizeof buf, 0);
     if (r <= 0) break;

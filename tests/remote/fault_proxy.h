@@ -4,7 +4,8 @@
 //   fetch(proxy.url("x.bin"))   // 1st request: 503, 2nd: reset, 3rd: body cut, then passed
 //
 // Each connection carries one request (the proxy asks the upstream for
-// Connection: close and closes after the response). The n-th request meets
+// Connection: close and closes after the response); a request's body
+// (Content-Length) is passed on after its head. The n-th request meets
 // faults[n], or passes once the list is used up. Faults:
 //   pass        forwarded untouched
 //   status_503  "503 Slow Down" without asking the upstream

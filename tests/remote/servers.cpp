@@ -136,6 +136,12 @@ std::string random_bytes(std::size_t n, std::uint64_t seed) {
   return out;
 }
 
+ShellRun sh(const std::string& dir, const std::string& command) {
+  const std::string log = dir + "/cli.log";
+  const int rc = std::system(("cd '" + dir + "' && (" + command + ") > '" + log + "' 2>&1").c_str());
+  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, read_file(log)};
+}
+
 // ---- nginx
 
 std::string Nginx::why_not() {

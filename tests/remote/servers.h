@@ -30,6 +30,14 @@ std::string read_file(const std::string& path);
 // `n` bytes that differ from one seed to another.
 std::string random_bytes(std::size_t n, std::uint64_t seed);
 
+// `sh -c COMMAND` in `dir`: its exit status (-1 when killed) and its stdout
+// and stderr together (kept in DIR/cli.log).
+struct ShellRun {
+  int status = -1;
+  std::string out;
+};
+ShellRun sh(const std::string& dir, const std::string& command);
+
 class Nginx {
  public:
   // limit_rate: nginx's per-connection rate ("200k"), "" for none.

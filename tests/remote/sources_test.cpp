@@ -21,17 +21,7 @@ namespace {
 
 constexpr int kShards = 4, kPerShard = 12;
 
-struct Run {
-  int status = -1;
-  std::string out;
-};
-
-// `sh -c` in `dir` with `env` ("A=1 B=2 ") before each command.
-Run sh(const std::string& dir, const std::string& command) {
-  const std::string log = dir + "/cli.log";
-  const int rc = std::system(("cd '" + dir + "' && (" + command + ") > '" + log + "' 2>&1").c_str());
-  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, read_file(log)};
-}
+using Run = ShellRun;
 
 // Shards of WebDataset tar: samples NNN with NNN.txt and NNN.cls, by tar(1).
 std::string make_shards() {

@@ -301,9 +301,10 @@ return sluice.pipeline {
 TEST_CASE("sluice write: usage errors", "[cli][write]") {
   TempDir dir;
   const std::string pipeline = dir.write("p.lua", "return require('sluice').pipeline{ source = require('sluice').range(4) }\n");
-  CliResult s3 = run_cli({"write", pipeline, "--to", "s3://bucket/x"});
-  CHECK(s3.status == 2);
-  CHECK_THAT(s3.err, Contains("not s3://"));
+  CliResult https = run_cli({"write", pipeline, "--to", "https://host/x"});
+  CHECK(https.status == 2);
+  CHECK_THAT(https.err, Contains("only local folders and s3:// URLs can be written"));
+  CHECK(run_cli({"write", pipeline, "--to", dir.path() + "/o", "--staging", dir.path() + "/s"}).status == 2);
   CHECK(run_cli({"write", pipeline}).status == 2);
   CHECK(run_cli({"write", pipeline, "--to", dir.path() + "/o", "--format", "zip"}).status == 2);
   CHECK(run_cli({"write", pipeline, "--to", dir.path() + "/o", "--shard-size", "12XB"}).status == 2);

@@ -36,7 +36,11 @@ constexpr const char* kHelp =
     "DIR checks the shards against it; the readers check a shard when first read).\n"
     "\n"
     "options:\n"
-    "  --to DIR           the folder (created; a local path: s3:// is not supported yet)\n"
+    "  --to DIR           the folder (created), or s3://bucket/prefix/: each shard is\n"
+    "                     staged locally, uploaded (multipart when large), deleted\n"
+    "                     here, then listed in the manifest uploaded after it\n"
+    "  --staging DIR      for s3://: the local folder shards are staged in\n"
+    "                     (default: the cache folder, $SLUICE_CACHE_DIR/write/...)\n"
     "  --format F         tar (default) or tfrecord\n"
     "  --shard-size S     close a shard before the sample that would take it past S\n"
     "                     bytes (default 256MB; KB, MB, GB, KiB, MiB, GiB)\n"
@@ -46,19 +50,21 @@ constexpr const char* kHelp =
     "Shards hold the samples in plan order, so their names and bytes do not depend\n"
     "on the worker count. Each is written as NAME.tmp, fsynced, renamed, then listed\n"
     "in the manifest: run the same command again after a crash or kill and it keeps\n"
-    "the listed shards and redoes the rest.\n"
+    "the listed shards and redoes the rest (in a store: those the manifest there\n"
+    "lists and the store holds whole).\n"
     "\n"
     "settings (override the script, as for sluice run): -w/--workers, -b/--batch-size,\n"
     "--seed, --shuffle/--no-shuffle, --on-error, ... (sluice run --help); epochs is 1.\n"
     "\n"
     "Exit status: 0 written, 1 the pipeline or a write failed, 2 usage.\n";
 
-constexpr std::string_view kValueOptions[] = {"--to", "--format", "--shard-size", "--shard-samples"};
+constexpr std::string_view kValueOptions[] = {"--to", "--format", "--shard-size", "--shard-samples", "--staging"};
 
 struct WriteArgs {
   RunSettings settings;
   bool help = false;
   std::string to;
+  std::string staging;
   std::string format = "tar";
   std::uint64_t shard_bytes = 0;
   std::uint64_t shard_samples = 0;
@@ -92,6 +98,8 @@ WriteArgs parse(int argc, char** argv) {
   for (const auto& [name, value] : line.own) {
     if (name == "--to") {
       args.to = value;
+    } else if (name == "--staging") {
+      args.staging = value;
     } else if (name == "--format") {
       if (value != "tar" && value != "tfrecord") throw UsageError{"--format expects tar or tfrecord"};
       args.format = value;
@@ -104,8 +112,10 @@ WriteArgs parse(int argc, char** argv) {
   }
   if (args.help) return args;
   if (args.to.empty()) throw UsageError{"--to DIR is required"};
-  if (args.to.find("://") != std::string::npos)
-    throw UsageError{"--to " + args.to + ": only local folders are supported yet (not s3:// or https://)"};
+  if (args.to.find("://") != std::string::npos && args.to.rfind("s3://", 0) != 0)
+    throw UsageError{"--to " + args.to + ": only local folders and s3:// URLs can be written"};
+  if (!args.staging.empty() && args.to.rfind("s3://", 0) != 0)
+    throw UsageError{"--staging is for --to s3://..."};
   if (args.shard_bytes && args.shard_samples) throw UsageError{"give --shard-size or --shard-samples, not both"};
   if (!args.shard_bytes && !args.shard_samples) args.shard_bytes = 256'000'000;
   return args;
@@ -124,6 +134,7 @@ int write(WriteArgs& args) {
   wo.format = args.format;
   wo.shard_samples = args.shard_samples;
   wo.shard_bytes = args.shard_bytes;
+  wo.staging = args.staging;
   io::BatchWriter writer(o.fields, wo);
   const io::ShardWriter& shards = writer.shards();
   if (shards.already_complete()) {

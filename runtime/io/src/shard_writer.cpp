@@ -8,9 +8,13 @@
 #include <optional>
 
 #include "output_file.h"
+#include "publisher.h"
 #include "sample_encoding.h"
 #include "sluice/error.h"
 #include "sluice/io/tfrecord.h"
+#include "sluice/remote/cache.h"
+#include "sluice/remote/upload.h"
+#include "sluice/remote/url.h"
 #include "tar_format.h"
 #include "tfrecord_format.h"
 
@@ -27,8 +31,19 @@ std::string shard_name(std::size_t index, const std::string& format) {
 
 }  // namespace
 
+// Threads: the caller's thread writes shards; the Publisher's thread runs
+// one shard's publication at a time (close_current's job). A job touches only
+// what it captured, the read-only options and paths, and `uploader`, which
+// the caller's thread leaves alone between the constructor and finish()
+// (finish() waits for the last job first; Publisher's joins order the uses).
+// Fork: the constructor's Uploader (the store's manifest, HEADs) is dropped
+// before it returns, and the first job makes another, so the workers a
+// Loader forks after the constructor inherit no curl handle, socket or loop.
 struct ShardWriter::Impl {
   ShardWriterOptions options;
+  std::string local;   // the folder shards are written to: options.dir, or the staging folder
+  std::string remote;  // "s3://bucket/prefix/" when writing to a store, else ""
+  std::unique_ptr<remote::Uploader> uploader;
   std::vector<detail::EncodedField> fields;
   Manifest manifest;
   bool was_complete = false;
@@ -36,15 +51,21 @@ struct ShardWriter::Impl {
   std::size_t kept_shards = 0;
 
   // The shard being written.
-  std::optional<detail::OutputFile> out;
+  std::shared_ptr<detail::OutputFile> out;
   std::string out_name;
   std::uint64_t out_samples = 0;
   std::vector<std::uint64_t> record_offsets;  // tfrecord: for the index
   std::uint64_t next_batch = 0, next_row = 0;
   detail::TarSample tar_sample;  // tar: the sample's members, by reference
   std::string encoded;           // tfrecord: the serialized Example
+  detail::Publisher publisher;   // last: its destructor joins a running job first
 
-  std::string path(const std::string& name) const { return (fs::path(options.dir) / name).string(); }
+  std::string path(const std::string& name) const { return (fs::path(local) / name).string(); }
+  std::string url(const std::string& name) const { return remote + name; }
+  remote::Uploader& store() {
+    if (!uploader) uploader = std::make_unique<remote::Uploader>();
+    return *uploader;
+  }
   bool tar() const { return options.format == "tar"; }
 
   // Bytes the sample adds to a shard, and where the shard's end adds more.
@@ -52,31 +73,58 @@ struct ShardWriter::Impl {
 
   void open_next() {
     out_name = shard_name(manifest.shards.size(), options.format);
-    out.emplace(path(out_name) + ".tmp");
+    out = std::make_shared<detail::OutputFile>(path(out_name) + ".tmp");
     out_samples = 0;
     record_offsets.clear();
   }
 
+  // Ends the shard being written and hands its publication to the
+  // Publisher: fsync, rename, the TFRecord index, the upload (index first, so
+  // a shard in the store has its index), then the manifest that lists it. So
+  // the manifest, local or in the store, never lists a shard that is not
+  // whole where it says, while the next shard is already being written.
   void close_current() {
     if (!out) return;
     if (tar()) {
       static const std::byte zero[2 * detail::kTarBlock] = {};
       out->write(std::span(zero, sizeof zero));
     }
-    out->finish();
-    const std::string final_path = path(out_name);
-    detail::publish_file(out->path(), final_path);
-    if (!tar()) {
-      TFRecordIndex index;
-      index.offsets = record_offsets;
-      index.offsets.push_back(out->bytes());
-      write_tfrecord_index(tfrecord_index_path(final_path, ""), index);
-    }
     manifest.shards.push_back({out_name, out_samples, out->bytes(), out->checksum()});
     manifest.resume_batch = next_batch;
     manifest.resume_row = next_row;
-    write_manifest(options.dir, manifest);
+    std::optional<TFRecordIndex> index;
+    if (!tar()) {
+      index.emplace();
+      index->offsets = std::move(record_offsets);
+      index->offsets.push_back(out->bytes());
+    }
+    publisher.submit([this, file = std::move(out), name = out_name, index = std::move(index), listed = manifest] {
+      file->finish();
+      const std::string final_path = path(name);
+      detail::publish_file(file->path(), final_path);
+      const std::string index_path = tfrecord_index_path(final_path, "");
+      if (index) write_tfrecord_index(index_path, *index);
+      if (remote.empty()) return write_manifest(local, listed);
+      if (index) store().put_file(index_path, url(name + ".idx"));
+      store().put_file(final_path, url(name));
+      fs::remove(final_path);
+      if (index) fs::remove(index_path);
+      store().put_text(listed.to_json(), url(kManifestName));
+    });
     out.reset();
+    record_offsets.clear();
+  }
+
+  // Why a listed shard cannot be kept, or "" when it can: checked against
+  // the local file's size and checksum, or the stored object's size.
+  std::string check_kept(const ManifestShard& shard) {
+    if (remote.empty()) return check_shard(local, shard);
+    const std::optional<std::uint64_t> size = store().object_size(url(shard.name));
+    if (!size) return url(shard.name) + " is missing";
+    if (*size != shard.bytes)
+      return url(shard.name) + " has " + std::to_string(*size) + " bytes, the manifest says " +
+             std::to_string(shard.bytes);
+    return "";
   }
 
   // Keeps the shards an earlier run of the same conversion completed.
@@ -89,7 +137,7 @@ struct ShardWriter::Impl {
     std::size_t good = 0;
     for (; good < old.shards.size(); ++good) {
       if (old.shards[good].name != shard_name(good, options.format)) break;
-      if (!check_shard(options.dir, old.shards[good]).empty()) break;
+      if (!check_kept(old.shards[good]).empty()) break;
     }
     was_complete = old.complete && good == old.shards.size();
     if (good < old.shards.size()) {  // position after the last good shard is unknown: start over there
@@ -112,14 +160,15 @@ struct ShardWriter::Impl {
   // Deletes what is not a listed shard (or its index): partial shards of a
   // killed run, and *.tmp files.
   void remove_leftovers() {
-    for (const auto& entry : fs::directory_iterator(options.dir)) {
+    for (const auto& entry : fs::directory_iterator(local)) {
       const std::string name = entry.path().filename().string();
       if (name == kManifestName) continue;
       bool listed = false;
       for (const auto& s : manifest.shards)
         if (name == s.name || name == s.name + ".idx") listed = true;
       const bool ours = name.rfind("shard-", 0) == 0 || name == std::string(kManifestName) + ".tmp";
-      if (!listed && ours) fs::remove(entry.path());
+      // A staging folder keeps nothing: what is kept is in the store.
+      if ((!listed || !remote.empty()) && ours) fs::remove(entry.path());
     }
   }
 };
@@ -137,14 +186,40 @@ ShardWriter::ShardWriter(ShardWriterOptions options) : impl_(std::make_unique<Im
   m.manifest.fields = m.options.fields;
   m.fields = detail::prepare_fields(m.manifest.fields);  // its entries point at these
 
+  if (remote::is_remote(m.options.dir)) {
+    remote::check_writable(m.options.dir);
+    m.remote = m.options.dir;
+    if (m.remote.back() != '/') m.remote += '/';
+    m.local = m.options.staging;
+    if (m.local.empty()) {
+      detail::Checksum of_url;
+      of_url.update(std::as_bytes(std::span(m.remote.data(), m.remote.size())));
+      m.local = remote::default_cache_dir() + "/write/" + of_url.text().substr(5);
+    }
+  } else {
+    m.local = m.options.dir;
+  }
   std::error_code ec;
-  fs::create_directories(m.options.dir, ec);
-  if (ec) throw Error("cannot create " + m.options.dir + ": " + ec.message());
-  std::optional<Manifest> old = read_manifest(m.options.dir);
+  fs::create_directories(m.local, ec);
+  if (ec) throw Error("cannot create " + m.local + ": " + ec.message());
+  std::optional<Manifest> old;
+  if (!m.remote.empty()) {
+    const std::string where = m.url(kManifestName);
+    std::optional<std::string> text;
+    try {
+      text = m.store().get_text(where);
+    } catch (const Error& e) {
+      fs::remove(m.local, ec);  // the staging folder just made, when empty
+      throw Error("cannot write to " + m.remote + ": " + e.what());
+    }
+    if (text) old = Manifest::from_json(*text, where);
+  } else {
+    old = read_manifest(m.local);
+  }
   if (old) {
     m.adopt(std::move(*old));
-  } else {
-    for (const auto& entry : fs::directory_iterator(m.options.dir)) {
+  } else if (m.remote.empty()) {
+    for (const auto& entry : fs::directory_iterator(m.local)) {
       const std::string name = entry.path().filename().string();
       if (name.rfind("shard-", 0) != 0 && name != std::string(kManifestName) + ".tmp")
         throw Error(m.options.dir + " is not empty and has no manifest.json (it holds " + name +
@@ -152,13 +227,23 @@ ShardWriter::ShardWriter(ShardWriterOptions options) : impl_(std::make_unique<Im
     }
   }
   m.remove_leftovers();
+  m.uploader.reset();  // see Impl: nothing of it outlives the constructor into a fork
 }
 
 ShardWriter::~ShardWriter() {
-  if (impl_ && impl_->out) {
+  if (!impl_) return;
+  try {
+    impl_->publisher.wait();
+  } catch (...) {  // the writer is being dropped after a failure; nothing to report to
+  }
+  if (impl_->out) {
     const std::string tmp = impl_->out->path();
     impl_->out.reset();
     ::unlink(tmp.c_str());
+  }
+  if (!impl_->remote.empty()) {
+    std::error_code ignored;
+    fs::remove(impl_->local, ignored);  // the staging folder, when nothing is left in it
   }
 }
 
@@ -217,8 +302,13 @@ const Manifest& ShardWriter::finish() {
   Impl& m = *impl_;
   if (m.manifest.complete) return m.manifest;
   m.close_current();
+  m.publisher.wait();
   m.manifest.complete = true;
-  write_manifest(m.options.dir, m.manifest);
+  if (!m.remote.empty()) {
+    m.store().put_text(m.manifest.to_json(), m.url(kManifestName));
+  } else {
+    write_manifest(m.local, m.manifest);
+  }
   return m.manifest;
 }
 

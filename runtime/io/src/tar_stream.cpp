@@ -8,6 +8,7 @@
 
 #include "file_util.h"
 #include "sluice/error.h"
+#include "sluice/io/manifest.h"
 #include "stream_order.h"
 #include "tar_format.h"
 
@@ -44,6 +45,13 @@ bool TarStream::open_next_shard() {
     record_ = 0;
     const std::string& path = shards_[shard_];
     std::string msg;
+    try {
+      verify_listed_shard(path);  // a written dataset's shard: its checksum first (manifest.h)
+    } catch (const Error& e) {
+      if (options_.on_error == OnError::fail) throw;
+      skips_.add(read_count_, e.what());
+      continue;
+    }
     gzFile gz = gzopen(path.c_str(), "rb");
     if (gz) {
       gzbuffer(gz, 256 * 1024);

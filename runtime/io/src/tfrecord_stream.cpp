@@ -5,6 +5,7 @@
 
 #include "sequential_file.h"
 #include "sluice/error.h"
+#include "sluice/io/manifest.h"
 #include "stream_order.h"
 #include "tfrecord_format.h"
 
@@ -34,6 +35,7 @@ bool TFRecordStream::open_next_shard() {
     shard_ = order_[next_shard_++];
     record_ = 0;
     try {
+      verify_listed_shard(shards_[shard_]);  // a written dataset's shard: its checksum first (manifest.h)
       file_->open(shards_[shard_]);
       return true;
     } catch (const Error& e) {

@@ -92,6 +92,8 @@ struct Transfer {
   CURL* easy = nullptr;
   curl_slist* headers = nullptr;
   int fd = -1;
+  int body_fd = -1;              // Request::body_file, read by read_cb
+  std::uint64_t sent = 0;        // body bytes handed to curl in this attempt
   std::uint64_t received = 0;    // body bytes kept, from request.offset
   std::uint64_t announced = 0;   // this attempt's Content-Length (0 = unknown)
   std::uint64_t attempt_bytes = 0;
@@ -109,6 +111,11 @@ struct Transfer {
     if (easy) curl_easy_cleanup(easy);
     if (headers) curl_slist_free_all(headers);
     if (fd >= 0) ::close(fd);
+    if (body_fd >= 0) ::close(body_fd);
+  }
+  bool get() const { return request.method.empty(); }
+  std::uint64_t body_size() const {
+    return request.body_file.empty() ? request.body_text.size() : request.body_length;
   }
 };
 
@@ -225,6 +232,30 @@ size_t write_cb(char* data, size_t size, size_t n, void* user) {
   return bytes;
 }
 
+// An upload's body, from its file's range or its text; restarts at 0 on each
+// attempt (begin resets `sent`).
+size_t read_cb(char* data, size_t size, size_t n, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  t->last_byte_ms = uv_now(t->engine->loop);
+  const std::uint64_t left = t->body_size() - t->sent;
+  const size_t want = static_cast<size_t>(std::min<std::uint64_t>(left, size * n));
+  if (want == 0) return 0;
+  if (t->request.body_file.empty()) {
+    std::memcpy(data, t->request.body_text.data() + t->sent, want);
+  } else {
+    const ssize_t got = ::pread(t->body_fd, data, want, static_cast<off_t>(t->request.body_offset + t->sent));
+    if (got <= 0) {
+      t->write_problem = "cannot read " + t->request.body_file + (got < 0 ? ": " + std::string(std::strerror(errno))
+                                                                          : std::string(": shorter than expected"));
+      return CURL_READFUNC_ABORT;
+    }
+    t->sent += static_cast<std::uint64_t>(got);
+    return static_cast<size_t>(got);
+  }
+  t->sent += want;
+  return want;
+}
+
 void close_free(uv_handle_t* h) {
   if (h->type == UV_POLL) delete reinterpret_cast<SocketWatch*>(h);
   else delete reinterpret_cast<uv_timer_t*>(h);
@@ -321,6 +352,7 @@ void TransferEngine::Impl::begin(Transfer& t) {
   t.announced = 0;
   t.error_body.clear();
   t.write_problem.clear();
+  t.sent = 0;
   const bool s3 = t.request.url.rfind("s3://", 0) == 0;
   std::string target;
   try {
@@ -348,15 +380,32 @@ void TransferEngine::Impl::begin(Transfer& t) {
   curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
   curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, nullptr);  // bytes as stored: lengths must match
   if (t.request.head) curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+  if (t.request.method == "PUT" || t.request.method == "POST") {
+    const auto size = static_cast<curl_off_t>(t.body_size());
+    curl_easy_setopt(e, CURLOPT_READFUNCTION, read_cb);
+    curl_easy_setopt(e, CURLOPT_READDATA, &t);
+    if (t.request.method == "PUT") {
+      curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
+      curl_easy_setopt(e, CURLOPT_INFILESIZE_LARGE, size);
+    } else {
+      curl_easy_setopt(e, CURLOPT_POST, 1L);
+      curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, size);
+    }
+    // No 100-continue round trip; the content type curl would guess for a POST is not ours.
+    t.headers = curl_slist_append(t.headers, "Expect:");
+    t.headers = curl_slist_append(t.headers, "Content-Type: application/octet-stream");
+  } else if (!t.get()) {
+    curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, t.request.method.c_str());
+  }
   const std::uint64_t from = t.request.offset + t.received;
-  t.range_sent = from > 0 || t.request.length > 0;
+  t.range_sent = t.get() && (from > 0 || t.request.length > 0);
   if (t.range_sent) {
     std::string range = std::to_string(from) + "-";
     if (t.request.length > 0) range += std::to_string(t.request.offset + t.request.length - 1);
     curl_easy_setopt(e, CURLOPT_RANGE, range.c_str());
   }
-  const std::string& match = !t.request.if_match.empty() ? t.request.if_match
-                             : t.received > 0            ? t.response.etag
+  const std::string& match = !t.request.if_match.empty()  ? t.request.if_match
+                             : t.received > 0 && t.get() ? t.response.etag
                                                          : std::string();
   if (!match.empty()) t.headers = curl_slist_append(t.headers, ("If-Match: " + match).c_str());
   if (!t.request.if_none_match.empty())
@@ -423,7 +472,8 @@ void TransferEngine::Impl::finish(Transfer& t, CURLcode code) {
     if (code == CURLE_OPERATION_TIMEDOUT)
       why = "no byte for " + std::to_string(options.stall_timeout_ms) + " ms (stall_timeout_ms)";
     retry = transient(code);
-    if (code == CURLE_WRITE_ERROR && !t.write_problem.empty()) why = t.write_problem;
+    if ((code == CURLE_WRITE_ERROR || code == CURLE_ABORTED_BY_CALLBACK) && !t.write_problem.empty())
+      why = t.write_problem;
   } else if (status == 429 || status >= 500) {
     why = "HTTP " + std::to_string(status) + store_message(t.error_body);
     retry = true;
@@ -530,6 +580,10 @@ void TransferEngine::submit(Request request, std::function<void(const Response&)
     if (t->fd < 0) {
       t->response.error = "cannot create " + t->request.file + ": " + std::strerror(errno);
     }
+  }
+  if (!t->request.body_file.empty() && t->response.error.empty()) {
+    t->body_fd = ::open(t->request.body_file.c_str(), O_RDONLY | O_CLOEXEC);
+    if (t->body_fd < 0) t->response.error = "cannot open " + t->request.body_file + ": " + std::strerror(errno);
   }
   impl_->queued.push_back(std::move(t));
   // Started from the loop, so that `done` never runs inside submit.

@@ -13,7 +13,9 @@ command's wall time (start-up included), every repeat running each once:
   tar         tar cf of the same files
   tar+sync    the same, then `sync FILE` (sluice fsyncs each shard before
               publishing it: the durable comparison)
-One warm-up round first (page cache, PIL imports). Prints one JSON line per
+Environment: SIDES=raw,tar,tar+sync runs those sides only; BASE_CLI=PATH adds
+the side raw-base (the raw side with another build's sluice, e.g. the commit
+before a change: before/after in one run). One warm-up round first (page cache, PIL imports). Prints one JSON line per
 run, then per worker count: images/s per core (medians), sluice/pil (the
 median of per-repeat ratios), and raw/tar throughput; and the first-touch
 cost of a fresh page on this machine, measured here.
@@ -72,13 +74,14 @@ def main():
             cmd = [cli, "write", "resize.lua", "--to", out, "-w", str(workers)]
         elif side == "pil":
             cmd = [sys.executable, os.path.join(HERE, "pil_pool.py"), train, os.path.join(out, "a.tar"), str(workers)]
-        elif side == "raw":
-            cmd = [cli, "write", "passthrough.lua", "--to", out, "-w", str(workers)]
+        elif side in ("raw", "raw-base"):
+            cmd = [cli if side == "raw" else os.environ["BASE_CLI"], "write", "passthrough.lua", "--to", out,
+                   "-w", str(workers)]
         elif side == "tar":
             cmd = ["tar", "cf", os.path.join(out, "a.tar"), "train"]
         else:
             cmd = ["sh", "-c", "tar cf %s train && sync %s" % ((os.path.join(out, "a.tar"),) * 2)]
-        raw = side in ("raw", "tar", "tar+sync")
+        raw = side in ("raw", "raw-base", "tar", "tar+sync")
         seconds = timed(cmd, raw_dir if raw else work)
         n = len(raw_photos if raw else photos)
         r = {"side": side, "workers": workers, "images": n, "seconds": round(seconds, 4),
@@ -88,6 +91,11 @@ def main():
         return r
 
     sides = [("sluice", 1), ("pil", 1), ("sluice", 2), ("pil", 2), ("raw", 1), ("tar", 1), ("tar+sync", 1)]
+    if os.environ.get("BASE_CLI"):
+        sides.append(("raw-base", 1))
+    if os.environ.get("SIDES"):
+        chosen = os.environ["SIDES"].split(",") + (["raw-base"] if os.environ.get("BASE_CLI") else [])
+        sides = [(s, w) for s, w in sides if s in chosen]
     for side, w in sides:  # warm-up
         run(side, w)
     runs = []
@@ -106,7 +114,7 @@ def main():
     print("%d photos to re-encode, %d (%.1f MB) to pass through; %d repeats; medians; ratios are medians of "
           "per-repeat ratios; first touch of a fresh page: %.2f us" % (len(photos), len(raw_photos), raw_bytes / 1e6,
                                                                       repeats, touch))
-    for w in (1, 2):
+    for w in (1, 2) if ("sluice", w) in speed and ("pil", w) in speed else ():
         print("re-encode, %d worker%s: sluice %.1f images/s per core, PIL Pool %.1f; sluice/PIL %.2fx "
               "(first touch %.2f us)" % (w, "" if w == 1 else "s", med(("sluice", w)) / w, med(("pil", w)) / w,
                                          ratio(("sluice", w), ("pil", w)), touch))
@@ -115,6 +123,11 @@ def main():
           "sluice/(tar + sync) %.2f (first touch %.2f us)" % (mb("raw"), mb("tar"), mb("tar+sync"),
                                                            ratio(("raw", 1), ("tar", 1)),
                                                            ratio(("raw", 1), ("tar+sync", 1)), touch))
+    if ("raw-base", 1) in speed:
+        print("raw pass-through, BASE_CLI's sluice: %.0f MB/s; sluice/tar %.2f, sluice/(tar + sync) %.2f; "
+              "this sluice / BASE_CLI's %.2f (first touch %.2f us)" % (mb("raw-base"), ratio(("raw-base", 1), ("tar", 1)),
+                                                                      ratio(("raw-base", 1), ("tar+sync", 1)),
+                                                                      ratio(("raw", 1), ("raw-base", 1)), touch))
 
 
 if __name__ == "__main__":

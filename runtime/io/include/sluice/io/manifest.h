@@ -18,9 +18,11 @@
 // last one is. "resume" is the plan position (batch, row within it) of the
 // first sample not yet in a listed shard.
 //
-// Readers (TarSource, TFRecordSource) look for a manifest beside a shard and,
-// when it lists the shard, check its size and checksum the first time the
-// shard is read in a process (verify_listed_shard).
+// Readers (TarSource, TFRecordSource, and the streaming TarStream and
+// TFRecordStream) look for a manifest beside a shard and, when it lists the
+// shard, check its size and checksum the first time the shard is opened in a
+// process (verify_listed_shard: one extra read of the shard, which leaves it
+// in the page cache for the read that follows).
 //
 // Errors: sluice::Error naming the manifest or the shard. Thread safety: the
 // functions are reentrant; verify_listed_shard keeps a process-wide memo

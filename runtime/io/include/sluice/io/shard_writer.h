@@ -22,7 +22,11 @@
 //
 // Crash safety and resume: each shard is written to NAME.tmp, fsynced and
 // renamed, then the manifest is rewritten atomically with it and the plan
-// position after its last sample. A new ShardWriter on a folder whose
+// position after its last sample. That publication runs on a thread of its
+// own while the next shard is written (one at a time, in order), so the
+// fsync costs no time unless the disk is slower than the samples; a
+// failure there is thrown by the add() that ends the next shard, or by
+// finish(). A new ShardWriter on a folder whose
 // manifest describes the same conversion (format, cut, fields) keeps the
 // shards it lists (each checked against its size and checksum; the first
 // that fails and every later one is dropped), deletes leftovers (*.tmp,
@@ -30,7 +34,19 @@
 // resume_row). A manifest of another conversion is an error that says so;
 // an existing folder with files but no manifest is refused too.
 //
-// Errors: sluice::Error naming the folder, shard or field. Thread safety: none.
+// To a store: a DIR of s3://bucket/prefix/ writes each shard to a local
+// staging folder first (as above), then uploads it (remote/upload.h: one PUT,
+// or a multipart upload for large shards; a TFRecord's index before its
+// shard), deletes the local copy, and uploads the manifest that lists it, so
+// a reader of the store never finds a manifest listing a missing shard. The
+// manifest in the store is the journal: a new ShardWriter on the same URL
+// keeps the shards it lists that the store holds with the listed size (one
+// HEAD each) and starts after them; the local staging folder keeps nothing
+// across runs. Two writers to one URL at a time are not supported.
+//
+// Errors: sluice::Error naming the folder or URL, shard or field; a store's
+// refusal names the URL, the HTTP status and the store's message. Thread
+// safety: none (one thread calls a ShardWriter).
 #pragma once
 
 #include "sluice/export.h"
@@ -46,12 +62,15 @@
 namespace sluice::io {
 
 struct SLUICE_API ShardWriterOptions {
-  std::string dir;
+  std::string dir;                   // a local folder, or s3://bucket/prefix/
   std::string format = "tar";        // "tar" or "tfrecord"
   std::uint64_t shard_samples = 0;   // exactly one of these two is > 0
   std::uint64_t shard_bytes = 0;
   // dtype "bytes" (shape empty) or a dtype name; ext empty = the default above.
   std::vector<ManifestField> fields;
+  // For an s3:// dir: the local folder shards are staged in ("" =
+  // CACHE/write/<hash of the URL>, CACHE as in remote/cache.h).
+  std::string staging = "";
 };
 
 class SLUICE_API ShardWriter {

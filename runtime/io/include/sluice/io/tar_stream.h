@@ -4,7 +4,10 @@
 // Shard order, partition among workers and the shuffle buffer follow
 // StreamOptions. A corrupt header or a truncated member loses the rest of its
 // shard: on_error = fail throws sluice::Error naming file and byte offset (in
-// the uncompressed stream); skip notes it in skips() and goes on.
+// the uncompressed stream); skip notes it in skips() and goes on. A shard
+// that a manifest beside it lists (manifest.h) is checked against its size
+// and checksum when first opened: a corrupt one is an error naming it
+// (on_error = fail), or is skipped whole and noted (skip).
 //
 // Thread safety: none (see record_stream.h).
 #pragma once

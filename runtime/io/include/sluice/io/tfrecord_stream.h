@@ -13,7 +13,10 @@
 // Bad input: a data CRC mismatch loses one record; a length CRC mismatch or a
 // truncated record loses the rest of its shard. on_error = fail throws
 // sluice::Error naming file, record and byte offset; skip notes it in skips()
-// and goes on. A skipped record's id is its read order in the epoch.
+// and goes on. A skipped record's id is its read order in the epoch. A
+// shard that a manifest beside it lists (manifest.h) is checked against its
+// size and checksum when first opened: a corrupt one is an error naming it
+// (on_error = fail), or is skipped whole and noted (skip).
 //
 // Thread safety: none (see record_stream.h).
 #pragma once

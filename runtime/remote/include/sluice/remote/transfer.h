@@ -10,7 +10,8 @@
 //
 // or, blocking, on a loop of its own: fetch(request, options).
 //
-// What a request does: GET url (s3:// is mapped onto the endpoint and signed
+// What a request does: GET url (or, with `method`, PUT / POST / DELETE
+// with a body from a file's range or a text) (s3:// is mapped onto the endpoint and signed
 // with AWS Signature V4, credentials.h), with Range when it starts past byte
 // 0 or asks for a length, and If-Match when it names an ETag. The body goes
 // to `file` (written at its offsets; the file is created) or, without one,
@@ -73,6 +74,13 @@ struct Request {
   std::string if_none_match{};    // "" = none; an ETag: 304 when it still matches
   std::string if_modified_since{};  // "" = none; an HTTP date: 304 when not changed since
   bool head = false;            // HEAD: the size and ETag only
+  // Uploads (upload.h): another method, with a body. Range and If-Match are
+  // GET's alone; a retried upload sends its whole body again.
+  std::string method{};           // "" = GET (or HEAD); "PUT", "POST", "DELETE"
+  std::string body_file{};        // the body: bytes [body_offset, body_offset + body_length) of this file,
+  std::uint64_t body_offset = 0;
+  std::uint64_t body_length = 0;
+  std::string body_text{};        // or this text, when body_file is ""
 };
 
 struct Response;
