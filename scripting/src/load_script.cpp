@@ -326,6 +326,7 @@ Script load_script(const ScriptOptions& options) {
   spec.feed.on_error = o.on_error;
   spec.feed.read_ahead = static_cast<std::uint32_t>(number_field(L, description, "read_ahead"));
   spec.feed.io_threads = static_cast<std::uint32_t>(number_field(L, description, "io_threads"));
+  spec.feed.prefetch_bytes = options.remote_prefetch_mb.value_or(256) << 20;
   lua_pop(L, 1);
 
   const bool auto_workers = o.workers == kAutoWorkers;

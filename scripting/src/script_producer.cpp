@@ -112,7 +112,7 @@ void ScriptProducer::fill(BatchContext& batch) {
   view.data = data_.data();
   view.host = &host_;
   host_.batch = &batch;
-  if (feed_) feed_->begin_batch(batch.epoch(), batch.batch_index());
+  if (feed_) feed_->begin_batch(batch.epoch(), batch.batch_index(), batch.samples());
 
   lua_State* L = lua_->get();
   lua_rawgeti(L, LUA_REGISTRYINDEX, fill_ref_);
@@ -121,6 +121,10 @@ void ScriptProducer::fill(BatchContext& batch) {
   host_.batch = nullptr;
   if (error) throw Error(*error);
   if (counters_) counters_->add_fill(elapsed_ns(started), batch.size());
+}
+
+void ScriptProducer::look_ahead(const EpochPlan& plan) {
+  if (feed_) feed_->look_ahead(plan);
 }
 
 void ScriptProducer::upcoming(std::uint64_t epoch, std::uint64_t batch, std::span<const std::uint64_t> samples) {

@@ -334,7 +334,8 @@ void write_trace(const Loader& loader, const std::string& path, const Script& sc
 }
 
 // Writes the state for --resume and says where.
-void save_state(const RunArgs& args, const Options& o, const LoaderState& state, int signal, std::uint64_t delivered) {
+void save_state(const RunArgs& args, const Options& o, const LoaderState& state, int signal, std::uint64_t delivered,
+                const char* reason = nullptr) {
   const std::string path_template = args.state_path.empty() ? default_state_path(o.world_size) : args.state_path;
   const std::string state_path = for_rank(path_template, o.rank);
   write_text_file(state_path, state.to_json() + "\n");
@@ -344,7 +345,10 @@ void save_state(const RunArgs& args, const Options& o, const LoaderState& state,
     resume = "'" + with_rank(path_template, "*") + "' (every rank's state: any world size with the same global batch)";
   }
   std::fprintf(stderr, "sluice run: stopped %s after %llu batches; state saved to %s (continue with --resume %s)\n",
-               signal == SIGINT ? "by SIGINT" : signal == SIGTERM ? "by SIGTERM" : "at --batches",
+               reason        ? reason
+               : signal == SIGINT  ? "by SIGINT"
+               : signal == SIGTERM ? "by SIGTERM"
+                                   : "at --batches",
                static_cast<unsigned long long>(delivered), state_path.c_str(), resume.c_str());
 }
 
@@ -394,6 +398,14 @@ int run(const RunArgs& args) {
     }
   } catch (const Error&) {
     skips.update(loader.stats());  // what was skipped before the failure
+    // The batches delivered so far stay delivered: a rerun with --resume
+    // continues after them (a remote store down mid-run, reusing the cache).
+    try {
+      if (recorder) recorder->close();
+      save_state(args, o, loader.state(), 0, delivered, "by the error below");
+    } catch (const Error& e) {
+      std::fprintf(stderr, "sluice run: no state saved: %s\n", e.what());
+    }
     if (!args.trace_path.empty()) write_trace(loader, for_rank(args.trace_path, o.rank), script, loader_made);  // up to the failure
     throw;
   }

@@ -76,6 +76,9 @@ struct SLUICE_API ScriptOptions {
   std::optional<std::uint64_t> cache_limit_mb = std::nullopt;
   std::optional<std::uint32_t> remote_retries = std::nullopt;
   std::optional<std::uint32_t> remote_timeout_ms = std::nullopt;
+  // Remote shards fetched by the workers: MiB each fetches ahead of its reads
+  // (unset: 256).
+  std::optional<std::uint64_t> remote_prefetch_mb = std::nullopt;
 };
 
 // Where the workers' time went, summed over every worker of every Loader built
