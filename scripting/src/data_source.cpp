@@ -204,15 +204,23 @@ bool DataSource::open_lazily(const std::vector<std::string>& urls, const remote:
     if (!index) return fall_back(idx[i] + " is not a TFRecord index (lines of \"offset size\")");
     indexes.push_back(std::move(*index));
   }
-  std::vector<std::string> present;
+  std::vector<std::string> present, now;
   for (const std::string& url : urls)
     if (file_size_or_zero(cache.path_of(url)) > 0) present.push_back(url);
-  cache.get_all(present);  // revalidated; a changed object is fetched again here
+  now = present;  // revalidated; a changed object is fetched again here
+  // And the shard of sample 0, which load_script reads to check the pipeline.
+  for (std::size_t i = 0; i < urls.size(); ++i)
+    if (indexes[i].records() > 0) {
+      if (std::find(now.begin(), now.end(), urls[i]) == now.end()) now.push_back(urls[i]);
+      break;
+    }
+  cache.get_all(now);
   add_remote_stats(cache.stats());
   auto lazy = std::make_shared<LazyRemote>();
   lazy->cache = options;
   lazy->cache.revalidate = false;
   lazy->urls = urls;
+  lazy->present = now.size();
   for (const io::TFRecordIndex& index : indexes) lazy->sizes.push_back(index.offsets.back());
   lazy_ = std::move(lazy);
   lazy_indexes_ = std::move(indexes);

@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <new>
@@ -11,17 +12,73 @@
 
 namespace sluice::detail {
 
+static std::size_t mapping_bytes(std::size_t shared, std::size_t download, std::size_t count) {
+  return shared + download * count;
+}
+
 FillCounters::FillCounters() {
-  void* p = ::mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  const std::size_t bytes = mapping_bytes(sizeof(Shared), sizeof(Download), kDownloads);
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) {
     throw Error(std::string("sluice: cannot map worker counters: ") + std::strerror(errno));
   }
   shared_ = new (p) Shared{};
+  download_ = reinterpret_cast<Download*>(static_cast<char*>(p) + sizeof(Shared));
+  for (std::uint64_t i = 0; i < kDownloads; ++i) new (&download_[i]) Download{};
 }
 
 FillCounters::~FillCounters() {
   shared_->~Shared();
-  ::munmap(shared_, sizeof(Shared));
+  ::munmap(shared_, mapping_bytes(sizeof(Shared), sizeof(Download), kDownloads));
+}
+
+void FillCounters::add_remote(const ScriptRemoteStats& d, std::uint64_t over_budget) const {
+  shared_->hits.fetch_add(d.hits, std::memory_order_relaxed);
+  shared_->misses.fetch_add(d.misses, std::memory_order_relaxed);
+  shared_->evictions.fetch_add(d.evictions, std::memory_order_relaxed);
+  shared_->requests.fetch_add(d.requests, std::memory_order_relaxed);
+  shared_->retries.fetch_add(d.retries, std::memory_order_relaxed);
+  shared_->bytes.fetch_add(d.bytes, std::memory_order_relaxed);
+  shared_->wait_ns.fetch_add(d.wait_ns, std::memory_order_relaxed);
+  shared_->worker_wait_ns.fetch_add(d.worker_wait_ns, std::memory_order_relaxed);
+  std::uint64_t seen = shared_->over_budget.load(std::memory_order_relaxed);
+  while (over_budget > seen && !shared_->over_budget.compare_exchange_weak(seen, over_budget, std::memory_order_relaxed)) {
+  }
+}
+
+// A slot is claimed once (fetch_add), its fields written, then `object`
+// published with release; remote_totals() acquires it before reading them.
+void FillCounters::add_download(std::uint32_t object, std::uint64_t start_ns, std::uint64_t end_ns,
+                                std::uint64_t bytes) const {
+  const std::uint64_t i = shared_->downloads.fetch_add(1, std::memory_order_relaxed);
+  if (i >= kDownloads) return;
+  Download& d = download_[i];
+  d.start_ns.store(start_ns, std::memory_order_relaxed);
+  d.end_ns.store(end_ns, std::memory_order_relaxed);
+  d.bytes.store(bytes, std::memory_order_relaxed);
+  d.object.store(static_cast<std::uint64_t>(object) + 1, std::memory_order_release);
+}
+
+ScriptRemoteStats FillCounters::remote_totals() const {
+  ScriptRemoteStats r;
+  r.hits = shared_->hits.load(std::memory_order_relaxed);
+  r.misses = shared_->misses.load(std::memory_order_relaxed);
+  r.evictions = shared_->evictions.load(std::memory_order_relaxed);
+  r.requests = shared_->requests.load(std::memory_order_relaxed);
+  r.retries = shared_->retries.load(std::memory_order_relaxed);
+  r.bytes = shared_->bytes.load(std::memory_order_relaxed);
+  r.wait_ns = shared_->wait_ns.load(std::memory_order_relaxed);
+  r.worker_wait_ns = shared_->worker_wait_ns.load(std::memory_order_relaxed);
+  r.over_budget = shared_->over_budget.load(std::memory_order_relaxed);
+  const std::uint64_t n = std::min(shared_->downloads.load(std::memory_order_relaxed), kDownloads);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const Download& d = download_[i];
+    const std::uint64_t object = d.object.load(std::memory_order_acquire);
+    if (object == 0) continue;
+    r.downloads.push_back({std::to_string(object - 1), d.start_ns.load(std::memory_order_relaxed),
+                           d.end_ns.load(std::memory_order_relaxed), d.bytes.load(std::memory_order_relaxed)});
+  }
+  return r;
 }
 
 void FillCounters::add_start(std::uint64_t ns) const {

@@ -1,6 +1,7 @@
 #include "record_feed.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <utility>
 
@@ -118,6 +119,10 @@ void RecordFeed::look_ahead(const EpochPlan& plan) { plan_ = &plan; }
 
 remote::CacheStats RecordFeed::remote_stats() const { return fetch_ ? fetch_->stats() : remote::CacheStats{}; }
 
+std::vector<remote::DownloadSpan> RecordFeed::take_downloads() {
+  return fetch_ ? fetch_->take_downloads() : std::vector<remote::DownloadSpan>{};
+}
+
 // The shards `samples` lie in, each once, in order of first use.
 std::vector<std::uint32_t> RecordFeed::objects_of(std::span<const std::uint64_t> samples) const {
   std::vector<std::uint32_t> objects;
@@ -204,6 +209,15 @@ void RecordFeed::begin_batch(std::uint64_t epoch, std::uint64_t batch, std::span
     for (std::size_t j = 0; j < waiting_.size(); ++j)
       if (waiting_[j].epoch == epoch && waiting_[j].batch == batch) through = j + 1;
     update_window(std::max<std::size_t>(through, 1));
+    const auto started = std::chrono::steady_clock::now();
+    struct Clock {  // counts the wait, thrown or not
+      std::uint64_t& total;
+      std::chrono::steady_clock::time_point from;
+      ~Clock() {
+        total += static_cast<std::uint64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - from).count());
+      }
+    } clock{remote_wait_ns_, started};
     for (std::size_t j = 0; j < through; ++j)
       for (std::uint32_t k : waiting_[j].objects) fetch_->wait(k);
     for (std::uint32_t k : current_objects_) fetch_->wait(k);

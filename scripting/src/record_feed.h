@@ -90,8 +90,12 @@ class RecordFeed {
   // from earlier batches. Throws sluice::Error when a shard it needs could
   // not be fetched.
   void begin_batch(std::uint64_t epoch, std::uint64_t batch, std::span<const std::uint64_t> samples);
-  // What this feed's remote fetching did so far (zero without lazy shards).
+  // What this feed's remote fetching did so far (zero without lazy shards),
+  // how long begin_batch() waited for shards, and the downloads finished
+  // since the last call (Prefetcher::take_downloads).
   remote::CacheStats remote_stats() const;
+  std::uint64_t remote_wait_ns() const { return remote_wait_ns_; }
+  std::vector<remote::DownloadSpan> take_downloads();
   // The record for dataset index `index`, as views into *out; false on a bad
   // record (see error()).
   bool take(std::uint64_t index, sluice_record& out) noexcept;
@@ -147,6 +151,7 @@ class RecordFeed {
   std::vector<std::uint32_t> ahead_count_;  // per shard: batches of ahead_ in it
   std::uint64_t ahead_bytes_ = 0;           // the shards of ahead_, each once
   std::vector<std::uint64_t> plan_ids_;
+  std::uint64_t remote_wait_ns_ = 0;
   // stream
   std::unique_ptr<io::RecordStream> stream_;
   std::uint64_t pass_ = 0;

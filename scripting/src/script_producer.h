@@ -57,6 +57,7 @@ class ScriptProducer final : public Producer {
 
  private:
   void check_layout(const BatchContext& batch) const;
+  void report_remote();
 
   WorkerSpec spec_;
   std::shared_ptr<const detail::FillCounters> counters_;
@@ -65,6 +66,8 @@ class ScriptProducer final : public Producer {
   std::vector<void*> data_;  // per fill: each field's base pointer in the slot
   std::unique_ptr<RecordFeed> feed_;  // native sources: this worker's reads
   FeedHost host_;
+  remote::CacheStats remote_reported_;  // what report_remote() last sent
+  std::uint64_t wait_reported_ = 0;
 };
 
 }  // namespace sluice::scripting

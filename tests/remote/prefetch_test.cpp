@@ -128,9 +128,16 @@ TEST_CASE("Prefetch: the first batch is made before the last shard is downloaded
   Nginx http(shards, "2m");  // about 0.12 s a shard
   write_file(work + "/http.lua",
              pipeline(http_glob(http), "  batch_size = 4, workers = 1, epochs = 1,\n", work + "/cache"));
-  const Run r = sh(work, "SLUICE_CACHE_DIR=cache " + cli() + " run http.lua --quiet");
+  const Run r = sh(work, "SLUICE_CACHE_DIR=cache " + cli() + " run http.lua --trace trace.json");
   INFO(r.out);
   REQUIRE(r.status == 0);
+  // The summary and the trace count the workers' downloads with the load's
+  // (the indexes and sample 0's shard).
+  CHECK_THAT(r.out, Catch::Contains("remote      16 objects: 0 from the node cache, 16 downloaded"));
+  const std::string trace = read_file(work + "/trace.json");
+  int spans = 0;
+  for (std::size_t at = 0; (at = trace.find("\"name\":\"download\"", at)) != std::string::npos; ++at) ++spans;
+  CHECK(spans == 2 * kShards);
   // The launching process checks sample 0 (its shard fetched), then the worker's first sample.
   std::istringstream counts(read_file(work + "/first-counts.txt"));
   std::vector<int> seen;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <unordered_map>
+#include <utility>
 
 #include "sluice/error.h"
 
@@ -56,6 +57,11 @@ CacheStats Prefetcher::stats() {
   return stats_;
 }
 
+std::vector<DownloadSpan> Prefetcher::take_downloads() {
+  std::lock_guard lock(mu_);
+  return std::exchange(spans_, {});
+}
+
 // The thread: one Cache, used by this thread only. Each turn takes the
 // latest wish list, drops the pins it leaves out, and fetches the first
 // object of it not yet pinned; it sleeps when nothing is left to fetch (or
@@ -67,6 +73,7 @@ void Prefetcher::run() {
   std::size_t needed = 0;
   std::uint64_t seen = 0;
   bool blocked = false;  // the first object ahead did not fit
+  std::size_t spans_seen = 0;  // of cache.stats().downloads, copied to spans_
   try {
     Cache cache(options_);
     std::unordered_map<std::string, std::uint32_t> number;
@@ -138,7 +145,11 @@ void Prefetcher::run() {
                     std::to_string(sizes_[k]) + "; is the index published beside it out of date?");
       std::lock_guard lock(mu_);
       ready_[k] = 1;
-      stats_ = cache.stats();
+      const CacheStats& now = cache.stats();
+      for (std::size_t i = spans_seen; i < now.downloads.size(); ++i) spans_.push_back(now.downloads[i]);
+      spans_seen = now.downloads.size();
+      stats_ = now;  // the counters; the downloads travel through spans_
+      stats_.downloads.clear();
       fetched_.notify_all();
     }
   } catch (const std::exception& e) {

@@ -62,8 +62,10 @@ class Prefetcher {
   // among the needed ones of the last want(), or already ready.
   void wait(std::uint32_t object);
 
-  // What the thread's Cache did so far (a copy).
+  // What the thread's Cache did so far (a copy, without `downloads`).
   CacheStats stats();
+  // The downloads finished since the last call.
+  std::vector<DownloadSpan> take_downloads();
 
  private:
   void run();
@@ -81,7 +83,8 @@ class Prefetcher {
   std::vector<char> ready_;
   std::string error_;
   bool stop_ = false;
-  CacheStats stats_;
+  CacheStats stats_;                 // downloads left empty
+  std::vector<DownloadSpan> spans_;  // not taken yet
   std::thread thread_;  // last: started once everything above exists
 };
 
