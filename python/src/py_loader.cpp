@@ -98,19 +98,17 @@ py::dict options_info(const sluice::Options& o) {
 
 // What a script's remote objects took (sluice::ScriptRemoteStats).
 static py::dict remote_dict(const sluice::ScriptRemoteStats& r) {
+  using R = sluice::ScriptRemoteStats;
+  static const std::pair<const char*, std::uint64_t R::*> fields[] = {
+      {"objects", &R::objects},         {"cache_hits", &R::hits},
+      {"cache_misses", &R::misses},     {"evictions", &R::evictions},
+      {"requests", &R::requests},       {"retries", &R::retries},
+      {"bytes_downloaded", &R::bytes},  {"network_wait_ns", &R::wait_ns},
+      {"revalidated", &R::revalidated}, {"changed", &R::changed},
+      {"worker_shards", &R::worker_shards}, {"worker_wait_ns", &R::worker_wait_ns},
+  };
   py::dict remote;
-  remote["objects"] = r.objects;
-  remote["cache_hits"] = r.hits;
-  remote["cache_misses"] = r.misses;
-  remote["evictions"] = r.evictions;
-  remote["requests"] = r.requests;
-  remote["retries"] = r.retries;
-  remote["bytes_downloaded"] = r.bytes;
-  remote["network_wait_ns"] = r.wait_ns;
-  remote["revalidated"] = r.revalidated;
-  remote["changed"] = r.changed;
-  remote["worker_shards"] = r.worker_shards;
-  remote["worker_wait_ns"] = r.worker_wait_ns;
+  for (const auto& [name, field] : fields) remote[name] = r.*field;
   return remote;
 }
 

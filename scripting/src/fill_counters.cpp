@@ -32,15 +32,20 @@ FillCounters::~FillCounters() {
   ::munmap(shared_, mapping_bytes(sizeof(Shared), sizeof(Download), kDownloads));
 }
 
+// The remote counts summed over workers: each Shared counter with its field.
+const FillCounters::RemoteSum FillCounters::kRemoteSums[] = {
+    {&Shared::hits, &ScriptRemoteStats::hits},
+    {&Shared::misses, &ScriptRemoteStats::misses},
+    {&Shared::evictions, &ScriptRemoteStats::evictions},
+    {&Shared::requests, &ScriptRemoteStats::requests},
+    {&Shared::retries, &ScriptRemoteStats::retries},
+    {&Shared::bytes, &ScriptRemoteStats::bytes},
+    {&Shared::wait_ns, &ScriptRemoteStats::wait_ns},
+    {&Shared::worker_wait_ns, &ScriptRemoteStats::worker_wait_ns},
+};
+
 void FillCounters::add_remote(const ScriptRemoteStats& d, std::uint64_t over_budget) const {
-  shared_->hits.fetch_add(d.hits, std::memory_order_relaxed);
-  shared_->misses.fetch_add(d.misses, std::memory_order_relaxed);
-  shared_->evictions.fetch_add(d.evictions, std::memory_order_relaxed);
-  shared_->requests.fetch_add(d.requests, std::memory_order_relaxed);
-  shared_->retries.fetch_add(d.retries, std::memory_order_relaxed);
-  shared_->bytes.fetch_add(d.bytes, std::memory_order_relaxed);
-  shared_->wait_ns.fetch_add(d.wait_ns, std::memory_order_relaxed);
-  shared_->worker_wait_ns.fetch_add(d.worker_wait_ns, std::memory_order_relaxed);
+  for (const RemoteSum& sum : kRemoteSums) (shared_->*sum.counter).fetch_add(d.*sum.field, std::memory_order_relaxed);
   std::uint64_t seen = shared_->over_budget.load(std::memory_order_relaxed);
   while (over_budget > seen && !shared_->over_budget.compare_exchange_weak(seen, over_budget, std::memory_order_relaxed)) {
   }
@@ -61,14 +66,7 @@ void FillCounters::add_download(std::uint32_t object, std::uint64_t start_ns, st
 
 ScriptRemoteStats FillCounters::remote_totals() const {
   ScriptRemoteStats r;
-  r.hits = shared_->hits.load(std::memory_order_relaxed);
-  r.misses = shared_->misses.load(std::memory_order_relaxed);
-  r.evictions = shared_->evictions.load(std::memory_order_relaxed);
-  r.requests = shared_->requests.load(std::memory_order_relaxed);
-  r.retries = shared_->retries.load(std::memory_order_relaxed);
-  r.bytes = shared_->bytes.load(std::memory_order_relaxed);
-  r.wait_ns = shared_->wait_ns.load(std::memory_order_relaxed);
-  r.worker_wait_ns = shared_->worker_wait_ns.load(std::memory_order_relaxed);
+  for (const RemoteSum& sum : kRemoteSums) r.*sum.field = (shared_->*sum.counter).load(std::memory_order_relaxed);
   r.over_budget = shared_->over_budget.load(std::memory_order_relaxed);
   const std::uint64_t n = std::min(shared_->downloads.load(std::memory_order_relaxed), kDownloads);
   for (std::uint64_t i = 0; i < n; ++i) {

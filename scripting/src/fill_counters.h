@@ -55,6 +55,11 @@ class FillCounters {
     std::atomic<std::uint64_t> object, start_ns, end_ns, bytes;
   };
   static constexpr std::uint64_t kDownloads = 16384;
+  struct RemoteSum {
+    std::atomic<std::uint64_t> Shared::*counter;
+    std::uint64_t ScriptRemoteStats::*field;
+  };
+  static const RemoteSum kRemoteSums[];
   static_assert(std::atomic<std::uint64_t>::is_always_lock_free,
                 "cross-process counters need lock-free 64-bit atomics");
   Shared* shared_;
