@@ -311,10 +311,16 @@ std::vector<std::string> Cache::revalidate(const std::vector<std::string>& cache
   return changed;
 }
 
-bool Cache::get_if_room(const std::string& url) {
+bool Cache::get_if_room(const std::string& url, std::uint64_t size) {
   strict_ = true;
   no_room_ = false;
   try {
+    if (size > 0 && options_.limit > 0 && !pins_.count(url) && file_size_or_zero(path_of(url)) == 0) {
+      // Known size: no request at all when it cannot fit.
+      LockedFd budget(open_lock_file(options_.dir + "/.budget.lock"));
+      flock_retry(budget.fd, LOCK_EX);
+      make_room(size, path_of(url));
+    }
     get(url);
   } catch (const Error&) {
     strict_ = false;

@@ -133,7 +133,7 @@ void Prefetcher::run() {
       }
       if (first < needed) {
         cache.get(urls_[k]);
-      } else if (!cache.get_if_room(urls_[k])) {
+      } else if (!cache.get_if_room(urls_[k], sizes_[k])) {
         blocked = true;
         continue;
       }

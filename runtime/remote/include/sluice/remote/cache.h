@@ -138,8 +138,9 @@ class Cache {
   // For fetching ahead: as get(), but a missing object is downloaded only
   // when it fits within `limit` once unpinned objects are evicted; false
   // (nothing kept, nothing pinned) when it does not. The budget is then never
-  // passed on its account.
-  bool get_if_room(const std::string& url);
+  // passed on its account. `size` > 0, the object's size when known: a
+  // missing object that cannot fit is refused before any request.
+  bool get_if_room(const std::string& url, std::uint64_t size = 0);
 
   // Drops the pin: the object may be evicted from now on.
   void release(const std::string& url);
