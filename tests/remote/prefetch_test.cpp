@@ -193,7 +193,7 @@ TEST_CASE("Prefetch: cache_limit_mb below the data set holds while the run goes,
   CHECK(all > kShards);
 }
 
-TEST_CASE("Prefetch: a store stopped mid-run ends the run with its URL and a state; the rerun resumes from the cache") {
+TEST_CASE("Prefetch: a store stopped mid-run ends the run with its URL and a state, and the rerun resumes from the cache") {
   if (cli().empty()) SKIP_TEST(kNoCli);
   if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
   const std::string shards = make_shards(20'000), work = temp_dir("run");
