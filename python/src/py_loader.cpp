@@ -96,6 +96,22 @@ py::dict options_info(const sluice::Options& o) {
   return d;
 }
 
+// What a script's remote objects took (sluice::ScriptRemoteStats).
+static py::dict remote_dict(const sluice::ScriptRemoteStats& r) {
+  using R = sluice::ScriptRemoteStats;
+  static const std::pair<const char*, std::uint64_t R::*> fields[] = {
+      {"objects", &R::objects},         {"cache_hits", &R::hits},
+      {"cache_misses", &R::misses},     {"evictions", &R::evictions},
+      {"requests", &R::requests},       {"retries", &R::retries},
+      {"bytes_downloaded", &R::bytes},  {"network_wait_ns", &R::wait_ns},
+      {"revalidated", &R::revalidated}, {"changed", &R::changed},
+      {"worker_shards", &R::worker_shards}, {"worker_wait_ns", &R::worker_wait_ns},
+  };
+  py::dict remote;
+  for (const auto& [name, field] : fields) remote[name] = r.*field;
+  return remote;
+}
+
 PyLoader::PyLoader(LoaderSource source, std::string record)
     : source_(std::move(source)), record_path_(std::move(record)), owner_pid_(getpid()) {}
 
@@ -116,19 +132,8 @@ std::unique_ptr<PyLoader> PyLoader::from_script(const std::string& path,
   d["device"] = script.device;
   d["notes"] = script.notes;
   if (script.remote.objects > 0) {
-    const sluice::ScriptRemoteStats& r = script.remote;
-    py::dict remote;
-    remote["objects"] = r.objects;
-    remote["cache_hits"] = r.hits;
-    remote["cache_misses"] = r.misses;
-    remote["evictions"] = r.evictions;
-    remote["requests"] = r.requests;
-    remote["retries"] = r.retries;
-    remote["bytes_downloaded"] = r.bytes;
-    remote["network_wait_ns"] = r.wait_ns;
-    remote["revalidated"] = r.revalidated;
-    remote["changed"] = r.changed;
-    d["remote"] = remote;
+    d["remote"] = remote_dict(script.remote);
+    source.remote_stats = [script] { return script.remote_stats(); };
   }
   source.options = script.options;
   source.record_header = [script] { return sluice::record_header(script); };
@@ -313,7 +318,8 @@ py::dict PyLoader::stats() {
   check_process();
   Exclusive one(mutex_);
   py::dict d = stats_dict(loader().stats());
-  if (source_.info.contains("remote")) d["remote"] = source_.info["remote"];  // the downloads at load
+  // The downloads at load, and the workers' so far.
+  if (source_.remote_stats) d["remote"] = remote_dict(source_.remote_stats());
   return d;
 }
 

@@ -51,6 +51,7 @@ struct LoaderSource {
   sluice::Options options;
   std::function<sluice::RecordHeader()> record_header;
   py::dict info;                        // for Loader.info
+  std::function<sluice::ScriptRemoteStats()> remote_stats;  // remote sources: for Loader.stats()
   bool python_workers = false;          // the workers run Python: fork holding the GIL
   Delivery delivery = Delivery::batch;
   bool rows = false;                    // a sequence: cut each field to the batch's kRowsField rows

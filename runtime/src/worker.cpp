@@ -251,6 +251,7 @@ void worker_main(const WorkerEnv& env, std::uint32_t id) {
   bool started = false;
   try {
     env.options.producer->start_worker(id);
+    env.options.producer->look_ahead(env.plan);
     started = true;
   } catch (const std::exception& e) {
     copy_message(ch.start_error, sizeof ch.start_error, e.what());

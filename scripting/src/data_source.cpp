@@ -144,6 +144,12 @@ void DataSource::fetch_remote(SourceSpec& spec, const remote::CacheOptions& opti
       urls.push_back(url);
     }
   }
+  if (at.size() == local.size() && &spec == &spec_ && open_lazily(urls, options)) {
+    const remote::Cache cache(options);
+    spec.paths.clear();
+    for (const std::string& url : urls) spec.paths.push_back(cache.path_of(url));
+    return;
+  }
   remote::Cache cache(options);
   const std::vector<std::string> paths = cache.get_all(urls);
   for (std::size_t i = 0; i < urls.size(); ++i) local[at[i]] = paths[i];
@@ -170,6 +176,63 @@ void DataSource::fetch_remote(SourceSpec& spec, const remote::CacheOptions& opti
                        "until it ends)");
   }
   add_remote_stats(cache.stats());
+}
+
+// Indexed TFRecord whose every shard has its index published beside it in
+// the store (URL.idx: the sidecar format of tfrecord.h, as `sluice index`
+// writes it): only the indexes are fetched here, and objects already whole in
+// the cache revalidated (one HEAD each, a changed one downloaded again); the
+// workers fetch the shards themselves, by the plan's order (record_feed.h).
+// Nothing stays pinned by the launching process. False, with a note saying
+// why, when some index is missing: then every shard is fetched here.
+bool DataSource::open_lazily(const std::vector<std::string>& urls, const remote::CacheOptions& options) {
+  if (spec_.kind != "tfrecord" || spec_.index == 0) return false;
+  remote::Cache cache(options);
+  std::vector<std::string> idx;
+  for (const std::string& url : urls) idx.push_back(url + ".idx");
+  std::vector<std::string> paths;
+  auto fall_back = [&](const std::string& why) {
+    notes_.push_back("sluice.tfrecord: " + why + "; so every shard is downloaded when the source opens. Publish "
+                     "each shard's index beside it (URL.idx, as `sluice index` writes it) to have the workers "
+                     "fetch the shards as the plan needs them");
+    add_remote_stats(cache.stats());
+    return false;
+  };
+  try {
+    paths = cache.get_all(idx);
+  } catch (const Error& e) {
+    return fall_back(std::string("no index beside the shards (") + e.what() + ")");
+  }
+  std::vector<io::TFRecordIndex> indexes;
+  for (std::size_t i = 0; i < urls.size(); ++i) {
+    std::optional<io::TFRecordIndex> index = io::read_tfrecord_index(paths[i]);
+    if (!index) return fall_back(idx[i] + " is not a TFRecord index (lines of \"offset size\")");
+    indexes.push_back(std::move(*index));
+  }
+  std::vector<std::string> present, now;
+  for (const std::string& url : urls)
+    if (file_size_or_zero(cache.path_of(url)) > 0) present.push_back(url);
+  now = present;  // revalidated; a changed object is fetched again here
+  // And the shard of sample 0, which load_script reads to check the pipeline.
+  for (std::size_t i = 0; i < urls.size(); ++i)
+    if (indexes[i].records() > 0) {
+      if (std::find(now.begin(), now.end(), urls[i]) == now.end()) now.push_back(urls[i]);
+      break;
+    }
+  cache.get_all(now);
+  add_remote_stats(cache.stats());
+  auto lazy = std::make_shared<LazyRemote>();
+  lazy->cache = options;
+  lazy->cache.revalidate = false;
+  lazy->urls = urls;
+  lazy->present = now.size();
+  for (const io::TFRecordIndex& index : indexes) lazy->sizes.push_back(index.offsets.back());
+  lazy_ = std::move(lazy);
+  lazy_indexes_ = std::move(indexes);
+  notes_.push_back("sluice.tfrecord: " + std::to_string(urls.size()) + " remote shards, " +
+                   std::to_string(present.size()) + " already in the node cache; the workers fetch the others "
+                   "as the plan needs them, up to remote_prefetch_mb ahead");
+  return true;
 }
 
 void DataSource::add_remote_stats(const remote::CacheStats& r) {
@@ -236,7 +299,8 @@ void DataSource::open_tfrecord() {
   options.verify_crc = spec_.verify_crc;
   options.index_dir = spec_.index_dir;
   options.on_error = on_error_;
-  auto source = std::make_shared<io::TFRecordSource>(shards_, options);
+  auto source = lazy_ ? std::make_shared<io::TFRecordSource>(shards_, std::move(lazy_indexes_), options)
+                      : std::make_shared<io::TFRecordSource>(shards_, options);
   for (const io::SkippedSample& s : source->index_skips().entries())
     notes_.push_back("on_error = \"skip\": " + s.reason + "; the shard is read up to there");
   size_ = source->size();

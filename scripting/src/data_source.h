@@ -9,7 +9,9 @@
 // ScriptProducer, so workers neither re-scan nor re-index; each reads through
 // its own RecordFeed (record_feed.h). Remote paths (s3://, http(s)://, brace
 // ranges, S3 globs) are fetched into the node cache (remote/cache.h) first:
-// every reader then opens a local, whole file.
+// every reader then opens a local, whole file; except indexed TFRecord shards
+// whose indexes are published beside them (URL.idx): only those are fetched
+// here, and each worker fetches the shards its batches need (lazy_remote()).
 //
 // Three ways to reach records:
 //   indexed  random access by dataset index (files, folders, TFRecord with an
@@ -40,6 +42,7 @@
 #include "sluice/io/parquet.h"
 #include "sluice/io/record_source.h"
 #include "sluice/io/record_stream.h"
+#include "sluice/io/tfrecord.h"
 #include "sluice/options.h"
 #include "sluice/remote/cache.h"
 #include "sluice/text/mixing.h"
@@ -92,6 +95,16 @@ struct NpyColumn {
   io::NpyArray array;
 };
 
+// Remote shards the workers fetch themselves (record_feed.h): records()
+// names their places in the node cache (Cache::path_of), which may not hold
+// them yet; urls[i] is records()->files()[i], sizes[i] its size.
+struct LazyRemote {
+  remote::CacheOptions cache;  // revalidation off: done when the source opened
+  std::vector<std::string> urls;
+  std::vector<std::uint64_t> sizes;
+  std::size_t present = 0;     // of them, made whole at open (found in the cache, or sample 0's)
+};
+
 class DataSource {
  public:
   enum class Mode { indexed, stream, npy, parquet, tokens, packed };
@@ -111,6 +124,8 @@ class DataSource {
 
   // indexed
   const std::shared_ptr<const io::RecordSource>& records() const { return records_; }
+  // indexed: the remote shards left for the workers to fetch, else null.
+  const std::shared_ptr<const LazyRemote>& lazy_remote() const { return lazy_; }
 
   // stream: shards, and a stream over partition `part` of `parts` (its bad
   // records thrown, or noted in its skips(), as `on_error` says).
@@ -148,6 +163,7 @@ class DataSource {
  private:
   DataSource() = default;
   void fetch_remote(SourceSpec& spec, const remote::CacheOptions& options);
+  bool open_lazily(const std::vector<std::string>& urls, const remote::CacheOptions& options);
   void add_remote_stats(const remote::CacheStats& stats);
   void open_files();
   void open_tfrecord();
@@ -171,6 +187,8 @@ class DataSource {
   remote::CacheStats remote_;
   remote::CacheOptions cache_;  // for the parts of a mixture and a text source
   std::vector<std::shared_ptr<const remote::Pins>> pins_;  // the remote objects, kept from eviction
+  std::shared_ptr<const LazyRemote> lazy_;
+  std::vector<io::TFRecordIndex> lazy_indexes_;  // until open_tfrecord takes them
 
   std::vector<std::shared_ptr<const io::ParquetFile>> parquet_files_;
   std::vector<std::string> parquet_columns_;

@@ -231,6 +231,27 @@ ScriptWorkerTimes Script::worker_times() const {
   return counters ? counters->totals() : ScriptWorkerTimes{};
 }
 
+ScriptRemoteStats Script::remote_stats() const {
+  ScriptRemoteStats r = remote;
+  const std::shared_ptr<const scripting::LazyRemote> lazy = source ? source->lazy_remote() : nullptr;
+  if (!counters || !lazy) return r;
+  // Found in the cache counts what the load found; the workers' pins of
+  // shards already there are not objects found again.
+  const ScriptRemoteStats w = counters->remote_totals();
+  r.objects += lazy->urls.size() - lazy->present;
+  r.worker_shards = lazy->urls.size();
+  r.misses += w.misses;
+  r.evictions += w.evictions;
+  r.requests += w.requests;
+  r.retries += w.retries;
+  r.bytes += w.bytes;
+  r.worker_wait_ns = w.worker_wait_ns;
+  r.over_budget = w.over_budget;
+  for (const ScriptDownload& d : w.downloads)
+    r.downloads.push_back({lazy->urls.at(std::stoull(d.url)), d.start_ns, d.end_ns, d.bytes});
+  return r;
+}
+
 std::string Script::sample_file(std::uint64_t id) const { return source ? source->origin(id) : ""; }
 std::int64_t Script::sample_label(std::uint64_t id) const { return source ? source->label(id) : -1; }
 std::vector<std::string> Script::classes() const { return source ? source->classes() : std::vector<std::string>{}; }
@@ -326,6 +347,7 @@ Script load_script(const ScriptOptions& options) {
   spec.feed.on_error = o.on_error;
   spec.feed.read_ahead = static_cast<std::uint32_t>(number_field(L, description, "read_ahead"));
   spec.feed.io_threads = static_cast<std::uint32_t>(number_field(L, description, "io_threads"));
+  spec.feed.prefetch_bytes = options.remote_prefetch_mb.value_or(256) << 20;
   lua_pop(L, 1);
 
   const bool auto_workers = o.workers == kAutoWorkers;

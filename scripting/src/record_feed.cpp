@@ -1,5 +1,7 @@
 #include "record_feed.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <utility>
 
@@ -54,6 +56,14 @@ RecordFeed::RecordFeed(std::shared_ptr<const DataSource> source, const FeedOptio
         reader.on_error = OnError::skip;
         reader_ = std::make_unique<io::AsyncReader>(source_->records(), reader);
       }
+      if (const auto& lazy = source_->lazy_remote()) {
+        if (worker_) {
+          fetch_ = std::make_unique<remote::Prefetcher>(lazy->cache, lazy->urls, lazy->sizes);
+          ahead_count_.assign(lazy->urls.size(), 0);
+        } else {
+          launcher_cache_ = std::make_unique<remote::Cache>(lazy->cache);
+        }
+      }
       break;
     case DataSource::Mode::stream: {
       std::uint32_t part = options_.worker, parts = options_.workers;
@@ -94,13 +104,125 @@ RecordFeed::~RecordFeed() = default;
 
 void RecordFeed::upcoming(std::uint64_t epoch, std::uint64_t batch, std::span<const std::uint64_t> samples) {
   if (!reader_ || samples.empty()) return;
-  reader_->enqueue(samples);
-  announced_.push_back({epoch, batch, samples.size()});
+  if (!fetch_) {
+    reader_->enqueue(samples);
+    announced_.push_back({epoch, batch, samples.size(), {}});
+    return;
+  }
+  if (plan_) last_seq_ = std::max(last_seq_, epoch * plan_->batches_per_epoch() + batch);
+  waiting_.push_back({epoch, batch, {samples.begin(), samples.end()}, objects_of(samples)});
+  update_window(0);
+  start_ready_reads();
 }
 
-void RecordFeed::begin_batch(std::uint64_t epoch, std::uint64_t batch) {
+void RecordFeed::look_ahead(const EpochPlan& plan) { plan_ = &plan; }
+
+remote::CacheStats RecordFeed::remote_stats() const { return fetch_ ? fetch_->stats() : remote::CacheStats{}; }
+
+std::vector<remote::DownloadSpan> RecordFeed::take_downloads() {
+  return fetch_ ? fetch_->take_downloads() : std::vector<remote::DownloadSpan>{};
+}
+
+// The shards `samples` lie in, each once, in order of first use.
+std::vector<std::uint32_t> RecordFeed::objects_of(std::span<const std::uint64_t> samples) const {
+  std::vector<std::uint32_t> objects;
+  for (std::uint64_t id : samples) {
+    if (id >= source_->size()) continue;  // reported by the read
+    const std::uint32_t file = source_->records()->locate(id).file;
+    if (std::find(objects.begin(), objects.end(), file) == objects.end()) objects.push_back(file);
+  }
+  return objects;
+}
+
+// The plan's batches after the latest one this worker has seen, until their
+// shards add up to prefetch_bytes (each counted once) or kMaxAhead batches.
+// Every worker looks at the same batches (the parent hands each batch to the
+// least loaded worker, so which are this worker's is not known ahead); the
+// node cache downloads each shard once whoever asks.
+void RecordFeed::extend_ahead() {
+  constexpr std::size_t kMaxAhead = 4096;
+  if (!plan_ || options_.prefetch_bytes == 0) return;
+  auto drop_front = [&] {
+    for (std::uint32_t k : ahead_.front().second)
+      if (--ahead_count_[k] == 0) ahead_bytes_ -= fetch_->size_of(k);
+    ahead_.pop_front();
+  };
+  while (!ahead_.empty() && ahead_.front().first <= last_seq_) drop_front();
+  const std::uint64_t per_epoch = plan_->batches_per_epoch();
+  std::uint64_t next = ahead_.empty() ? last_seq_ + 1 : ahead_.back().first + 1;
+  while (ahead_bytes_ < options_.prefetch_bytes && ahead_.size() < kMaxAhead) {
+    const std::uint64_t batch = next % per_epoch;
+    plan_ids_.resize(plan_->batch_length(batch));
+    plan_->batch_samples(next / per_epoch, batch, plan_ids_);
+    std::vector<std::uint32_t> objects = objects_of(plan_ids_);
+    for (std::uint32_t k : objects)
+      if (ahead_count_[k]++ == 0) ahead_bytes_ += fetch_->size_of(k);
+    ahead_.emplace_back(next++, std::move(objects));
+  }
+}
+
+// Tells the prefetcher the shards in order of next use: the batch being
+// filled, the batches whose reads are enqueued (local already), the first
+// `waiting_needed` waiting ones (begin_batch: up to the batch being filled),
+// all needed now, then the other waiting ones and the plan's next batches
+// (ahead: fetched only within cache_limit). So a download may pass the
+// limit only for the batch being filled.
+void RecordFeed::update_window(std::size_t waiting_needed) {
+  std::vector<std::uint32_t> order;
+  std::vector<char> listed(fetch_->urls().size(), 0);
+  auto add = [&](const std::vector<std::uint32_t>& objects) {
+    for (std::uint32_t k : objects)
+      if (!listed[k]) {
+        listed[k] = 1;
+        order.push_back(k);
+      }
+  };
+  add(current_objects_);
+  for (const Announced& a : announced_) add(a.objects);
+  for (std::size_t j = 0; j < waiting_.size() && j < waiting_needed; ++j) add(waiting_[j].objects);
+  const std::size_t needed = order.size();
+  for (std::size_t j = waiting_needed; j < waiting_.size(); ++j) add(waiting_[j].objects);
+  extend_ahead();
+  for (const auto& [seq, objects] : ahead_) add(objects);
+  fetch_->want(std::move(order), needed);
+}
+
+// Enqueues the reads of waiting batches, front to back, while their shards are local.
+void RecordFeed::start_ready_reads() {
+  while (!waiting_.empty()) {
+    Waiting& w = waiting_.front();
+    for (std::uint32_t k : w.objects)
+      if (!fetch_->ready(k)) return;
+    reader_->enqueue(w.samples);
+    announced_.push_back({w.epoch, w.batch, w.samples.size(), std::move(w.objects)});
+    waiting_.pop_front();
+  }
+}
+
+void RecordFeed::begin_batch(std::uint64_t epoch, std::uint64_t batch, std::span<const std::uint64_t> samples) {
   epoch_ = epoch;
   if (!reader_) return;
+  if (fetch_) {
+    if (plan_) last_seq_ = std::max(last_seq_, epoch * plan_->batches_per_epoch() + batch);
+    current_objects_ = objects_of(samples);
+    std::size_t through = 0;  // waiting batches up to this one, if it waits
+    for (std::size_t j = 0; j < waiting_.size(); ++j)
+      if (waiting_[j].epoch == epoch && waiting_[j].batch == batch) through = j + 1;
+    update_window(std::max<std::size_t>(through, 1));
+    const auto started = std::chrono::steady_clock::now();
+    struct Clock {  // counts the wait, thrown or not
+      std::uint64_t& total;
+      std::chrono::steady_clock::time_point from;
+      ~Clock() {
+        total += static_cast<std::uint64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - from).count());
+      }
+    } clock{remote_wait_ns_, started};
+    for (std::size_t j = 0; j < through; ++j)
+      for (std::uint32_t k : waiting_[j].objects) fetch_->wait(k);
+    for (std::uint32_t k : current_objects_) fetch_->wait(k);
+    start_ready_reads();
+  }
   discard(std::exchange(current_, 0));
   for (std::size_t k = 0; k < announced_.size(); ++k) {
     if (announced_[k].epoch != epoch || announced_[k].batch != batch) continue;
@@ -143,6 +265,8 @@ bool RecordFeed::take_indexed(std::uint64_t index, sluice_record& out) {
   if (!reader_) {  // launcher: synchronous, passing over bad samples under skip
     for (std::uint64_t id = index; id < source_->size(); ++id) {
       try {
+        if (launcher_cache_)  // a lazy remote shard: fetched (and pinned while this feed lives)
+          launcher_cache_->get(source_->lazy_remote()->urls.at(source_->records()->locate(id).file));
         io::read_sample(*source_->records(), id, buffer_, sample_);
         return publish(sample_, out);
       } catch (const Error& e) {

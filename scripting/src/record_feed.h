@@ -8,6 +8,16 @@
 //            them back in announce order. Samples announced but not asked for
 //            (dropped by on_error = skip, or left by a failed fill) are read
 //            and discarded, so the reader stays in step with the batches.
+//            Lazy remote shards (DataSource::lazy_remote): a remote::Prefetcher
+//            (its thread, made here, after fork) fetches into the node cache
+//            the shards of the batch being filled and of the announced ones
+//            (needed: fetched whatever the budget), then those of the plan's
+//            next batches (look_ahead) up to `prefetch_bytes` of shards
+//            (ahead: only within cache_limit). An announced batch's reads are
+//            enqueued once its shards are local; begin_batch() blocks until
+//            the batch's own are, and throws the download's error (naming the
+//            URL) when one failed. The order of that list is the cache's
+//            eviction order (next use), and shards it leaves out are unpinned.
 //   stream   the worker's partition of the shards (partition `worker` of
 //            `workers`), read front to back; take() returns the next record,
 //            whatever the index, starting a new pass when the partition ends.
@@ -46,7 +56,9 @@
 #include "ffi_api.h"
 #include "sluice/io/async_reader.h"
 #include "sluice/io/sample.h"
+#include "sluice/plan.h"
 #include "sluice/producer.h"
+#include "sluice/remote/prefetcher.h"
 
 namespace sluice::scripting {
 
@@ -56,6 +68,7 @@ struct FeedOptions {
   std::uint32_t read_ahead = 64;   // indexed: reads in flight or ready ahead of take()
   std::uint32_t io_threads = 4;    // libuv thread-pool size in the worker
   std::uint32_t row_groups = 0;    // parquet: decoded row groups the reader keeps at least
+  std::uint64_t prefetch_bytes = 256ULL << 20;  // lazy remote shards: fetched ahead of the reads
   OnError on_error = OnError::fail;
 };
 
@@ -71,8 +84,19 @@ class RecordFeed {
 
   // A batch this process will fill later (Producer::upcoming).
   void upcoming(std::uint64_t epoch, std::uint64_t batch, std::span<const std::uint64_t> samples);
-  // The batch about to be filled: drops reads left over from earlier batches.
-  void begin_batch(std::uint64_t epoch, std::uint64_t batch);
+  // The plan every batch comes from (Producer::look_ahead), for fetching
+  // remote shards ahead; kept by reference.
+  void look_ahead(const EpochPlan& plan);
+  // The batch about to be filled, with its samples: drops reads left over
+  // from earlier batches. Throws sluice::Error when a shard it needs could
+  // not be fetched.
+  void begin_batch(std::uint64_t epoch, std::uint64_t batch, std::span<const std::uint64_t> samples);
+  // What this feed's remote fetching did so far (zero without lazy shards),
+  // how long begin_batch() waited for shards, and the downloads finished
+  // since the last call (Prefetcher::take_downloads).
+  remote::CacheStats remote_stats() const;
+  std::uint64_t remote_wait_ns() const { return remote_wait_ns_; }
+  std::vector<remote::DownloadSpan> take_downloads();
   // The record for dataset index `index`, as views into *out; false on a bad
   // record (see error()).
   bool take(std::uint64_t index, sluice_record& out) noexcept;
@@ -87,7 +111,17 @@ class RecordFeed {
   struct Announced {
     std::uint64_t epoch, batch;
     std::size_t remaining;  // of its samples, not yet taken from the reader
+    std::vector<std::uint32_t> objects;  // lazy remote: the shards its samples lie in
   };
+  struct Waiting {  // lazy remote: announced, its shards not all local yet
+    std::uint64_t epoch, batch;
+    std::vector<std::uint64_t> samples;
+    std::vector<std::uint32_t> objects;
+  };
+  std::vector<std::uint32_t> objects_of(std::span<const std::uint64_t> samples) const;
+  void update_window(std::size_t waiting_needed);
+  void extend_ahead();
+  void start_ready_reads();
   RecordFeed(std::shared_ptr<const DataSource> source, const FeedOptions& options, bool worker);
   bool take_indexed(std::uint64_t index, sluice_record& out);
   bool take_stream(std::uint64_t index, sluice_record& out);
@@ -109,6 +143,18 @@ class RecordFeed {
   std::deque<Announced> announced_;
   std::size_t current_ = 0;        // samples of the batch being filled still in the reader
   std::vector<std::byte> buffer_;  // launcher reads
+  // lazy remote shards
+  std::unique_ptr<remote::Prefetcher> fetch_;     // worker
+  std::unique_ptr<remote::Cache> launcher_cache_;  // launcher: sample 0's shard
+  const EpochPlan* plan_ = nullptr;
+  std::deque<Waiting> waiting_;
+  std::vector<std::uint32_t> current_objects_;
+  std::uint64_t last_seq_ = 0;     // the latest batch announced or begun
+  std::deque<std::pair<std::uint64_t, std::vector<std::uint32_t>>> ahead_;  // plan batches after last_seq_
+  std::vector<std::uint32_t> ahead_count_;  // per shard: batches of ahead_ in it
+  std::uint64_t ahead_bytes_ = 0;           // the shards of ahead_, each once
+  std::vector<std::uint64_t> plan_ids_;
+  std::uint64_t remote_wait_ns_ = 0;
   // stream
   std::unique_ptr<io::RecordStream> stream_;
   std::uint64_t pass_ = 0;

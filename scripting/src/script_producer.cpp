@@ -2,6 +2,7 @@
 
 #include <lua.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <string>
@@ -113,13 +114,14 @@ void ScriptProducer::fill(BatchContext& batch) {
   view.data = data_.data();
   view.host = &host_;
   host_.batch = &batch;
-  if (feed_) feed_->begin_batch(batch.epoch(), batch.batch_index());
+  if (feed_) feed_->begin_batch(batch.epoch(), batch.batch_index(), batch.samples());
 
   lua_State* L = lua_->get();
   lua_rawgeti(L, LUA_REGISTRYINDEX, fill_ref_);
   lua_pushlightuserdata(L, &view);
   std::optional<std::string> error = lua_->call(1, 0);
   host_.batch = nullptr;
+  if (feed_ && counters_) report_remote();
   if (error) throw Error(*error);
   if (counters_) {
     counters_->add_fill(elapsed_ns(started), batch.size());
@@ -128,6 +130,35 @@ void ScriptProducer::fill(BatchContext& batch) {
       counters_->add_row_groups_decoded(decoded - std::exchange(decoded_reported_, decoded));
     }
   }
+}
+
+// The feed's remote fetching since the last report, to the shared counters.
+void ScriptProducer::report_remote() {
+  const remote::CacheStats now = feed_->remote_stats();
+  const std::uint64_t wait = feed_->remote_wait_ns();
+  const remote::CacheStats& was = remote_reported_;
+  ScriptRemoteStats delta;
+  delta.misses = now.misses - was.misses;
+  delta.evictions = now.evictions - was.evictions;
+  delta.requests = now.transfer.requests - was.transfer.requests;
+  delta.retries = now.transfer.retries - was.transfer.retries;
+  delta.bytes = now.transfer.bytes - was.transfer.bytes;
+  delta.wait_ns = now.wait_ns - was.wait_ns;
+  delta.worker_wait_ns = wait - wait_reported_;
+  counters_->add_remote(delta, now.over_budget);
+  remote_reported_ = now;
+  wait_reported_ = wait;
+  if (!spec_.source->lazy_remote()) return;
+  const std::vector<std::string>& urls = spec_.source->lazy_remote()->urls;
+  for (const remote::DownloadSpan& d : feed_->take_downloads()) {
+    const auto it = std::find(urls.begin(), urls.end(), d.url);
+    if (it != urls.end())
+      counters_->add_download(static_cast<std::uint32_t>(it - urls.begin()), d.start_ns, d.end_ns, d.bytes);
+  }
+}
+
+void ScriptProducer::look_ahead(const EpochPlan& plan) {
+  if (feed_) feed_->look_ahead(plan);
 }
 
 void ScriptProducer::upcoming(std::uint64_t epoch, std::uint64_t batch, std::span<const std::uint64_t> samples) {

@@ -51,11 +51,13 @@ class ScriptProducer final : public Producer {
   ~ScriptProducer() override;
 
   void start_worker(std::uint32_t worker_id) override;
+  void look_ahead(const EpochPlan& plan) override;
   void fill(BatchContext& batch) override;
   void upcoming(std::uint64_t epoch, std::uint64_t batch, std::span<const std::uint64_t> samples) override;
 
  private:
   void check_layout(const BatchContext& batch) const;
+  void report_remote();
 
   WorkerSpec spec_;
   std::shared_ptr<const detail::FillCounters> counters_;
@@ -65,6 +67,8 @@ class ScriptProducer final : public Producer {
   std::unique_ptr<RecordFeed> feed_;  // native sources: this worker's reads
   std::uint64_t decoded_reported_ = 0;  // feed_'s row groups decoded, as added to counters_
   FeedHost host_;
+  remote::CacheStats remote_reported_;  // what report_remote() last sent
+  std::uint64_t wait_reported_ = 0;
 };
 
 }  // namespace sluice::scripting

@@ -186,7 +186,7 @@ std::vector<SettingRow> make_rows() {
                         "with auto workers: the arena's slots stay within this many MiB"));
   rows.push_back(to<&Options::memory_budget_mb>(r));
 
-  // Remote sources: shape the load (the data set is fetched when it opens).
+  // Remote sources: shape the load and the workers' fetching.
   rows.push_back(loads<&ScriptOptions::cache_limit_mb>(
       count("cache_limit_mb", 0, kMiB, "0",
             "remote shards (s3://, https://): the node cache's budget in MiB, shared by every rank and job on the "
@@ -198,6 +198,11 @@ std::vector<SettingRow> make_rows() {
   rows.push_back(loads<&ScriptOptions::remote_timeout_ms>(
       count("remote_timeout_ms", 1, kU32, "30000",
             "a remote transfer that receives nothing for this long is dropped and retried")));
+  rows.push_back(loads<&ScriptOptions::remote_prefetch_mb>(
+      count("remote_prefetch_mb", 0, kMiB, "256",
+            "remote shards fetched lazily (indexed TFRecord): each worker downloads the shards of the plan's next "
+            "batches up to this many MiB ahead of its reads, within cache_limit_mb; 0 = only what a batch needs "
+            "now")));
 
   for (SettingRow& row : rows) {
     if (row.about.kind == SettingKind::count) {

@@ -367,3 +367,34 @@ TEST_CASE("tfrecord stream: large records are CRC-checked, truncated and skipped
                    Contains("truncated record") && Contains(std::to_string(500 * 1024) + " bytes after"));
   }
 }
+
+TEST_CASE("tfrecord: a source built from given indexes touches no shard until a record is read", "[tfrecord]") {
+  test::TempDir tmp;
+  const std::string a = write_shard(tmp, "a.tfrecord", 3, 0), b = write_shard(tmp, "b.tfrecord", 4, 3);
+  write_tfrecord_index(a + ".idx", scan_tfrecord(a));
+  write_tfrecord_index(b + ".idx", scan_tfrecord(b));
+  // The sidecar alone gives the index, its last offset the shard's size.
+  const std::optional<TFRecordIndex> ia = read_tfrecord_index(a + ".idx"), ib = read_tfrecord_index(b + ".idx");
+  REQUIRE(ia);
+  REQUIRE(ib);
+  CHECK(ia->offsets == scan_tfrecord(a).offsets);
+  CHECK(ib->offsets.back() == fs::file_size(b));
+  CHECK_FALSE(read_tfrecord_index(tmp.file("absent.idx")));
+  test::write_file(tmp.file("bad.idx"), test::bytes_of("0 24\n30 24\n"));  // offsets that do not follow
+  CHECK_FALSE(read_tfrecord_index(tmp.file("bad.idx")));
+
+  const std::string later = tmp.file("later.tfrecord");  // not there yet (a remote shard)
+  TFRecordSource source({a, later}, {*ia, *ib}, {});
+  CHECK(source.size() == 7);
+  CHECK_FALSE(fs::exists(later + ".idx"));
+  CHECK(source.locate(4).file == 1);
+  std::vector<std::byte> buf;
+  Sample s;
+  read_sample(source, 1, buf, s);
+  CHECK(test::text_of(s.fields[0].bytes) == "record-1");
+  CHECK_THROWS(read_sample(source, 4, buf, s));  // its shard is missing
+  fs::copy_file(b, later);
+  read_sample(source, 4, buf, s);
+  CHECK(test::text_of(s.fields[0].bytes) == "record-4");
+  CHECK_THROWS_WITH(TFRecordSource({a}, {}, {}), Contains("1 shards but 0 indexes"));
+}

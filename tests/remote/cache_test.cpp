@@ -1,6 +1,7 @@
 // The node cache: atomic publication, one download per node across real
 // processes, resumption after kill -9, and the byte budget with eviction by
-// next use. Served by a real nginx on 127.0.0.1; its access log counts requests.
+// next use; the Prefetcher a worker fetches ahead with. Served by a real nginx
+// on 127.0.0.1; its access log counts requests.
 #include <catch2/catch.hpp>
 
 #include <dirent.h>
@@ -19,6 +20,7 @@
 #include "skip.h"
 #include "sluice/error.h"
 #include "sluice/remote/cache.h"
+#include "sluice/remote/prefetcher.h"
 
 using namespace sluice::remote;
 using namespace sluice::test;
@@ -298,4 +300,102 @@ TEST_CASE("Cache: a failed download names the URL and leaves nothing that reads 
                     http.url("missing.bin") + ": HTTP 404");
   struct stat st{};
   CHECK(::stat(cache.path_of(http.url("missing.bin")).c_str(), &st) != 0);
+}
+
+// remote::Prefetcher on its own: the needed objects first, ahead only within
+// the budget (Cache::get_if_room), the objects a new list leaves out unpinned
+// and evicted by next use, a failed download thrown by wait() with its URL,
+// and the destructor ending the thread.
+namespace {
+
+constexpr std::size_t kObject = 100'000;
+
+CacheOptions quick(const std::string& dir, std::uint64_t limit) {
+  CacheOptions o = options_in(dir, limit);
+  o.revalidate = false;  // as in a worker
+  o.transfer.max_retries = 1;
+  return o;
+}
+
+bool whole(const Cache& cache, const std::string& url) {
+  struct stat st{};
+  return ::stat(cache.path_of(url).c_str(), &st) == 0 && static_cast<std::size_t>(st.st_size) == kObject;
+}
+
+// Polls until `done` or 10 s.
+template <typename F>
+bool eventually(F done) {
+  for (int i = 0; i < 1000; ++i) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return done();
+}
+
+}  // namespace
+
+TEST_CASE("Prefetcher: needed objects past the budget, ahead ones only within it, by next use") {
+  if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
+  const std::string root = temp_dir("www"), dir = temp_dir("cache");
+  std::vector<std::string> urls;
+  Nginx http(root);
+  for (int i = 0; i < 6; ++i) {
+    write_file(root + "/o" + std::to_string(i), random_bytes(kObject, i));
+    urls.push_back(http.url("o" + std::to_string(i)));
+  }
+  const Cache paths(quick(dir, 0));
+  Prefetcher fetch(quick(dir, 3 * kObject), urls, std::vector<std::uint64_t>(urls.size(), kObject));
+
+  // 0 needed, then 1..5 ahead: 0, 1, 2 fit the budget of three objects, 3 does not.
+  fetch.want({0, 1, 2, 3, 4, 5}, 1);
+  fetch.wait(0);
+  CHECK(read_file(paths.path_of(urls[0])) == random_bytes(kObject, 0));
+  REQUIRE(eventually([&] { return fetch.ready(2); }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  CHECK(fetch.ready(1));
+  CHECK_FALSE(fetch.ready(3));
+  CHECK_FALSE(whole(paths, urls[3]));
+
+  // 0 is done with; 3 is needed now: it takes 0's room (never used again), and
+  // 1 and 2 stay.
+  fetch.want({3, 1, 2, 4, 5}, 1);
+  fetch.wait(3);
+  CHECK_FALSE(whole(paths, urls[0]));
+  CHECK(whole(paths, urls[1]));
+  CHECK(whole(paths, urls[2]));
+  CHECK(fetch.stats().evictions == 1);
+
+  // 4 needed while 1, 2, 3 hold the budget: 2 is used last, so it goes.
+  fetch.want({4, 1, 3, 2}, 1);
+  fetch.wait(4);
+  CHECK_FALSE(whole(paths, urls[2]));
+  CHECK(whole(paths, urls[1]));
+  CHECK(whole(paths, urls[3]));
+  CHECK(http.requests("GET", "/o2") == 1);
+  CHECK(http.requests("GET", "/o5") == 0);  // never fitted ahead
+}
+
+TEST_CASE("Prefetcher: a download that fails is thrown by wait() with its URL, and the destructor returns") {
+  if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
+  const std::string root = temp_dir("www"), dir = temp_dir("cache");
+  Nginx http(root);
+  write_file(root + "/there", random_bytes(kObject, 1));
+  const std::vector<std::string> urls = {http.url("there"), http.url("missing")};
+  {
+    Prefetcher fetch(quick(dir, 0), urls, {kObject, kObject});
+    fetch.want({0, 1}, 2);
+    fetch.wait(0);
+    CHECK_THROWS_WITH(fetch.wait(1), Catch::Contains(http.url("missing")) && Catch::Contains("404"));
+  }
+  {  // a size other than the index's is refused
+    Prefetcher fetch(quick(temp_dir("cache"), 0), {http.url("there")}, {kObject + 1});
+    fetch.want({0}, 1);
+    CHECK_THROWS_WITH(fetch.wait(0), Catch::Contains("holds 100000 bytes, its index 100001"));
+  }
+  {  // the store down: the thread gives up after its retries; the destructor joins it
+    http.stop();
+    Prefetcher fetch(quick(temp_dir("cache"), 0), {urls[0]}, {kObject});
+    fetch.want({0}, 1);
+    CHECK_THROWS_WITH(fetch.wait(0), Catch::Contains(urls[0]));
+  }
 }

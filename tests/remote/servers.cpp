@@ -1,5 +1,7 @@
 #include "servers.h"
 
+#include <catch2/catch.hpp>
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -84,6 +86,58 @@ int run(const std::string& command) {
 
 }  // namespace
 
+Run sh(const std::string& dir, const std::string& command) {
+  const std::string log = dir + "/cli.log";
+  const int rc = std::system(("cd '" + dir + "' && (" + command + ") > '" + log + "' 2>&1").c_str());
+  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, read_file(log)};
+}
+
+std::string cli() { return SLUICE_CLI; }
+const char* const kNoCli = "the sluice command line is not part of this build";
+
+std::string s3_env(const S3rver& s3) {
+  return "AWS_ENDPOINT_URL=" + s3.endpoint() + " AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1 ";
+}
+
+void check_same_records(const std::string& work, const std::string& s3env, const std::string& said) {
+  Run r = sh(work, cli() + " run local.lua --quiet --record local.jsonl");
+  INFO(r.out);
+  REQUIRE(r.status == 0);
+  for (const std::string workers : {"1", "2"}) {
+    const std::string w = " --workers " + workers;
+    r = sh(work, "SLUICE_CACHE_DIR=cache-http" + workers + " " + cli() + " run http.lua" + w + " --record http" +
+                     workers + ".jsonl");
+    INFO(r.out);
+    REQUIRE(r.status == 0);
+    if (!said.empty()) CHECK_THAT(r.out, Catch::Contains(said));
+    r = sh(work, s3env + "SLUICE_CACHE_DIR=cache-s3" + workers + " " + cli() + " run s3.lua --quiet" + w +
+                     " --record s3" + workers + ".jsonl");
+    INFO(r.out);
+    REQUIRE(r.status == 0);
+    for (const std::string other : {"http", "s3"}) {
+      r = sh(work, cli() + " verify local.jsonl " + other + workers + ".jsonl");
+      INFO(other << workers << ": " << r.out);
+      CHECK(r.status == 0);
+    }
+  }
+}
+
+void check_two_ranks(const std::string& work) {
+  const std::string rank = "WORLD_SIZE=2 SLUICE_CACHE_DIR=cache ";
+  Run r = sh(work, rank + "RANK=0 " + cli() + " run http.lua --quiet --record http_0.jsonl & a=$!; " + rank +
+                       "RANK=1 " + cli() + " run http.lua --quiet --record http_1.jsonl; b=$?; wait $a; " +
+                       "exit $(( $? | b ))");
+  INFO(r.out);
+  REQUIRE(r.status == 0);
+  for (const std::string k : {"0", "1"}) {
+    r = sh(work, "WORLD_SIZE=2 RANK=" + k + " " + cli() + " run local.lua --quiet --record local_" + k + ".jsonl");
+    REQUIRE(r.status == 0);
+    r = sh(work, cli() + " verify local_" + k + ".jsonl http_" + k + ".jsonl");
+    INFO(r.out);
+    CHECK(r.status == 0);
+  }
+}
+
 std::string temp_dir(const std::string& tag) {
   const char* tmp = std::getenv("TMPDIR");
   std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/sluice-" + tag + "-XXXXXX";
@@ -134,12 +188,6 @@ std::string random_bytes(std::size_t n, std::uint64_t seed) {
   std::string out(n, '\0');
   for (char& c : out) c = static_cast<char>(rng());
   return out;
-}
-
-ShellRun sh(const std::string& dir, const std::string& command) {
-  const std::string log = dir + "/cli.log";
-  const int rc = std::system(("cd '" + dir + "' && (" + command + ") > '" + log + "' 2>&1").c_str());
-  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, read_file(log)};
 }
 
 // ---- nginx

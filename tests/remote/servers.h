@@ -30,13 +30,17 @@ std::string read_file(const std::string& path);
 // `n` bytes that differ from one seed to another.
 std::string random_bytes(std::size_t n, std::uint64_t seed);
 
-// `sh -c COMMAND` in `dir`: its exit status (-1 when killed) and its stdout
-// and stderr together (kept in DIR/cli.log).
-struct ShellRun {
+// `sh -c COMMAND` in `dir`: its exit status and what it printed (stdout and
+// stderr together, kept in DIR/cli.log).
+struct Run {
   int status = -1;
   std::string out;
 };
-ShellRun sh(const std::string& dir, const std::string& command);
+Run sh(const std::string& dir, const std::string& command);
+// The `sluice` command line of this build; "" when it is not built (then
+// tests SKIP_TEST(kNoCli)).
+std::string cli();
+extern const char* const kNoCli;
 
 class Nginx {
  public:
@@ -75,6 +79,19 @@ class S3rver {
   int port_ = 0;
   pid_t pid_ = -1;
 };
+
+// "AWS_ENDPOINT_URL=... AWS_ACCESS_KEY_ID=... " for a shell command to s3rver.
+std::string s3_env(const S3rver& s3);
+
+// In `work`: runs local.lua, then http.lua and s3.lua (`s3env` before it)
+// with 1 and 2 workers, each into a cold cache of its own (cache-http1,
+// cache-s32, ...), and checks that each one's run record equals local.lua's
+// (sluice verify) and that the http runs print `said` (when not empty).
+void check_same_records(const std::string& work, const std::string& s3env, const std::string& said = "");
+
+// In `work`: runs http.lua as ranks 0 and 1 of 2 at once, sharing the cache
+// `cache`, then local.lua as each rank, and checks each rank's records agree.
+void check_two_ranks(const std::string& work);
 
 // Sets AWS_ENDPOINT_URL, the s3rver credentials and a region for this
 // process (and its children) while alive; restores them after.

@@ -21,8 +21,6 @@ namespace {
 
 constexpr int kShards = 4, kPerShard = 12;
 
-using Run = ShellRun;
-
 // Shards of WebDataset tar: samples NNN with NNN.txt and NNN.cls, by tar(1).
 std::string make_shards() {
   const std::string dir = temp_dir("shards"), members = temp_dir("members");
@@ -56,17 +54,13 @@ std::string pipeline(const std::string& source) {
          "}\n";
 }
 
-std::string cli() { return SLUICE_CLI; }
-const char* const kNoCli = "the sluice command line is not part of this build";
-
 // The shards of make_shards, served by nginx and by s3rver (bucket bkt,
 // prefix train/), with local.lua, http.lua and s3.lua over them in `work`.
 struct Stores {
   std::string shards = make_shards(), work = temp_dir("run");
   Nginx http{shards};
   S3rver s3{temp_dir("s3"), "bkt"};
-  std::string s3env = "AWS_ENDPOINT_URL=" + s3.endpoint() +
-                      " AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1 ";
+  std::string s3env = s3_env(s3);
   Stores() {
     s3.upload(shards, "train/");
     write_file(work + "/local.lua", pipeline(shards + "/train-*.tar"));
@@ -85,25 +79,8 @@ TEST_CASE("Sources: tar shards over local files, http:// and s3:// give identica
   const std::string &work = stores.work, &s3env = stores.s3env;
   Nginx& http = stores.http;
 
-  Run r = sh(work, cli() + " run local.lua --quiet --record local.jsonl");
-  INFO(r.out);
-  REQUIRE(r.status == 0);
-  for (const std::string workers : {"1", "2"}) {
-    const std::string w = " --workers " + workers;
-    r = sh(work, "SLUICE_CACHE_DIR=cache-http" + workers + " " + cli() + " run http.lua --quiet" + w +
-                     " --record http" + workers + ".jsonl");
-    INFO(r.out);
-    REQUIRE(r.status == 0);
-    r = sh(work, s3env + "SLUICE_CACHE_DIR=cache-s3" + workers + " " + cli() + " run s3.lua --quiet" + w +
-                     " --record s3" + workers + ".jsonl");
-    INFO(r.out);
-    REQUIRE(r.status == 0);
-    for (const std::string other : {"http", "s3"}) {
-      r = sh(work, cli() + " verify local.jsonl " + other + workers + ".jsonl");
-      INFO(other << workers << ": " << r.out);
-      CHECK(r.status == 0);
-    }
-  }
+  check_same_records(work, s3env);
+  Run r;
   // Each shard was fetched once per cold cache (two caches), never again.
   for (int s = 0; s < kShards; ++s) {
     char uri[64];
@@ -132,23 +109,11 @@ TEST_CASE("Sources: two ranks on one node share one cache and download each shar
   Nginx http(shards, "1m");  // slow enough that the ranks overlap
   write_file(work + "/local.lua", pipeline(shards + "/train-*.tar"));
   write_file(work + "/http.lua", pipeline(http.url("train-{000000..000003}.tar")));
-  const std::string rank = "WORLD_SIZE=2 SLUICE_CACHE_DIR=cache ";
-  Run r = sh(work, rank + "RANK=0 " + cli() + " run http.lua --quiet --record http_0.jsonl & a=$!; " + rank +
-                       "RANK=1 " + cli() + " run http.lua --quiet --record http_1.jsonl; b=$?; wait $a; " +
-                       "exit $(( $? | b ))");
-  INFO(r.out);
-  REQUIRE(r.status == 0);
+  check_two_ranks(work);
   for (int s = 0; s < kShards; ++s) {
     char uri[64];
     std::snprintf(uri, sizeof uri, "/train-%06d.tar", s);
     CHECK(http.requests("GET", uri) == 1);
-  }
-  for (const std::string k : {"0", "1"}) {
-    r = sh(work, "WORLD_SIZE=2 RANK=" + k + " " + cli() + " run local.lua --quiet --record local_" + k + ".jsonl");
-    REQUIRE(r.status == 0);
-    r = sh(work, cli() + " verify local_" + k + ".jsonl http_" + k + ".jsonl");
-    INFO(r.out);
-    CHECK(r.status == 0);
   }
 }
 

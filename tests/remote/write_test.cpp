@@ -27,11 +27,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-using Run = ShellRun;
-
-std::string cli() { return SLUICE_CLI; }
-const char* const kNoCli = "the sluice command line is not part of this build";
-
 // 40 samples: an int32[8] and a blob of 20-60 kB; $SPIN_MS of work each.
 std::string generator() {
   return "local sluice = require('sluice')\n"

@@ -324,8 +324,8 @@ std::string download_events(const std::vector<ScriptDownload>& downloads, std::u
 void write_trace(const Loader& loader, const std::string& path, const Script& script, std::uint64_t origin) {
   std::string json = loader.trace_json();
   const std::size_t end = json.rfind("\n]}");
-  if (!script.remote.downloads.empty() && end != std::string::npos)
-    json.insert(end, download_events(script.remote.downloads, origin));
+  const ScriptRemoteStats remote = script.remote_stats();  // the workers' downloads too
+  if (!remote.downloads.empty() && end != std::string::npos) json.insert(end, download_events(remote.downloads, origin));
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << json;
   if (!out.flush()) throw Error(path + ": cannot write the trace: " + std::strerror(errno));
@@ -334,7 +334,8 @@ void write_trace(const Loader& loader, const std::string& path, const Script& sc
 }
 
 // Writes the state for --resume and says where.
-void save_state(const RunArgs& args, const Options& o, const LoaderState& state, int signal, std::uint64_t delivered) {
+void save_state(const RunArgs& args, const Options& o, const LoaderState& state, int signal, std::uint64_t delivered,
+                const char* reason = nullptr) {
   const std::string path_template = args.state_path.empty() ? default_state_path(o.world_size) : args.state_path;
   const std::string state_path = for_rank(path_template, o.rank);
   write_text_file(state_path, state.to_json() + "\n");
@@ -344,7 +345,10 @@ void save_state(const RunArgs& args, const Options& o, const LoaderState& state,
     resume = "'" + with_rank(path_template, "*") + "' (every rank's state: any world size with the same global batch)";
   }
   std::fprintf(stderr, "sluice run: stopped %s after %llu batches; state saved to %s (continue with --resume %s)\n",
-               signal == SIGINT ? "by SIGINT" : signal == SIGTERM ? "by SIGTERM" : "at --batches",
+               reason        ? reason
+               : signal == SIGINT  ? "by SIGINT"
+               : signal == SIGTERM ? "by SIGTERM"
+                                   : "at --batches",
                static_cast<unsigned long long>(delivered), state_path.c_str(), resume.c_str());
 }
 
@@ -394,6 +398,14 @@ int run(const RunArgs& args) {
     }
   } catch (const Error&) {
     skips.update(loader.stats());  // what was skipped before the failure
+    // The batches delivered so far stay delivered: a rerun with --resume
+    // continues after them (a remote store down mid-run, reusing the cache).
+    try {
+      if (recorder) recorder->close();
+      save_state(args, o, loader.state(), 0, delivered, "by the error below");
+    } catch (const Error& e) {
+      std::fprintf(stderr, "sluice run: no state saved: %s\n", e.what());
+    }
     if (!args.trace_path.empty()) write_trace(loader, for_rank(args.trace_path, o.rank), script, loader_made);  // up to the failure
     throw;
   }
@@ -429,15 +441,19 @@ int run(const RunArgs& args) {
               o.drop_last ? " (drop_last)" : "", workers, workers == 1 ? "" : "s",
               o.max_workers > o.workers ? " (auto)" : "", slots, order, script.device.c_str());
   if (!stats.autotune.empty()) std::printf("auto        %s\n", stats.autotune.c_str());
-  if (const ScriptRemoteStats& r = script.remote; r.objects > 0) {
+  if (const ScriptRemoteStats r = script.remote_stats(); r.objects > 0) {
     std::printf("remote      %llu objects: %llu from the node cache, %llu downloaded (%.1f MB, %llu requests, "
                 "%llu retries, %llu evictions), %llu revalidated (%llu changed), %.2f s of the start-up waiting on "
-                "the network\n",
+                "the network",
                 static_cast<unsigned long long>(r.objects), static_cast<unsigned long long>(r.hits),
                 static_cast<unsigned long long>(r.misses), static_cast<double>(r.bytes) / 1e6,
                 static_cast<unsigned long long>(r.requests), static_cast<unsigned long long>(r.retries),
                 static_cast<unsigned long long>(r.evictions), static_cast<unsigned long long>(r.revalidated),
-                static_cast<unsigned long long>(r.changed), seconds(r.wait_ns));
+                static_cast<unsigned long long>(r.changed), seconds(script.remote.wait_ns));
+    if (r.worker_shards > 0)
+      std::printf(", %.2f s of the workers' reads waiting for shards (cache_limit_mb passed by at most %.1f MB)",
+                  seconds(r.worker_wait_ns), static_cast<double>(r.over_budget) / 1e6);
+    std::printf("\n");
   }
   if (o.world_size > 1) {
     std::printf("shard       rank %u of %u (%s)\n", o.rank, o.world_size,

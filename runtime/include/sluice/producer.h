@@ -32,6 +32,8 @@
 
 namespace sluice {
 
+class EpochPlan;
+
 // One batch being filled. Valid only during the fill() call that receives it.
 class SLUICE_API BatchContext {
  public:
@@ -85,6 +87,13 @@ class SLUICE_API Producer {
   virtual ~Producer() = default;
   // Once per worker process, after fork and before its first fill().
   virtual void start_worker(std::uint32_t /*worker_id*/) {}
+  // Once per worker, after start_worker() and before the first upcoming():
+  // the plan every batch's samples come from (sluice/plan.h), valid for the
+  // worker's life. For a producer that prepares further ahead than the
+  // batches announced to it (remote shards fetched by the plan's order):
+  // the worker's batches are among the batches that follow, in seq order,
+  // the last one announced.
+  virtual void look_ahead(const EpochPlan& /*plan*/) {}
   // Write every field of every sample of the batch.
   virtual void fill(BatchContext& batch) = 0;
   // Announces a batch this worker will fill later, in fill order, as soon as

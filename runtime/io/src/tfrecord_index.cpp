@@ -62,10 +62,7 @@ void write_tfrecord_index(const std::string& index_path, const TFRecordIndex& in
   });
 }
 
-std::optional<TFRecordIndex> load_tfrecord_index(const std::string& index_path,
-                                                 const std::string& shard) {
-  struct stat ss;
-  if (!detail::not_older(index_path, shard) || ::stat(shard.c_str(), &ss) != 0) return std::nullopt;
+std::optional<TFRecordIndex> read_tfrecord_index(const std::string& index_path) {
   std::ifstream in(index_path);
   if (!in) return std::nullopt;
   TFRecordIndex index;
@@ -76,8 +73,16 @@ std::optional<TFRecordIndex> load_tfrecord_index(const std::string& index_path,
     expected = offset + frame;
   }
   if (!in.eof()) return std::nullopt;
-  if (expected != static_cast<std::uint64_t>(ss.st_size)) return std::nullopt;
   index.offsets.push_back(expected);
+  return index;
+}
+
+std::optional<TFRecordIndex> load_tfrecord_index(const std::string& index_path,
+                                                 const std::string& shard) {
+  struct stat ss;
+  if (!detail::not_older(index_path, shard) || ::stat(shard.c_str(), &ss) != 0) return std::nullopt;
+  std::optional<TFRecordIndex> index = read_tfrecord_index(index_path);
+  if (!index || index->offsets.back() != static_cast<std::uint64_t>(ss.st_size)) return std::nullopt;
   return index;
 }
 

@@ -33,6 +33,16 @@ TFRecordSource::TFRecordSource(std::vector<std::string> shards, TFRecordOptions 
   }
 }
 
+TFRecordSource::TFRecordSource(std::vector<std::string> shards, std::vector<TFRecordIndex> indexes,
+                               TFRecordOptions options)
+    : shards_(std::move(shards)), options_(std::move(options)), indexes_(std::move(indexes)) {
+  if (indexes_.size() != shards_.size())
+    throw Error("TFRecordSource: " + std::to_string(shards_.size()) + " shards but " +
+                std::to_string(indexes_.size()) + " indexes");
+  starts_.push_back(0);
+  for (const TFRecordIndex& index : indexes_) starts_.push_back(starts_.back() + index.records());
+}
+
 SampleLocation TFRecordSource::locate(std::uint64_t id) const {
   auto it = std::upper_bound(starts_.begin(), starts_.end(), id);
   const auto shard = static_cast<std::size_t>(it - starts_.begin() - 1);

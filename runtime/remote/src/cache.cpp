@@ -255,6 +255,10 @@ void Cache::make_room(std::uint64_t bytes, const std::string& keep) {
     }
   }
   // What is left is pinned (by this process or by other runs on the node).
+  if (used + bytes > options_.limit && strict_) {
+    no_room_ = true;
+    throw Error("no room within cache_limit for " + keep);
+  }
   if (used + bytes > options_.limit) stats_.over_budget = std::max(stats_.over_budget, used + bytes - options_.limit);
 }
 
@@ -307,6 +311,26 @@ std::vector<std::string> Cache::revalidate(const std::vector<std::string>& cache
   return changed;
 }
 
+bool Cache::get_if_room(const std::string& url, std::uint64_t size) {
+  strict_ = true;
+  no_room_ = false;
+  try {
+    if (size > 0 && options_.limit > 0 && !pins_.count(url) && file_size_or_zero(path_of(url)) == 0) {
+      // Known size: no request at all when it cannot fit.
+      LockedFd budget(open_lock_file(options_.dir + "/.budget.lock"));
+      flock_retry(budget.fd, LOCK_EX);
+      make_room(size, path_of(url));
+    }
+    get(url);
+  } catch (const Error&) {
+    strict_ = false;
+    if (no_room_) return false;
+    throw;
+  }
+  strict_ = false;
+  return true;
+}
+
 std::vector<std::string> Cache::get_all(const std::vector<std::string>& urls) {
   std::vector<std::string> paths;
   std::vector<std::string> missing, cached;
@@ -316,7 +340,7 @@ std::vector<std::string> Cache::get_all(const std::vector<std::string>& urls) {
     if (std::find(list.begin(), list.end(), url) == list.end()) list.push_back(url);
   }
   const std::uint64_t started = now_ns();
-  for (const std::string& url : revalidate(cached)) {
+  for (const std::string& url : options_.revalidate ? revalidate(cached) : std::vector<std::string>{}) {
     missing.push_back(url);
     cached.erase(std::find(cached.begin(), cached.end(), url));
   }

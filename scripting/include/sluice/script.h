@@ -76,6 +76,9 @@ struct SLUICE_API ScriptOptions {
   std::optional<std::uint64_t> cache_limit_mb = std::nullopt;
   std::optional<std::uint32_t> remote_retries = std::nullopt;
   std::optional<std::uint32_t> remote_timeout_ms = std::nullopt;
+  // Remote shards fetched by the workers: MiB each fetches ahead of its reads
+  // (unset: 256).
+  std::optional<std::uint64_t> remote_prefetch_mb = std::nullopt;
 };
 
 // Where the workers' time went, summed over every worker of every Loader built
@@ -91,7 +94,7 @@ struct SLUICE_API ScriptWorkerTimes {
   std::uint64_t row_groups_decoded = 0;
 };
 
-// One remote object downloaded at load (steady_clock times), for --trace.
+// One remote object downloaded at load or by a worker (steady_clock times), for --trace.
 struct SLUICE_API ScriptDownload {
   std::string url;
   std::uint64_t start_ns = 0, end_ns = 0;
@@ -99,7 +102,8 @@ struct SLUICE_API ScriptDownload {
 };
 
 // What a native source's remote objects (s3://, https://) took to fetch into
-// the node cache when the script was loaded; all zero for local data.
+// the node cache (when the script was loaded, and by the workers as they
+// went: Script::remote_stats); all zero for local data.
 struct SLUICE_API ScriptRemoteStats {
   std::uint64_t objects = 0;    // remote objects the source names
   std::uint64_t hits = 0;       // found whole in the cache (or fetched meanwhile by another process)
@@ -111,6 +115,13 @@ struct SLUICE_API ScriptRemoteStats {
   std::uint64_t wait_ns = 0;    // waiting on the network and on other processes' downloads
   std::uint64_t revalidated = 0;  // found in the cache and checked with the store (one HEAD each)
   std::uint64_t changed = 0;      // of those, changed in the store and downloaded again
+  // Shards the workers fetch themselves (indexed TFRecord with indexes
+  // beside it): how long the workers' reads waited for them, and the most
+  // bytes the cache held past cache_limit_mb when a shard a batch needed
+  // found everything else in use.
+  std::uint64_t worker_shards = 0;   // shards left to the workers (0: all fetched at load)
+  std::uint64_t worker_wait_ns = 0;
+  std::uint64_t over_budget = 0;
   std::vector<ScriptDownload> downloads;  // each download, in the order they finished
 };
 
@@ -120,6 +131,11 @@ struct SLUICE_API Script {
   std::string device;              // where batches are delivered: "cpu"
   std::vector<std::string> notes;  // worth telling the user: inferred fields, device fallback
   ScriptRemoteStats remote;        // the source's downloads at load
+
+  // The load's downloads and, for shards the workers fetch, the workers'
+  // (summed from shared memory up to each worker's last batch); valid while
+  // the Script lives.
+  ScriptRemoteStats remote_stats() const;
 
   // Reads the workers' counters (shared memory); valid while the Script lives.
   ScriptWorkerTimes worker_times() const;

@@ -356,6 +356,42 @@ return sluice.pipeline {
   batch_size = %d, shuffle = true, seed = 1, epochs = 1, workers = %d,
 }
 """
+# --format tfrecord: the same samples as tf.train.Example records, written from
+# the tar shards by `sluice write` (which puts each shard's index, NAME.idx,
+# beside it: uploaded too, so that the workers fetch the shards lazily).
+PIPELINE_TFRECORD = PIPELINE.replace("sluice.tar { %s }", "sluice.tfrecord { %s }").replace(
+    """    local bin = s.fields.bin
+    local p, n, acc = bin.data, bin.nbytes, 0""",
+    """    local ex = sluice.example(s)
+    local bin = ex:bytes("bin")
+    local p, n, acc = bin.data, bin.nbytes, 0""").replace(
+    "label = tonumber(ffi.string(s.fields.cls.data, s.fields.cls.nbytes))",
+    "label = tonumber(ex:int64s(\"cls\").data[0])")
+assert PIPELINE_TFRECORD.count("sluice.example") == 1
+CONVERT = """local sluice = require("sluice")
+local ffi = require("ffi")
+return sluice.pipeline {
+  source = sluice.tar { %s },
+  fields = { { "bin", "bytes", %d }, { "cls", "int64" } },
+  map = function(s, ctx)
+    return { bin = ffi.string(s.fields.bin.data, s.fields.bin.nbytes),
+             cls = tonumber(ffi.string(s.fields.cls.data, s.fields.cls.nbytes)) }
+  end,
+  batch_size = 16, workers = 2,
+}
+"""
+
+
+def make_tfrecords(sluice, tar_folder, names, folder, samples, sample_kib, work):
+    """The tar shards' samples as TFRecord shards (+ NAME.idx), `samples` a shard, by `sluice write`."""
+    script = os.path.join(work, "convert.lua")
+    with open(script, "w") as f:
+        f.write(CONVERT % (", ".join('"%s"' % os.path.join(tar_folder, n) for n in names), int(sample_kib * 1024 * 1.5) + 64))
+    sh(sluice, "write", script, "--to", folder, "--format", "tfrecord", "--shard-samples", str(samples), cwd=work)
+    out = sorted(n for n in os.listdir(folder) if n.endswith(".tfrecord"))
+    return out + [n + ".idx" for n in out], sum(os.path.getsize(os.path.join(folder, n)) for n in out)
+
+
 PROGRESS = re.compile(r"^\[\s*[\d.]+s\] .*? batch (\d+)")
 REMOTE = re.compile(r"^remote +(\d+) objects: (\d+) from the node cache, (\d+) downloaded \(([\d.]+) MB, (\d+) requests")
 DELIVERED = re.compile(r"^delivered +(\d+) batches, (\d+) samples")
@@ -473,6 +509,13 @@ def main():
     ap.add_argument("--links", default="20ms:1gbit:0,20ms:1gbit:2000,50ms:200mbit:0",
                     help="DELAY:RATE[:WORK],...: RATE as tc takes it; WORK: microseconds of CPU per sample that "
                          "both pipelines spend (as a decode would), so that the link can be faster than the pipeline")
+    ap.add_argument("--format", choices=("tar", "tfrecord"), default="tar",
+                    help="the shards Sluice reads: tar, or TFRecord with each shard's index beside it in the store "
+                         "(written from the tar shards by `sluice write`; the workers fetch them as the plan needs "
+                         "them); the boto3 baseline reads the tar shards either way")
+    ap.add_argument("--shuffle-window", type=int, default=0,
+                    help="Sluice's pipelines shuffle shards, then samples within windows of this many shards "
+                         "(the locality shuffle); 0: one global shuffle, whose every batch draws on every shard")
     ap.add_argument("--json", default="", help="also write every figure to this file")
     args = ap.parse_args()
     if os.geteuid() != 0:
@@ -498,6 +541,10 @@ def main():
     atexit.register(shutil.rmtree, work, True)
     local = os.path.join(work, "local")
     names, dataset = make_shards(local, args.shards, args.samples, args.sample_kib, seed=7)
+    tar_names = names
+    if args.format == "tfrecord":
+        uploads, dataset = make_tfrecords(args.sluice, local, names, os.path.join(work, "tfrecord"), args.samples,
+                                          args.sample_kib, work)
     samples = args.shards * args.samples
     print("data set    %d shards, %d samples, %.1f MB (mean sample %.0f KiB), batch %d, %d workers" % (
         args.shards, samples, dataset / 1e6, args.sample_kib, args.batch_size, args.workers))
@@ -505,9 +552,15 @@ def main():
     link = Link(work, s3rver_js)
     link.shape(0, "10gbit")
     upload(link.endpoint(), local, names)
-
     shards_lua = ", ".join('"%s"' % os.path.join(local, n) for n in names)
     url = "s3://%s/train-{%06d..%06d}.tar" % (BUCKET, 0, args.shards - 1)
+    pipeline = PIPELINE
+    if args.format == "tfrecord":
+        tf_folder = os.path.join(work, "tfrecord")
+        upload(link.endpoint(), tf_folder, uploads)
+        shards_lua = ", ".join('"%s"' % os.path.join(tf_folder, n) for n in uploads if n.endswith(".tfrecord"))
+        url = "s3://%s/shard-{%06d..%06d}.tfrecord" % (BUCKET, 0, args.shards - 1)
+        pipeline = PIPELINE_TFRECORD
     limit_mb = max(1, dataset // 4 >> 20)
     cache = os.path.join(work, "cache")
     base_env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
@@ -523,7 +576,10 @@ def main():
         for name, source in (("local", shards_lua), ("s3", '"%s"' % url)):
             scripts[name] = os.path.join(work, name + ".lua")
             with open(scripts[name], "w") as f:
-                f.write(PIPELINE % (work_us, source, args.batch_size, args.workers))
+                text = pipeline % (work_us, source, args.batch_size, args.workers)
+                if args.shuffle_window > 0:
+                    text = text.replace("shuffle = true,", "shuffle = true, shuffle_window = %d," % args.shuffle_window)
+                f.write(text)
         runs = {"local": [], "cold": [], "warm": [], "boto3": []}
         for _ in range(args.runs):
             runs["local"].append(run_sluice(args.sluice, scripts["local"], base_env, work))
@@ -531,7 +587,7 @@ def main():
             os.makedirs(cache)
             runs["cold"].append(measured(link, lambda: run_sluice(args.sluice, scripts["s3"], s3_env, work, cache)))
             runs["warm"].append(measured(link, lambda: run_sluice(args.sluice, scripts["s3"], s3_env, work)))
-            runs["boto3"].append(measured(link, lambda: run_boto3(link.endpoint(), names, args.workers,
+            runs["boto3"].append(measured(link, lambda: run_boto3(link.endpoint(), tar_names, args.workers,
                                                                     args.batch_size, work_us, s3_env)))
         probe_mb_s = probe(link.endpoint(), names, work)
         shutil.rmtree(cache, ignore_errors=True)
@@ -587,7 +643,8 @@ def main():
                   limit_mb, 100 * (limit_mb << 20) / dataset, limited["cache_peak_bytes"] / 1e6,
                   limited["bytes"] / 1e6, limited["seconds"],
                   "; " + " ".join(limited["notes"])[:160] if limited["notes"] else ""))
-        print("shuffle_window: not in this branch; the locality-shuffle row is skipped")
+        print("shuffle     %s" % ("shuffle_window = %d (the locality shuffle)" % args.shuffle_window
+                                   if args.shuffle_window else "global (every batch draws on every shard)"))
         report["links"].append({"delay_ms": delay_ms, "rate": rate, "work_us": work_us, "rate_mb_s": rate_mb, "runs": runs,
                                 "medians": summary, "cold_vs_local": cold_vs_local, "cold_vs_boto3": cold_vs_boto3,
                                 "warm_vs_boto3": warm_vs_boto3, "cold_bytes_vs_dataset": bytes_ratio,

@@ -62,11 +62,19 @@ SLUICE_API void write_tfrecord_index(const std::string& index_path, const TFReco
 // inconsistent with the shard's size.
 SLUICE_API std::optional<TFRecordIndex> load_tfrecord_index(const std::string& index_path, const std::string& shard);
 
+// Reads a sidecar on its own, with no shard to check it against (its last
+// offset is then the shard's expected size); nullopt when absent or malformed.
+SLUICE_API std::optional<TFRecordIndex> read_tfrecord_index(const std::string& index_path);
+
 class SLUICE_API TFRecordSource final : public RecordSource {
  public:
   // Indexes every shard (loading or building sidecars). Throws sluice::Error
   // for a missing shard, or a corrupt one under on_error = fail.
   explicit TFRecordSource(std::vector<std::string> shards, TFRecordOptions options = {});
+  // With every shard's index given (indexes[i] for shards[i]): touches no
+  // shard, which may not exist yet (a remote shard fetched later into the
+  // node cache). A record read past a shard's actual end fails in decode.
+  TFRecordSource(std::vector<std::string> shards, std::vector<TFRecordIndex> indexes, TFRecordOptions options);
 
   std::string_view format() const override { return "tfrecord"; }
   std::uint64_t size() const override { return starts_.back(); }

@@ -46,7 +46,8 @@
 //   ones no known URL names, then the one whose next use is furthest away
 //   (set_next_use: the plan's order, Belady's rule), then the least recently
 //   used. When everything left is pinned the download goes ahead: the limit
-//   is then passed by at most the shards in use.
+//   is then passed by at most the shards in use. get_if_room instead gives
+//   up before any body byte is kept (fetching ahead never passes the limit).
 //
 // Errors: sluice::Error naming the URL, the store's status and message
 // (transfer.h), or the cache file and errno; when several objects fail, the
@@ -71,6 +72,9 @@ namespace sluice::remote {
 struct CacheOptions {
   std::string dir;             // "" = default_cache_dir()
   std::uint64_t limit = 0;     // bytes; 0 = unlimited
+  // false: an object found whole is used as it is, without asking the store
+  // (a worker's cache, when the launching process revalidated at open).
+  bool revalidate = true;
   TransferOptions transfer;
 };
 
@@ -131,6 +135,13 @@ class Cache {
   std::vector<std::string> get_all(const std::vector<std::string>& urls);
   std::string get(const std::string& url) { return get_all({url}).at(0); }
 
+  // For fetching ahead: as get(), but a missing object is downloaded only
+  // when it fits within `limit` once unpinned objects are evicted; false
+  // (nothing kept, nothing pinned) when it does not. The budget is then never
+  // passed on its account. `size` > 0, the object's size when known: a
+  // missing object that cannot fit is refused before any request.
+  bool get_if_room(const std::string& url, std::uint64_t size = 0);
+
   // Drops the pin: the object may be evicted from now on.
   void release(const std::string& url);
 
@@ -160,6 +171,8 @@ class Cache {
   std::map<std::string, std::pair<dev_t, ino_t>> stale_;  // url -> the inode revalidation found changed
   std::map<std::string, std::string> known_;  // file name -> url, for next_use
   std::function<std::uint64_t(const std::string&)> next_use_;
+  bool strict_ = false;   // get_if_room: make_room refuses instead of passing the limit
+  bool no_room_ = false;  // ... and it did
 };
 
 }  // namespace sluice::remote

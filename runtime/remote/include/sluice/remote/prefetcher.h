@@ -1,0 +1,91 @@
+// sluice/remote/prefetcher.h: remote objects brought into the node cache
+// ahead of their use, by a thread of the process that reads them.
+//
+//   Prefetcher fetch(cache_options, {urls...}, {sizes...});
+//   fetch.want({3, 4, 5, 9}, 1);   // object 3 is needed now, 4, 5, 9 next
+//   fetch.wait(3);                 // blocks until 3 is local and pinned
+//
+// Objects are numbered by their place in the list given at construction.
+// want() names the objects the coming reads need, in the order of their next
+// use, the first `needed` of them for reads about to start: a thread with its
+// own Cache (cache.h) downloads them front to back, one at a time, and keeps
+// each pinned until a later want() leaves it out. Objects after the needed
+// ones are fetched ahead only while they fit within the cache's limit once
+// unpinned objects are evicted (Cache::get_if_room); the thread stops at the
+// first that does not fit and tries again at the next want(). So the
+// directory passes `limit` only by needed objects: with every process on the
+// node asking through a Prefetcher, by at most the objects the reads about to
+// start need, per process, that no one had fetched ahead. The eviction order
+// is the order of the last want(): position in it is the next use given to
+// Cache::set_next_use (objects left out: never again), Belady's rule.
+//
+// Errors: a failed download (the store down past its retries, 404, a length
+// that is not the size `sizes` announced) is kept, the thread fetches nothing
+// more, and wait() of any object not yet local throws sluice::Error with that
+// message (naming the URL and the store's status).
+//
+// Thread and fork safety: make it after fork() (it starts a thread and holds
+// descriptors); its methods are for one thread (the reader), the fetching
+// thread is its own. The destructor waits for a download under way to end
+// (a transfer retries and times out per TransferOptions), then joins.
+// Ordering: every field shared with the thread is read and written under
+// mu_; ready_ turns true only after the object is published and pinned.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "sluice/remote/cache.h"
+
+namespace sluice::remote {
+
+class Prefetcher {
+ public:
+  // `sizes[i]`: the size object i must have (0: unknown, unchecked).
+  Prefetcher(CacheOptions options, std::vector<std::string> urls, std::vector<std::uint64_t> sizes);
+  ~Prefetcher();
+  Prefetcher(const Prefetcher&) = delete;
+  Prefetcher& operator=(const Prefetcher&) = delete;
+
+  const std::vector<std::string>& urls() const { return urls_; }
+  std::uint64_t size_of(std::uint32_t object) const { return sizes_.at(object); }
+
+  // Replaces the wish list (see above); objects by number, no repeats.
+  void want(std::vector<std::uint32_t> order, std::size_t needed);
+  // Whether the object is local and pinned, without waiting.
+  bool ready(std::uint32_t object);
+  // Blocks until it is; throws the download's Error. The object must be
+  // among the needed ones of the last want(), or already ready.
+  void wait(std::uint32_t object);
+
+  // What the thread's Cache did so far (a copy, without `downloads`).
+  CacheStats stats();
+  // The downloads finished since the last call.
+  std::vector<DownloadSpan> take_downloads();
+
+ private:
+  void run();
+
+  CacheOptions options_;
+  std::vector<std::string> urls_;
+  std::vector<std::uint64_t> sizes_;
+
+  std::mutex mu_;
+  std::condition_variable changed_;  // want() or stop: the thread looks again
+  std::condition_variable fetched_;  // an object became ready, or a download failed
+  std::vector<std::uint32_t> order_;
+  std::size_t needed_ = 0;
+  std::uint64_t generation_ = 0;     // of want(): the thread's copy is stale when it differs
+  std::vector<char> ready_;
+  std::string error_;
+  bool stop_ = false;
+  CacheStats stats_;                 // downloads left empty
+  std::vector<DownloadSpan> spans_;  // not taken yet
+  std::thread thread_;  // last: started once everything above exists
+};
+
+}  // namespace sluice::remote

@@ -1,0 +1,165 @@
+// Fetching ahead (see prefetcher.h for the contract and its ordering).
+#include "sluice/remote/prefetcher.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <unordered_map>
+#include <utility>
+
+#include "sluice/error.h"
+
+namespace sluice::remote {
+
+Prefetcher::Prefetcher(CacheOptions options, std::vector<std::string> urls, std::vector<std::uint64_t> sizes)
+    : options_(std::move(options)), urls_(std::move(urls)), sizes_(std::move(sizes)), ready_(urls_.size(), 0) {
+  sizes_.resize(urls_.size(), 0);
+  thread_ = std::thread([this] { run(); });
+}
+
+Prefetcher::~Prefetcher() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  changed_.notify_all();
+  thread_.join();
+}
+
+void Prefetcher::want(std::vector<std::uint32_t> order, std::size_t needed) {
+  {
+    std::lock_guard lock(mu_);
+    order_ = std::move(order);
+    needed_ = std::min(needed, order_.size());
+    ++generation_;
+  }
+  changed_.notify_all();
+}
+
+bool Prefetcher::ready(std::uint32_t object) {
+  std::lock_guard lock(mu_);
+  return ready_.at(object) != 0;
+}
+
+void Prefetcher::wait(std::uint32_t object) {
+  std::unique_lock lock(mu_);
+  if (ready_.at(object)) return;
+  if (std::find(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(needed_), object) ==
+      order_.begin() + static_cast<std::ptrdiff_t>(needed_))
+    throw Error("internal: waiting for " + urls_[object] + ", which no read asked for");
+  fetched_.wait(lock, [&] { return ready_[object] != 0 || !error_.empty(); });
+  if (!ready_[object]) throw Error(error_);
+}
+
+CacheStats Prefetcher::stats() {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+std::vector<DownloadSpan> Prefetcher::take_downloads() {
+  std::lock_guard lock(mu_);
+  return std::exchange(spans_, {});
+}
+
+// The thread: one Cache, used by this thread only. Each turn takes the
+// latest wish list, drops the pins it leaves out, and fetches the first
+// object of it not yet pinned; it sleeps when nothing is left to fetch (or
+// the next object ahead does not fit), until want() or the destructor.
+void Prefetcher::run() {
+  std::vector<char> pinned(urls_.size(), 0);
+  std::vector<std::uint64_t> next(urls_.size(), UINT64_MAX);
+  std::vector<std::uint32_t> order;
+  std::size_t needed = 0;
+  std::uint64_t seen = 0;
+  bool blocked = false;  // the first object ahead did not fit
+  std::size_t spans_seen = 0;  // of cache.stats().downloads, copied to spans_
+  try {
+    Cache cache(options_);
+    std::unordered_map<std::string, std::uint32_t> number;
+    for (std::uint32_t k = 0; k < urls_.size(); ++k) number[urls_[k]] = k;
+    cache.set_next_use(urls_, [&](const std::string& url) {
+      const auto it = number.find(url);
+      return it == number.end() ? UINT64_MAX : next[it->second];
+    });
+    for (;;) {
+      std::size_t first = order.size();  // the first object of the list not pinned
+      for (std::size_t i = 0; i < order.size(); ++i)
+        if (!pinned[order[i]]) {
+          first = i;
+          break;
+        }
+      const bool more = first < order.size() && (first < needed || !blocked);
+      {
+        std::unique_lock lock(mu_);
+        changed_.wait(lock, [&] { return stop_ || generation_ != seen || (more && error_.empty()); });
+        if (stop_) return;
+        if (generation_ != seen) {
+          order = order_;
+          needed = needed_;
+          seen = generation_;
+          blocked = false;
+          std::fill(next.begin(), next.end(), UINT64_MAX);
+          for (std::size_t i = 0; i < order.size(); ++i) next[order[i]] = i;
+          for (std::uint32_t k = 0; k < urls_.size(); ++k)
+            if (pinned[k] && next[k] == UINT64_MAX) ready_[k] = 0;  // not read from now on
+          // Dropped below, outside the lock: the reader no longer waits for these.
+        }
+      }
+      for (std::uint32_t k = 0; k < urls_.size(); ++k)
+        if (pinned[k] && next[k] == UINT64_MAX) {
+          cache.release(urls_[k]);
+          pinned[k] = 0;
+        }
+      first = order.size();
+      for (std::size_t i = 0; i < order.size(); ++i)
+        if (!pinned[order[i]]) {
+          first = i;
+          break;
+        }
+      if (first == order.size() || (first >= needed && blocked)) continue;
+      const std::uint32_t k = order[first];
+      if (options_.limit > 0) {
+        // Belady: what is used after k may make room for it. Unpinned, those
+        // objects are evicted furthest next use first (make_room), and the
+        // ones left are pinned again (found whole) as the list is walked on.
+        for (std::size_t i = std::max(first + 1, needed); i < order.size(); ++i)
+          if (pinned[order[i]]) {
+            cache.release(urls_[order[i]]);
+            pinned[order[i]] = 0;
+            std::lock_guard lock(mu_);
+            ready_[order[i]] = 0;
+          }
+      }
+      if (first < needed) {
+        cache.get(urls_[k]);
+      } else if (!cache.get_if_room(urls_[k], sizes_[k])) {
+        blocked = true;
+        continue;
+      }
+      pinned[k] = 1;
+      struct stat st{};
+      const std::string path = cache.path_of(urls_[k]);
+      if (sizes_[k] != 0 && (::stat(path.c_str(), &st) != 0 || static_cast<std::uint64_t>(st.st_size) != sizes_[k]))
+        throw Error(urls_[k] + ": the object holds " + std::to_string(st.st_size) + " bytes, its index " +
+                    std::to_string(sizes_[k]) + "; is the index published beside it out of date?");
+      std::lock_guard lock(mu_);
+      ready_[k] = 1;
+      const CacheStats& now = cache.stats();
+      for (std::size_t i = spans_seen; i < now.downloads.size(); ++i) spans_.push_back(now.downloads[i]);
+      spans_seen = now.downloads.size();
+      stats_ = now;  // the counters; the downloads travel through spans_
+      stats_.downloads.clear();
+      fetched_.notify_all();
+    }
+  } catch (const std::exception& e) {
+    std::lock_guard lock(mu_);
+    error_ = e.what();
+    fetched_.notify_all();
+  }
+  // Failed: nothing more is fetched; wait until the destructor.
+  std::unique_lock lock(mu_);
+  changed_.wait(lock, [&] { return stop_; });
+}
+
+}  // namespace sluice::remote

@@ -1,0 +1,246 @@
+// Remote TFRecord shards whose indexes are published beside them, fetched by
+// the workers as the plan needs them (record_feed.h, remote/prefetcher.h),
+// end to end through the `sluice` command line: identical run records over
+// local files, http:// (nginx) and s3:// (s3rver) with 1 and 2 workers; the
+// first batch before the last shard; a cache_limit_mb below the data set held
+// while the run goes (the directory sampled from here); a store stopped
+// mid-run ends the run with the URL's error and a state that a rerun resumes
+// from, reusing the cache; two ranks download each shard once.
+#include <catch2/catch.hpp>
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "servers.h"
+#include "skip.h"
+#include "sluice/io/tfrecord.h"
+#include "sluice/io/tfrecord_writer.h"
+
+using namespace sluice::test;
+
+namespace {
+
+constexpr int kShards = 8, kPerShard = 12;
+
+std::string shard_name(int s) { return "train-" + std::to_string(s) + ".tfrecord"; }
+
+// kShards TFRecord shards of kPerShard records ("rKKKK" then random bytes,
+// about `bytes` each), each with its index beside it (NAME.idx).
+std::string make_shards(std::size_t bytes) {
+  const std::string dir = temp_dir("tfrecords");
+  for (int s = 0; s < kShards; ++s) {
+    const std::string path = dir + "/" + shard_name(s);
+    sluice::io::TFRecordWriter writer(path);
+    for (int i = 0; i < kPerShard; ++i) {
+      const std::string record = "r" + std::to_string(1000 + s * kPerShard + i) + random_bytes(bytes + i, s * 100 + i);
+      writer.write(std::as_bytes(std::span(record.data(), record.size())));
+    }
+    writer.close();
+    sluice::io::write_tfrecord_index(path + ".idx", sluice::io::scan_tfrecord(path));
+  }
+  return dir;
+}
+
+// `extra`: more pipeline options; `first_counts`: a file where each process
+// appends, at its first sample, how many shards the cache `cache` holds whole.
+std::string pipeline(const std::string& source, const std::string& extra, const std::string& cache = "") {
+  std::string count;
+  if (!cache.empty())
+    count = "    if not counted then\n"
+            "      counted = true\n"
+            "      local f = io.popen(\"ls '" + cache + "' | grep -c '\\\\.tfrecord$'\")\n"
+            "      local n = f:read('*n')\n"
+            "      f:close()\n"
+            "      local out = io.open('first-counts.txt', 'a')\n"
+            "      out:write(n, '\\n')\n"
+            "      out:close()\n"
+            "    end\n";
+  return "local sluice = require('sluice')\n"
+         "local ffi = require('ffi')\n"
+         "local counted = false\n"
+         "return sluice.pipeline {\n"
+         "  source = sluice.tfrecord { '" + source + "' },\n"
+         "  fields = { { 'key', 'int32' }, { 'len', 'int32' }, { 'last', 'uint8' } },\n"
+         "  map = function(s, ctx)\n" + count +
+         "    return { key = tonumber(ffi.string(s.bytes.data + 1, 4)), len = s.bytes.nbytes,\n"
+         "             last = s.bytes.data[s.bytes.nbytes - 1] }\n"
+         "  end,\n" + extra + "}\n";
+}
+
+std::string http_glob(const Nginx& http) { return http.url("train-{0.." + std::to_string(kShards - 1) + "}.tfrecord"); }
+
+int gets(const Nginx& http, int s) { return http.requests("GET", "/" + shard_name(s)); }
+
+// Bytes of whole and partial objects in a cache directory (what its budget counts).
+std::uint64_t cache_bytes(const std::string& dir) {
+  std::uint64_t total = 0;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return 0;
+  while (dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    auto ends = [&](const std::string& s) { return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0; };
+    if (name[0] == '.' || ends(".lock") || ends(".meta") || ends(".idx") || ends(".tmp")) continue;
+    struct stat st{};
+    if (::stat((dir + "/" + name).c_str(), &st) == 0) total += static_cast<std::uint64_t>(st.st_size);
+  }
+  ::closedir(d);
+  return total;
+}
+
+}  // namespace
+
+TEST_CASE("Prefetch: TFRecord with indexes beside it over local, http:// and s3:// gives identical records, fetched by the workers") {
+  if (cli().empty()) SKIP_TEST(kNoCli);
+  if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
+  if (!S3rver::why_not().empty()) SKIP_TEST(S3rver::why_not());
+  const std::string shards = make_shards(2000), work = temp_dir("run");
+  Nginx http(shards);
+  S3rver s3(temp_dir("s3"), "bkt");
+  s3.upload(shards, "train/");
+  const std::string extra = "  batch_size = 5, shuffle = true, seed = 11, epochs = 2,\n";
+  write_file(work + "/local.lua", pipeline(shards + "/train-*.tfrecord", extra));
+  write_file(work + "/http.lua", pipeline(http_glob(http), extra));
+  write_file(work + "/s3.lua", pipeline("s3://bkt/train/*.tfrecord", extra));
+
+  check_same_records(work, s3_env(s3), "the workers fetch the others as the plan needs them");
+  // Each shard fetched once per cold cache (two caches), by whichever
+  // process asked first; each index once per run.
+  for (int s = 0; s < kShards; ++s) {
+    CHECK(gets(http, s) == 2);
+    CHECK(http.requests("GET", "/" + shard_name(s) + ".idx") == 2);
+  }
+}
+
+TEST_CASE("Prefetch: the first batch is made before the last shard is downloaded") {
+  if (cli().empty()) SKIP_TEST(kNoCli);
+  if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
+  const std::string shards = make_shards(20'000), work = temp_dir("run");
+  Nginx http(shards, "2m");  // about 0.12 s a shard
+  write_file(work + "/http.lua",
+             pipeline(http_glob(http), "  batch_size = 4, workers = 1, epochs = 1,\n", work + "/cache"));
+  const Run r = sh(work, "SLUICE_CACHE_DIR=cache " + cli() + " run http.lua --trace trace.json");
+  INFO(r.out);
+  REQUIRE(r.status == 0);
+  // The summary and the trace count the workers' downloads with the load's
+  // (the indexes and sample 0's shard).
+  CHECK_THAT(r.out, Catch::Contains("remote      16 objects: 0 from the node cache, 16 downloaded"));
+  const std::string trace = read_file(work + "/trace.json");
+  int spans = 0;
+  for (std::size_t at = 0; (at = trace.find("\"name\":\"download\"", at)) != std::string::npos; ++at) ++spans;
+  CHECK(spans == 2 * kShards);
+  // The launching process checks sample 0 (its shard fetched), then the worker's first sample.
+  std::istringstream counts(read_file(work + "/first-counts.txt"));
+  std::vector<int> seen;
+  for (int n; counts >> n;) seen.push_back(n);
+  INFO(read_file(work + "/first-counts.txt"));
+  REQUIRE(seen.size() == 2);
+  CHECK(seen[0] == 1);
+  CHECK(seen[1] < kShards);
+  for (int s = 0; s < kShards; ++s) CHECK(gets(http, s) == 1);
+}
+
+TEST_CASE("Prefetch: cache_limit_mb below the data set holds while the run goes, past it by one shard a worker at most") {
+  if (cli().empty()) SKIP_TEST(kNoCli);
+  if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
+  const std::string shards = make_shards(25'000), work = temp_dir("run");  // 8 shards of 0.3 MB
+  std::uint64_t largest = 0, total = 0;
+  for (int s = 0; s < kShards; ++s) {
+    struct stat st{};
+    REQUIRE(::stat((shards + "/" + shard_name(s)).c_str(), &st) == 0);
+    largest = std::max<std::uint64_t>(largest, st.st_size);
+    total += st.st_size;
+  }
+  constexpr std::uint64_t kLimit = 1 << 20;
+  REQUIRE(total > 2 * kLimit);
+  Nginx http(shards, "8m");
+  const std::string extra = "  batch_size = 4, workers = 2, epochs = 2,\n";
+  write_file(work + "/local.lua", pipeline(shards + "/train-*.tfrecord", extra));
+  write_file(work + "/http.lua", pipeline(http_glob(http), extra));
+  Run r = sh(work, cli() + " run local.lua --quiet --record local.jsonl");
+  REQUIRE(r.status == 0);
+  std::atomic<bool> done{false};
+  std::uint64_t most = 0;
+  ::mkdir((work + "/cache").c_str(), 0755);
+  std::thread sampler([&] {
+    while (!done.load()) {
+      most = std::max(most, cache_bytes(work + "/cache"));
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  r = sh(work, "SLUICE_CACHE_DIR=cache " + cli() + " run http.lua --cache-limit-mb 1 --record http.jsonl");
+  done = true;
+  sampler.join();
+  INFO(r.out);
+  REQUIRE(r.status == 0);
+  CHECK(sh(work, cli() + " verify local.jsonl http.jsonl").status == 0);
+  INFO("most bytes in the cache: " << most << ", limit " << kLimit << ", largest shard " << largest);
+  CHECK(most > 0);
+  CHECK(most <= kLimit + 2 * largest);  // two workers, a batch in one shard
+  CHECK(cache_bytes(work + "/cache") <= kLimit + 2 * largest);
+  // Evicted and fetched again in the second epoch: more GETs than shards.
+  int all = 0;
+  for (int s = 0; s < kShards; ++s) all += gets(http, s);
+  CHECK(all > kShards);
+}
+
+TEST_CASE("Prefetch: a store stopped mid-run ends the run with its URL and a state, and the rerun resumes from the cache") {
+  if (cli().empty()) SKIP_TEST(kNoCli);
+  if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
+  const std::string shards = make_shards(20'000), work = temp_dir("run");
+  Nginx http(shards, "1m");  // about 0.25 s a shard
+  const std::string extra = "  batch_size = 4, workers = 2, epochs = 1,\n";
+  write_file(work + "/local.lua", pipeline(shards + "/train-*.tfrecord", extra));
+  write_file(work + "/http.lua", pipeline(http_glob(http), extra));
+  std::thread chaos([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    http.stop();
+  });
+  Run r = sh(work, "SLUICE_CACHE_DIR=cache " + cli() +
+                       " run http.lua --remote-retries 1 --remote-timeout-ms 2000 --record first.jsonl");
+  chaos.join();
+  INFO(r.out);
+  REQUIRE(r.status != 0);
+  CHECK_THAT(r.out, Catch::Contains(http.url("train-")) && Catch::Contains("state saved to sluice-state.json"));
+  int before[kShards];
+  for (int s = 0; s < kShards; ++s) before[s] = gets(http, s);
+  std::vector<int> cached;
+  for (int s = 0; s < kShards; ++s) {
+    const Run ls = sh(work, "ls cache | grep -c -- '-" + shard_name(s) + "$' || true");
+    if (std::atoi(ls.out.c_str()) == 1) cached.push_back(s);
+  }
+  CHECK(cached.size() < static_cast<std::size_t>(kShards));
+
+  http.start();
+  r = sh(work, "SLUICE_CACHE_DIR=cache " + cli() + " run http.lua --resume sluice-state.json --record resumed.jsonl");
+  INFO(r.out);
+  REQUIRE(r.status == 0);
+  r = sh(work, cli() + " run local.lua --quiet --resume sluice-state.json --record local.jsonl");
+  INFO(r.out);
+  REQUIRE(r.status == 0);
+  r = sh(work, cli() + " verify local.jsonl resumed.jsonl");
+  INFO(r.out);
+  CHECK(r.status == 0);
+  for (int s : cached) CHECK(gets(http, s) == before[s]);  // reused, not fetched again
+}
+
+TEST_CASE("Prefetch: two ranks sharing one cache download each shard once") {
+  if (cli().empty()) SKIP_TEST(kNoCli);
+  if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
+  const std::string shards = make_shards(20'000), work = temp_dir("run");
+  Nginx http(shards, "4m");
+  const std::string extra = "  batch_size = 3, shuffle = true, seed = 5, workers = 2, epochs = 1,\n";
+  write_file(work + "/local.lua", pipeline(shards + "/train-*.tfrecord", extra));
+  write_file(work + "/http.lua", pipeline(http_glob(http), extra));
+  check_two_ranks(work);
+  for (int s = 0; s < kShards; ++s) CHECK(gets(http, s) == 1);
+}
