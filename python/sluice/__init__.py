@@ -463,7 +463,8 @@ def write(source, to, *, format="tar", shard_size=None, shard_samples=None, stag
     xxh3 checksum. The shards do not depend on the worker count. Called again
     after a crash or kill, it keeps the complete shards and writes the rest.
 
-    to="s3://bucket/prefix/" stages each shard in a local folder (staging=,
+    to="s3://bucket/prefix/" (or "https://host/path/" on a server that takes
+    PUT, one PUT per object) stages each shard in a local folder (staging=,
     default under the cache folder), uploads it (multipart when large),
     deletes the local copy and then uploads the manifest listing it; the
     manifest in the store is what a resumed write keeps shards by.
@@ -472,14 +473,14 @@ def write(source, to, *, format="tar", shard_size=None, shard_samples=None, stag
     give ragged={"jpg": most bytes} (sluice.Loader) when the first sample's
     is not representative. A pipeline declares { "jpg", "bytes", MAX }.
 
-    Returns the manifest as a dict. Raises sluice.Error (an http:// or https://
-    destination cannot be written).
+    Returns the manifest as a dict. Raises sluice.Error.
     """
     to = os.fspath(to)
-    if "://" in to and not to.startswith("s3://"):
-        raise Error("sluice.write: %s: only local folders and s3:// URLs can be written" % to)
-    if staging is not None and not to.startswith("s3://"):
-        raise Error("sluice.write: staging= is for to=\"s3://...\"")
+    remote = to.startswith(("s3://", "http://", "https://"))
+    if "://" in to and not remote:
+        raise Error("sluice.write: %s: only local folders and s3://, http:// and https:// URLs can be written" % to)
+    if staging is not None and not remote:
+        raise Error("sluice.write: staging= is for to=\"s3://...\" or \"https://...\"")
     if format not in ("tar", "tfrecord"):
         raise Error("sluice.write: format is 'tar' or 'tfrecord', not %r" % (format,))
     if shard_size is not None and shard_samples is not None:

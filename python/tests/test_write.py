@@ -165,8 +165,8 @@ def test_killed_write_resumes_to_the_same_shards(tmp_path):
 
 
 def test_usage_errors(tmp_path):
-    with pytest.raises(sluice.Error, match="only local folders and s3:// URLs can be written"):
-        sluice.write(Photos(), "https://host/shards")
+    with pytest.raises(sluice.Error, match="only local folders and s3://, http:// and https:// URLs can be written"):
+        sluice.write(Photos(), "ftp://host/shards")
     with pytest.raises(sluice.Error, match="staging= is for"):
         sluice.write(Photos(), tmp_path / "x", staging=tmp_path / "s")
     with pytest.raises(sluice.Error, match="format"):

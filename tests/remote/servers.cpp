@@ -211,7 +211,8 @@ Nginx::Nginx(std::string root, const std::string& limit_rate) : root_(std::move(
        << "  keepalive_requests 10000;\n"
        << (limit_rate.empty() ? "" : "  limit_rate " + limit_rate + ";\n")
        << "  server {\n    listen 127.0.0.1:" << port_ << ";\n    root " << root_ << ";\n"
-       << "    location / { }\n  }\n}\n";
+       // PUT for writers (nginx's DAV module: a temporary file renamed into place).
+       << "    location / { dav_methods PUT DELETE; create_full_put_path on; client_max_body_size 0; }\n  }\n}\n";
   conf.close();
   start();
 }

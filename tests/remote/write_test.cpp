@@ -141,6 +141,43 @@ TEST_CASE("Write: tar and TFRecord shards to s3:// are the local write's bytes a
   }
 }
 
+TEST_CASE("Write: tar shards to http:// (a server taking PUT) are the local write's bytes, read back, resumed") {
+  if (cli().empty()) SKIP_TEST(kNoCli);
+  if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
+  const std::string root = temp_dir("www"), work = temp_dir("write");
+  Nginx nginx(root);
+  write_file(work + "/gen.lua", generator());
+  Run r = sh(work, cli() + " write gen.lua --to local --shard-samples 10");
+  REQUIRE(r.status == 0);
+  const std::string url = nginx.url("ds/");
+  r = sh(work, "SLUICE_CACHE_DIR=cache " + cli() + " write gen.lua --to " + url + " --shard-samples 10");
+  INFO(r.out);
+  REQUIRE(r.status == 0);
+  std::size_t files = 0;
+  for (const auto& e : fs::directory_iterator(work + "/local")) {
+    INFO(e.path().filename().string());
+    CHECK(read_file(root + "/ds/" + e.path().filename().string()) == read_file(e.path().string()));
+    ++files;
+  }
+  CHECK(files == 5);  // 4 shards and the manifest
+  CHECK(nginx.requests("PUT", "/ds/manifest.json") >= 1);
+  write_file(work + "/local-read.lua", read_tar("local/*.tar"));
+  write_file(work + "/http-read.lua", read_tar(url + "shard-{000000..000003}.tar"));
+  r = sh(work, cli() + " run local-read.lua --quiet --record local.jsonl");
+  INFO(r.out);
+  REQUIRE(r.status == 0);
+  r = sh(work, "SLUICE_CACHE_DIR=cache " + cli() + " run http-read.lua --quiet --record http.jsonl");
+  INFO(r.out);
+  REQUIRE(r.status == 0);
+  CHECK(sh(work, cli() + " verify local.jsonl http.jsonl").status == 0);
+  // The server's manifest says complete: a rerun writes nothing.
+  const int puts = nginx.requests("PUT", "/ds/shard-000000.tar");
+  r = sh(work, "SLUICE_CACHE_DIR=cache " + cli() + " write gen.lua --to " + url + " --shard-samples 10");
+  CHECK(r.status == 0);
+  CHECK_THAT(r.out, Catch::Contains("already written and complete"));
+  CHECK(nginx.requests("PUT", "/ds/shard-000000.tar") == puts);
+}
+
 TEST_CASE("Write: a write to s3:// killed with SIGKILL resumes to the uninterrupted run's objects") {
   if (cli().empty()) SKIP_TEST(kNoCli);
   if (!S3rver::why_not().empty()) SKIP_TEST(S3rver::why_not());
@@ -193,7 +230,7 @@ TEST_CASE("Write: a write to s3:// killed with SIGKILL resumes to the uninterrup
   CHECK(fs::is_empty(work + "/cache/write"));  // the killed run's staged shard went with the resumed run
 }
 
-TEST_CASE("Write: an unknown bucket, a refused key and an https:// destination are one clear error each") {
+TEST_CASE("Write: an unknown bucket, a refused key and an unreachable server are one clear error each") {
   if (cli().empty()) SKIP_TEST(kNoCli);
   if (!S3rver::why_not().empty()) SKIP_TEST(S3rver::why_not());
   Setup setup;
@@ -209,9 +246,12 @@ TEST_CASE("Write: an unknown bucket, a refused key and an https:// destination a
   CHECK(r.status == 1);
   CHECK_THAT(r.out, Catch::Contains("cannot write to s3://bkt/ds/: s3://bkt/ds/manifest.json: HTTP 403 "
                                     "(InvalidAccessKeyId: "));
-  r = sh(work, cli() + " write gen.lua --to https://example.com/ds/");
+  r = sh(work, "SLUICE_CACHE_DIR=cache " + cli() + " write gen.lua --to http://127.0.0.1:1/ds/");
+  CHECK(r.status == 1);
+  CHECK_THAT(r.out, Catch::Contains("cannot write to http://127.0.0.1:1/ds/: http://127.0.0.1:1/ds/manifest.json"));
+  r = sh(work, cli() + " write gen.lua --to ftp://example.com/ds/");
   CHECK(r.status == 2);
-  CHECK_THAT(r.out, Catch::Contains("only local folders and s3:// URLs can be written"));
+  CHECK_THAT(r.out, Catch::Contains("only local folders and s3://, http:// and https:// URLs can be written"));
 }
 
 TEST_CASE("Write: a shard the store refuses stops the writer with the store's message, and no manifest lists it") {

@@ -36,10 +36,11 @@ constexpr const char* kHelp =
     "DIR checks the shards against it; the readers check a shard when first read).\n"
     "\n"
     "options:\n"
-    "  --to DIR           the folder (created), or s3://bucket/prefix/: each shard is\n"
-    "                     staged locally, uploaded (multipart when large), deleted\n"
-    "                     here, then listed in the manifest uploaded after it\n"
-    "  --staging DIR      for s3://: the local folder shards are staged in\n"
+    "  --to DIR           the folder (created), s3://bucket/prefix/, or\n"
+    "                     https://host/path/ on a server taking PUT: each shard is\n"
+    "                     staged locally, uploaded (S3: multipart when large),\n"
+    "                     deleted here, then listed in the manifest uploaded after it\n"
+    "  --staging DIR      for a URL: the local folder shards are staged in\n"
     "                     (default: the cache folder, $SLUICE_CACHE_DIR/write/...)\n"
     "  --format F         tar (default) or tfrecord\n"
     "  --shard-size S     close a shard before the sample that would take it past S\n"
@@ -112,10 +113,12 @@ WriteArgs parse(int argc, char** argv) {
   }
   if (args.help) return args;
   if (args.to.empty()) throw UsageError{"--to DIR is required"};
-  if (args.to.find("://") != std::string::npos && args.to.rfind("s3://", 0) != 0)
-    throw UsageError{"--to " + args.to + ": only local folders and s3:// URLs can be written"};
-  if (!args.staging.empty() && args.to.rfind("s3://", 0) != 0)
-    throw UsageError{"--staging is for --to s3://..."};
+  const bool remote = args.to.rfind("s3://", 0) == 0 || args.to.rfind("http://", 0) == 0 ||
+                      args.to.rfind("https://", 0) == 0;
+  if (args.to.find("://") != std::string::npos && !remote)
+    throw UsageError{"--to " + args.to + ": only local folders and s3://, http:// and https:// URLs can be written"};
+  if (!args.staging.empty() && !remote)
+    throw UsageError{"--staging is for --to s3://... or https://..."};
   if (args.shard_bytes && args.shard_samples) throw UsageError{"give --shard-size or --shard-samples, not both"};
   if (!args.shard_bytes && !args.shard_samples) args.shard_bytes = 256'000'000;
   return args;

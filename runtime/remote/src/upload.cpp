@@ -1,4 +1,4 @@
-// Uploads: one PUT, or S3's multipart upload with its parts in flight on one
+// Uploads: one PUT (S3, or a web server taking PUT), or S3's multipart upload with its parts in flight on one
 // TransferEngine (transfer.h), on a libuv loop the Uploader owns. Each call
 // runs the loop until its requests are done, so an Uploader is blocking and
 // belongs to one thread.
@@ -28,8 +28,7 @@ std::uint64_t UploadOptions::from_environment(const char* name, std::uint64_t ot
 }
 
 void check_writable(const std::string& url) {
-  if (parse_url(url).scheme != Scheme::s3)
-    throw Error(url + ": only s3:// URLs and local folders can be written (not http:// or https://)");
+  parse_url(url);  // throws naming a URL that is not s3://, http:// or https://
 }
 
 struct Uploader::Impl {
@@ -120,7 +119,8 @@ void Uploader::put_file(const std::string& path, const std::string& url) {
   struct stat st{};
   if (::stat(path.c_str(), &st) != 0) throw Error("cannot upload " + path + ": " + std::strerror(errno));
   const auto size = static_cast<std::uint64_t>(st.st_size);
-  if (size >= impl_->options.multipart_threshold && size > 0) return impl_->put_multipart(path, url, size);
+  if (parse_url(url).scheme == Scheme::s3 && size >= impl_->options.multipart_threshold && size > 0)
+    return impl_->put_multipart(path, url, size);
   Request r{.url = url};
   r.method = "PUT";
   r.body_file = path;
@@ -139,19 +139,23 @@ void Uploader::put_text(const std::string& text, const std::string& url) {
 }
 
 namespace {
-bool no_such_key(const Response& r) { return r.status == 404 && r.error.find("NoSuchKey") != std::string::npos; }
+// Absent: S3's NoSuchKey (its NoSuchBucket is an error); any 404 of a web server.
+bool no_such_key(const std::string& url, const Response& r) {
+  if (r.status != 404) return false;
+  return parse_url(url).scheme != Scheme::s3 || r.error.find("NoSuchKey") != std::string::npos;
+}
 }  // namespace
 
 std::optional<std::uint64_t> Uploader::object_size(const std::string& url) {
   const Response r = impl_->run(Request{.url = url, .head = true});
-  if (no_such_key(r)) return std::nullopt;
+  if (no_such_key(url, r)) return std::nullopt;
   if (!r.ok()) throw Error(r.error);
   return r.object_size;
 }
 
 std::optional<std::string> Uploader::get_text(const std::string& url) {
   const Response r = impl_->run(Request{.url = url});
-  if (no_such_key(r)) return std::nullopt;
+  if (no_such_key(url, r)) return std::nullopt;
   if (!r.ok()) throw Error(r.error);
   return r.body;
 }

@@ -1,13 +1,18 @@
-// sluice/remote/upload.h: local files into an S3 store (what `sluice write
-// --to s3://...` publishes its shards with).
+// sluice/remote/upload.h: local files into an S3 store or onto a web server
+// that takes PUT (WebDAV: nginx's dav_methods, Apache's mod_dav, a presigned
+// or token-guarded HTTP endpoint), what `sluice write --to s3://... |
+// https://...` publishes its shards with.
 //
 //   Uploader up;                                       // blocking, on a loop of its own
 //   up.put_file("/staging/shard-000000.tar", "s3://b/p/shard-000000.tar");
 //   up.put_text(manifest_json, "s3://b/p/manifest.json");
 //   up.object_size("s3://b/p/shard-000000.tar")      // nullopt when there is none
 //
-// A file below multipart_threshold goes up in one PUT. From it on, as S3
-// multipart upload: CreateMultipartUpload, then UploadPart of part_size bytes
+// To http(s)://, every object goes up in one PUT (no multipart there; the
+// server should publish it whole, as nginx's and Apache's DAV modules do by
+// writing to a temporary file and renaming it), with the transport's headers
+// (no signing); a 404 to a HEAD or GET means absent. To s3://, a file below
+// multipart_threshold goes up in one PUT. From it on, as S3 multipart upload: CreateMultipartUpload, then UploadPart of part_size bytes
 // (the last part shorter) with up to TransferOptions::max_in_flight parts in
 // flight, then CompleteMultipartUpload with every part's ETag. When a part or
 // the completion fails, the upload is aborted (AbortMultipartUpload, so the
@@ -23,7 +28,6 @@
 //
 // Errors: sluice::Error naming the URL, the HTTP status and the store's code
 // and message: "s3://b/p/x.tar: HTTP 403 (InvalidAccessKeyId: ...)".
-// Only s3:// URLs are writable (an http(s) URL is refused, saying so).
 // Thread and fork safety: one thread at a time uses an Uploader (its loop
 // and curl handles are not shared; moving it between threads needs a
 // happens-before, such as a join); make it after fork().
@@ -76,7 +80,7 @@ class Uploader {
   std::unique_ptr<Impl> impl_;
 };
 
-// Throws sluice::Error unless `url` is an s3:// URL an Uploader can write.
+// Throws sluice::Error unless `url` is an s3://, http:// or https:// URL.
 void check_writable(const std::string& url);
 
 }  // namespace sluice::remote
