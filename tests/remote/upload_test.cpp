@@ -105,7 +105,7 @@ TEST_CASE("Upload: 503s and resets are retried, each sending its whole body agai
   CHECK(fetch({.url = "s3://bkt/r/big.bin"}, direct).body == big);
 }
 
-TEST_CASE("Upload: to a web server taking PUT, one PUT per object, read back whole; absent is 404") {
+TEST_CASE("Upload: to a web server taking PUT, one PUT per object, read back whole, absent is 404") {
   if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
   const std::string root = temp_dir("www"), dir = temp_dir("up");
   Nginx nginx(root);
