@@ -176,17 +176,22 @@ def test_workers_stop_at_close():
         loader.stats()
 
 
-def test_lua_map_error_is_the_command_lines_message(cli):
+def test_lua_map_error_is_the_command_lines_message(cli, tmp_path):
     import subprocess
     path = pipeline("broken.lua")
-    run = subprocess.run([cli, "run", path, "--quiet"], capture_output=True, text=True, timeout=60)
+    state = tmp_path / "state.json"
+    run = subprocess.run([cli, "run", path, "--quiet", "--state", str(state)], capture_output=True, text=True,
+                         timeout=60)
     assert run.returncode == 1
     prefix = "sluice run: error: "
     assert run.stderr.startswith(prefix)
+    # After the message, where the run's state went (for --resume once the map is mended).
+    message, _, after = run.stderr[len(prefix):].partition("\nsluice run: stopped by the error above after ")
+    assert after and str(state) in after and state.exists()
     with pytest.raises(sluice.Error) as error:
         for _ in sluice.Loader(path):
             pass
-    assert str(error.value) == run.stderr[len(prefix):].rstrip("\n")
+    assert str(error.value) == message.rstrip("\n")
 
 
 def test_another_thread_may_ask_for_stats_while_the_loop_waits():

@@ -333,9 +333,12 @@ void write_trace(const Loader& loader, const std::string& path, const Script& sc
                path.c_str());
 }
 
-// Writes the state for --resume and says where.
-void save_state(const RunArgs& args, const Options& o, const LoaderState& state, int signal, std::uint64_t delivered,
-                const char* reason = nullptr) {
+// Printed after a run's error message: where its state was saved.
+std::string g_after_error;
+
+// Writes the state for --resume; returns the line that says where.
+std::string save_state(const RunArgs& args, const Options& o, const LoaderState& state, int signal,
+                       std::uint64_t delivered, const char* reason = nullptr) {
   const std::string path_template = args.state_path.empty() ? default_state_path(o.world_size) : args.state_path;
   const std::string state_path = for_rank(path_template, o.rank);
   write_text_file(state_path, state.to_json() + "\n");
@@ -344,12 +347,13 @@ void save_state(const RunArgs& args, const Options& o, const LoaderState& state,
     // Every rank's state together resumes on any world size (same global batch).
     resume = "'" + with_rank(path_template, "*") + "' (every rank's state: any world size with the same global batch)";
   }
-  std::fprintf(stderr, "sluice run: stopped %s after %llu batches; state saved to %s (continue with --resume %s)\n",
-               reason        ? reason
-               : signal == SIGINT  ? "by SIGINT"
-               : signal == SIGTERM ? "by SIGTERM"
-                                   : "at --batches",
-               static_cast<unsigned long long>(delivered), state_path.c_str(), resume.c_str());
+  return std::string("sluice run: stopped ") +
+         (reason                ? reason
+          : signal == SIGINT  ? "by SIGINT"
+          : signal == SIGTERM ? "by SIGTERM"
+                              : "at --batches") +
+         " after " + std::to_string(delivered) + (delivered == 1 ? " batch" : " batches") + "; state saved to " +
+         state_path + " (continue with --resume " + resume + ")\n";
 }
 
 int run(const RunArgs& args) {
@@ -371,7 +375,7 @@ int run(const RunArgs& args) {
     // Stopped while the script loaded: no Loader to start and stop, the
     // state is where the run would have begun.
     if (recorder) recorder->close();
-    save_state(args, o, LoaderState::start_of(o), signal, 0);
+    std::fputs(save_state(args, o, LoaderState::start_of(o), signal, 0).c_str(), stderr);
     return 128 + signal;
   }
   const auto loader_made = static_cast<std::uint64_t>(
@@ -402,9 +406,9 @@ int run(const RunArgs& args) {
     // continues after them (a remote store down mid-run, reusing the cache).
     try {
       if (recorder) recorder->close();
-      save_state(args, o, loader.state(), 0, delivered, "by the error below");
+      g_after_error = save_state(args, o, loader.state(), 0, delivered, "by the error above");
     } catch (const Error& e) {
-      std::fprintf(stderr, "sluice run: no state saved: %s\n", e.what());
+      g_after_error = std::string("sluice run: no state saved: ") + e.what() + "\n";
     }
     if (!args.trace_path.empty()) write_trace(loader, for_rank(args.trace_path, o.rank), script, loader_made);  // up to the failure
     throw;
@@ -417,7 +421,7 @@ int run(const RunArgs& args) {
   const int signal = g_signal;
   const bool stopped_early = signal != 0 || (args.batches > 0 && delivered == args.batches &&
                                              loader.current_epoch() < o.epochs);
-  if (stopped_early) save_state(args, o, loader.state(), signal, delivered);
+  if (stopped_early) std::fputs(save_state(args, o, loader.state(), signal, delivered).c_str(), stderr);
 
   const Stats stats = loader.stats();
   const ScriptWorkerTimes times = script.worker_times();
@@ -539,7 +543,7 @@ int run_command(int argc, char** argv) {
     return run(args);
   } catch (const std::exception& e) {
     std::fflush(stdout);
-    std::fprintf(stderr, "sluice run: error: %s\n", e.what());
+    std::fprintf(stderr, "sluice run: error: %s\n%s", e.what(), g_after_error.c_str());
     return 1;
   }
 }
