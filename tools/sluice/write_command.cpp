@@ -14,6 +14,7 @@
 #include "sluice/error.h"
 #include "sluice/io/batch_writer.h"
 #include "sluice/loader.h"
+#include "sluice/run_report.h"
 #include "sluice/script.h"
 
 namespace sluice::cli {
@@ -51,7 +52,9 @@ constexpr const char* kHelp =
     "on the worker count. Each is written as NAME.tmp, fsynced, renamed, then listed\n"
     "in the manifest: run the same command again after a crash or kill and it keeps\n"
     "the listed shards and redoes the rest (in a store: those the manifest there\n"
-    "lists and the store holds whole).\n"
+    "lists and the store holds whole). The manifest records the plan (dataset size,\n"
+    "batch size, shuffle, seed, rank and world size, the pipeline's hash; not the\n"
+    "worker count): a resume with another plan is refused, naming what differs.\n"
     "\n"
     "settings (override the script, as for sluice run): -w/--workers, -b/--batch-size,\n"
     "--seed, --shuffle/--no-shuffle, --on-error, ... (sluice run --help); epochs is 1.\n"
@@ -135,6 +138,7 @@ int write(WriteArgs& args) {
   wo.shard_samples = args.shard_samples;
   wo.shard_bytes = args.shard_bytes;
   wo.staging = args.staging;
+  wo.plan = io::write_plan(o, record_header(script).script_hash);
   io::BatchWriter writer(o.fields, wo);
   const io::ShardWriter& shards = writer.shards();
   if (shards.already_complete()) {
