@@ -336,6 +336,42 @@ return sluice.pipeline {
   CHECK_THAT(inspect.out, Contains("4 tar shards") && Contains("20 samples") && Contains("int32[8]"));
 }
 
+TEST_CASE("sluice verify: a shard-like file the manifest does not list is named", "[cli][write]") {
+  TempDir dir;
+  const std::string pipeline = dir.write("p.lua", R"(local sluice = require("sluice")
+return sluice.pipeline {
+  source = sluice.range(10), batch_size = 5, workers = 1,
+  fields = { { "v", "int64" } },
+  map = function(i, ctx) return { v = i } end,
+}
+)");
+  for (const std::string format : {"tar", "tfrecord"}) {
+    INFO(format);
+    const std::string out = dir.path() + "/" + format;
+    REQUIRE(run_cli({"write", pipeline, "--to", out, "--format", format, "--shard-samples", "5"}).status == 0);
+    CliResult clean = run_cli({"verify", out});
+    INFO(clean.out);
+    CHECK(clean.status == 0);  // the manifest and (TFRecord) the listed shards' indexes are not strays
+    // A copied shard beside the listed ones: a reader of out/*.EXT would read its samples twice.
+    const std::string copy = "shard-000009." + format;
+    fs::copy_file(out + "/shard-000001." + format, out + "/" + copy);
+    fs::copy_file(out + "/shard-000001." + format, out + "/extra." + format);
+    CliResult stray = run_cli({"verify", out});
+    INFO(stray.out);
+    CHECK(stray.status == 1);
+    CHECK_THAT(stray.out, Contains(copy + ": not in the manifest") && Contains("extra." + format + ": not in") &&
+                              Contains("2 files in " + out + " not listed"));
+    // A complete conversion has no temporary files: one left is named too.
+    fs::remove(out + "/" + copy);
+    fs::remove(out + "/extra." + format);
+    { std::ofstream(out + "/shard-000002." + format + ".tmp") << "x"; }
+    CliResult tmp = run_cli({"verify", out});
+    CHECK(tmp.status == 1);
+    CHECK_THAT(tmp.out, Contains("shard-000002." + format + ".tmp: not in the manifest") &&
+                            Contains("1 file in"));
+  }
+}
+
 #else
 TEST_CASE("sluice write", "[cli][write]") { SKIP_TEST("the sluice executable was not built"); }
 #endif
