@@ -372,6 +372,60 @@ return sluice.pipeline {
   }
 }
 
+TEST_CASE("sluice write: skipped samples are listed with their reasons and in --skip-log", "[cli][write]") {
+  TempDir dir;
+  const std::string pipeline = dir.write("p.lua", R"(local sluice = require("sluice")
+return sluice.pipeline {
+  source = sluice.range(12), batch_size = 4, workers = 1, on_error = "skip",
+  fields = { { "v", "int64" } },
+  map = function(i, ctx)
+    if i == 3 or i == 7 then error("sample " .. i .. " is bad") end
+    return { v = i }
+  end,
+}
+)");
+  const std::string log = dir.path() + "/skips.jsonl";
+  CliResult r = run_cli({"write", pipeline, "--to", dir.path() + "/out", "--shard-samples", "4", "--skip-log", log});
+  INFO(r.out << r.err);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.out, Contains("skipped 2 samples (on_error = \"skip\"): ids 3, 7") && Contains("sample 3: ") &&
+                        Contains("sample 3 is bad") && Contains("sample 7 is bad"));
+  const auto lines = sluice::test::read_lines(log);
+  REQUIRE(lines.size() == 2);
+  CHECK_THAT(lines[0], Contains("\"sample\":3,") && Contains("sample 3 is bad"));
+  CHECK_THAT(lines[1], Contains("\"sample\":7,") && Contains("sample 7 is bad"));
+  const auto manifest = sluice::io::read_manifest(dir.path() + "/out");
+  REQUIRE(manifest);
+  CHECK(manifest->samples() == 10);
+  // One skipped sample: "1 sample".
+  const std::string one = dir.write("one.lua", R"(local sluice = require("sluice")
+return sluice.pipeline {
+  source = sluice.range(6), batch_size = 3, workers = 1, on_error = "skip",
+  fields = { { "v", "int64" } },
+  map = function(i, ctx)
+    if i == 4 then error("four") end
+    return { v = i }
+  end,
+}
+)");
+  CliResult single = run_cli({"write", one, "--to", dir.path() + "/one", "--shard-samples", "4"});
+  INFO(single.out << single.err);
+  REQUIRE(single.status == 0);
+  CHECK_THAT(single.out, Contains("skipped 1 sample (on_error = \"skip\"): ids 4"));
+}
+
+TEST_CASE("sluice write: usage errors", "[cli][write]") {
+  TempDir dir;
+  const std::string pipeline = dir.write("p.lua", "return require('sluice').pipeline{ source = require('sluice').range(4) }\n");
+  CliResult https = run_cli({"write", pipeline, "--to", "https://host/x"});
+  CHECK(https.status == 2);
+  CHECK_THAT(https.err, Contains("only local folders and s3:// URLs can be written"));
+  CHECK(run_cli({"write", pipeline, "--to", dir.path() + "/o", "--staging", dir.path() + "/s"}).status == 2);
+  CHECK(run_cli({"write", pipeline}).status == 2);
+  CHECK(run_cli({"write", pipeline, "--to", dir.path() + "/o", "--format", "zip"}).status == 2);
+  CHECK(run_cli({"write", pipeline, "--to", dir.path() + "/o", "--shard-size", "12XB"}).status == 2);
+}
+
 #else
 TEST_CASE("sluice write", "[cli][write]") { SKIP_TEST("the sluice executable was not built"); }
 #endif

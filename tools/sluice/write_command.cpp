@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "run_args.h"
+#include "skipped_text.h"
 #include "sluice/error.h"
 #include "sluice/io/batch_writer.h"
 #include "sluice/loader.h"
@@ -46,6 +47,8 @@ constexpr const char* kHelp =
     "  --shard-size S     close a shard before the sample that would take it past S\n"
     "                     bytes (default 256MB; KB, MB, GB, KiB, MiB, GiB)\n"
     "  --shard-samples N  N samples per shard instead\n"
+    "  --skip-log FILE    one JSON line per sample on_error = \"skip\" dropped, as for\n"
+    "                     sluice run: {\"sample\": ID, \"reason\": \"...\"}\n"
     "  -h, --help         this help\n"
     "\n"
     "Shards hold the samples in plan order, so their names and bytes do not depend\n"
@@ -61,13 +64,15 @@ constexpr const char* kHelp =
     "\n"
     "Exit status: 0 written, 1 the pipeline or a write failed, 2 usage.\n";
 
-constexpr std::string_view kValueOptions[] = {"--to", "--format", "--shard-size", "--shard-samples", "--staging"};
+constexpr std::string_view kValueOptions[] = {"--to", "--format", "--shard-size", "--shard-samples", "--staging",
+                                                 "--skip-log"};
 
 struct WriteArgs {
   RunSettings settings;
   bool help = false;
   std::string to;
   std::string staging;
+  std::string skip_log;
   std::string format = "tar";
   std::uint64_t shard_bytes = 0;
   std::uint64_t shard_samples = 0;
@@ -103,6 +108,8 @@ WriteArgs parse(int argc, char** argv) {
       args.to = value;
     } else if (name == "--staging") {
       args.staging = value;
+    } else if (name == "--skip-log") {
+      args.skip_log = value;
     } else if (name == "--format") {
       if (value != "tar" && value != "tfrecord") throw UsageError{"--format expects tar or tfrecord"};
       args.format = value;
@@ -151,8 +158,18 @@ int write(WriteArgs& args) {
                  shards.shards_kept(), static_cast<unsigned long long>(shards.samples_kept()),
                  static_cast<unsigned long long>(shards.resume_batch()));
   writer.prepare(o);
+  SkipReport skips(args.skip_log, nullptr);
   Loader loader(o);
-  while (std::optional<Batch> batch = loader.next()) writer.write(*batch);
+  try {
+    while (std::optional<Batch> batch = loader.next()) {
+      writer.write(*batch);
+      skips.update(loader.stats());
+    }
+  } catch (const Error&) {
+    skips.update(loader.stats());  // what was skipped before the failure
+    throw;
+  }
+  skips.update(loader.stats());
   const std::uint64_t written = writer.samples_written();
   const io::Manifest& m = writer.finish();
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -161,7 +178,7 @@ int write(WriteArgs& args) {
               static_cast<unsigned long long>(m.samples()), static_cast<double>(m.bytes()) / 1e6,
               static_cast<unsigned long long>(written), seconds, static_cast<double>(written) / seconds);
   if (const Stats stats = loader.stats(); !stats.skipped_samples.empty())
-    std::printf("skipped %zu samples (on_error = skip)\n", stats.skipped_samples.size());
+    std::printf("skipped %s\n", describe_skipped(stats, !args.skip_log.empty()).c_str());
   return 0;
 }
 
