@@ -461,7 +461,10 @@ def write(source, to, *, format="tar", shard_size=None, shard_samples=None, stag
     shard_samples samples or before shard_size bytes (default "256MB"), and
     `to`/manifest.json listing every shard with its sample count, bytes and
     xxh3 checksum. The shards do not depend on the worker count. Called again
-    after a crash or kill, it keeps the complete shards and writes the rest.
+    after a crash or kill, it keeps the complete shards and writes the rest;
+    the manifest records the plan (dataset size, batch size, shuffle, seed,
+    rank, world size, a pipeline.lua's hash; not the workers), and a call
+    whose plan differs raises sluice.Error naming what differs.
 
     to="s3://bucket/prefix/" (or "https://host/path/" on a server that takes
     PUT, one PUT per object) stages each shard in a local folder (staging=,

@@ -174,8 +174,11 @@ std::string PyLoader::write(const std::string& dir, const std::string& format, s
     Exclusive one(mutex_);
     if (loader_) throw Error("sluice.write takes a loader that has not started (no batch taken, no state_dict())");
   }
+  // The plan in the manifest: a resume with other settings (or another pipeline.lua) is refused.
+  const std::string script_hash = source_.record_header ? source_.record_header().script_hash : "";
   io::BatchWriter writer(options.fields, {.dir = dir, .format = format, .shard_samples = shard_samples,
-                                          .shard_bytes = shard_bytes, .fields = {}, .staging = staging});
+                                          .shard_bytes = shard_bytes, .fields = {}, .staging = staging,
+                                          .plan = io::write_plan(options, script_hash)});
   if (writer.shards().already_complete()) return writer.shards().manifest().to_json();
   writer.prepare(options);
   std::unique_ptr<sluice::Loader> loader;

@@ -164,6 +164,26 @@ def test_killed_write_resumes_to_the_same_shards(tmp_path):
     assert files(tmp_path / "whole") == files(tmp_path / "cut")
 
 
+def test_a_write_with_another_plan_is_refused(tmp_path):
+    out, fresh = tmp_path / "out", tmp_path / "fresh"
+    plan = dict(shard_samples=2, batch_size=1, ragged={"img": 1 << 20}, seed=0)
+    sluice.write(Photos(), fresh, workers=1, **plan)
+    sluice.write(Photos(), out, workers=1, **plan)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["plan"]["dataset_size"] == "7"
+    assert "workers" not in manifest["plan"]
+    # As a killed write leaves it: the first two shards listed, not complete.
+    manifest["shards"] = manifest["shards"][:2]
+    manifest["samples"], manifest["complete"], manifest["resume"] = 4, False, {"batch": 4, "row": 0}
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(sluice.Error, match=r"another plan.*seed 5 \(written with 0\).*shuffle true"):
+        sluice.write(Photos(), out, workers=1, **dict(plan, seed=5), shuffle=True)
+    # The worker count is not part of the plan: the same settings resume, to the same shards.
+    back = sluice.write(Photos(), out, workers=2, **plan)
+    assert back["complete"] and back["samples"] == 7
+    assert files(out) == files(fresh)
+
+
 def test_usage_errors(tmp_path):
     with pytest.raises(sluice.Error, match="only local folders and s3://, http:// and https:// URLs can be written"):
         sluice.write(Photos(), "ftp://host/shards")

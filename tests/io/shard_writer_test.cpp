@@ -116,8 +116,14 @@ TEST_CASE("Manifest: JSON round trip, and malformed manifests named", "[writer]"
   m.resume_row = 7;
   m.fields = {{"jpg", "bytes", {}, "jpg"}, {"x", "float32", {2, 3}, "x.npy"}};
   m.shards = {{"shard-000000.tfrecord", 10, 1234, "xxh3:0123456789abcdef"}};
+  m.plan = {{"seed", "5"}, {"shuffle", "true"}};
   const Manifest back = Manifest::from_json(m.to_json(), "m.json");
   CHECK(back.to_json() == m.to_json());
+  CHECK(back.plan == m.plan);
+  Manifest unplanned = m;  // as written before plans were recorded: no "plan" key
+  unplanned.plan.clear();
+  CHECK(unplanned.to_json().find("\"plan\"") == std::string::npos);
+  CHECK(Manifest::from_json(unplanned.to_json(), "m").plan.empty());
   CHECK(back.fields == m.fields);
   CHECK(back.samples() == 10);
   CHECK_THROWS_WITH(Manifest::from_json("{\"format\": 1}", "DIR/manifest.json"),
@@ -246,6 +252,53 @@ TEST_CASE("ShardWriter: resume keeps the completed shards and redoes the rest", 
   auto other = o;
   other.shard_samples = 5;
   CHECK_THROWS_WITH(ShardWriter(other), Catch::Contains("holds another conversion"));
+}
+
+TEST_CASE("ShardWriter: a resume with another plan is refused, naming what differs", "[writer]") {
+  TempDir dir;
+  const std::string out = dir.file("ds");
+  auto o = three_fields(out, "tar");
+  o.shard_samples = 2;
+  o.plan = {{"dataset_size", "10"}, {"seed", "0"}, {"shuffle", "false"}};
+  {
+    ShardWriter w(o);
+    write_samples(w, 0, 5);  // two shards listed, the third dropped unfinished
+  }
+  REQUIRE(read_manifest(out)->plan == o.plan);
+  auto shuffled = o;
+  shuffled.plan["seed"] = "5";
+  shuffled.plan["shuffle"] = "true";
+  shuffled.plan["script"] = "0123456789abcdef";
+  CHECK_THROWS_WITH(ShardWriter(shuffled),
+                    Catch::Contains(out + " was written with another plan") &&
+                        Catch::Contains("seed 5 (written with 0), shuffle true (written with false)") &&
+                        Catch::Contains("script 0123456789abcdef (written with none)") &&
+                        Catch::Contains("settings it was written with") && Catch::Contains("new folder"));
+  CHECK(read_manifest(out)->shards.size() == 2);  // refused before anything was touched
+  {
+    auto unchecked = o;  // no plan given: nothing to check, the manifest's is kept
+    unchecked.plan.clear();
+    ShardWriter w(unchecked);
+    CHECK(w.shards_kept() == 2);
+    CHECK(w.manifest().plan == o.plan);
+  }
+  // A manifest from before plans: an incomplete one cannot be resumed safely...
+  Manifest old = *read_manifest(out);
+  old.plan.clear();
+  write_manifest(out, old);
+  CHECK_THROWS_WITH(ShardWriter(o), Catch::Contains("records no plan"));
+  // ... a complete one stays as it is.
+  old.complete = true;
+  write_manifest(out, old);
+  CHECK(ShardWriter(o).already_complete());
+  // The same plan resumes.
+  old.complete = false;
+  old.plan = o.plan;
+  write_manifest(out, old);
+  ShardWriter w(o);
+  CHECK(w.shards_kept() == 2);
+  write_samples(w, w.resume_row(), 10);
+  CHECK(w.finish().samples() == 10);
 }
 
 TEST_CASE("Readers check a listed shard's checksum and name the corrupt one", "[writer]") {

@@ -218,6 +218,12 @@ TEST_CASE("Write: a write to s3:// killed with SIGKILL resumes to the uninterrup
   REQUIRE(listed >= 3);
   const auto cut = sluice::io::Manifest::from_json(*up.get_text(url + "manifest.json"), url);
   REQUIRE_FALSE(cut.complete);  // killed before the end (each sample takes 50 ms of work)
+  // Resumed with another plan: refused by the store's manifest, which stays as it was.
+  r = sh(work, env + cli() + " write gen.lua --to " + url + " --shard-samples 4 --seed 4");
+  CHECK(r.status == 1);
+  CHECK_THAT(r.out, Catch::Contains(url + " was written with another plan") &&
+                        Catch::Contains("seed 4 (written with 3)"));
+  CHECK(*up.get_text(url + "manifest.json") == cut.to_json());
   r = sh(work, env + cli() + " write gen.lua --to " + url + " --shard-samples 4");
   INFO(r.out);
   REQUIRE(r.status == 0);

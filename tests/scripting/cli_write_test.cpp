@@ -248,7 +248,42 @@ return sluice.pipeline {
     for (const auto& s : cut->shards) listed_or_tmp = listed_or_tmp || name == s.name;
     CHECK(listed_or_tmp);
   }
-  CliResult resumed = run_cli({"write", pipeline, "--to", killed, "--shard-samples", "4"});
+  // sluice verify on the stopped conversion: the listed shards match, what
+  // the writer left (*.tmp, the next shard not yet listed) is not a stray.
+  CliResult stopped = run_cli({"verify", killed});
+  CHECK(stopped.status == 1);
+  CHECK_THAT(stopped.out, Contains("all " + std::to_string(cut->shards.size()) + " shards match") &&
+                              Contains("not complete") && !Contains("not in the manifest"));
+  // Another plan (shuffled, another seed) would put other samples after the
+  // kept shards, repeating some and missing others: refused, naming what
+  // differs and the ways out, and the folder is left as it was.
+  const std::string before = file_text(killed + "/manifest.json");
+  CliResult shuffled =
+      run_cli({"write", pipeline, "--to", killed, "--shard-samples", "4", "--shuffle", "--seed", "5"});
+  CHECK(shuffled.status == 1);
+  CHECK_THAT(shuffled.err, Contains("another plan") && Contains("shuffle true (written with false)") &&
+                               Contains("seed 5 (written with 0)") && Contains("settings it was written with") && Contains("new folder"));
+  CHECK(file_text(killed + "/manifest.json") == before);
+  // Another batch size, or an edited pipeline: refused too.
+  CliResult batch = run_cli({"write", pipeline, "--to", killed, "--shard-samples", "4", "-b", "3"});
+  CHECK(batch.status == 1);
+  CHECK_THAT(batch.err, Contains("batch_size 3 (written with 2)"));
+  const std::string edited = dir.write("edited.lua", file_text(pipeline) + "-- edited\n");
+  CliResult script = run_cli({"write", edited, "--to", killed, "--shard-samples", "4"});
+  CHECK(script.status == 1);
+  CHECK_THAT(script.err, Contains("another plan") && Contains("script "));
+  // A manifest from before plans were recorded cannot be resumed safely.
+  const std::string old = dir.path() + "/old";
+  fs::copy(killed, old);
+  auto unplanned = *cut;
+  unplanned.plan.clear();
+  sluice::io::write_manifest(old, unplanned);
+  CliResult older = run_cli({"write", pipeline, "--to", old, "--shard-samples", "4"});
+  CHECK(older.status == 1);
+  CHECK_THAT(older.err, Contains("records no plan") && Contains("new folder"));
+  CHECK(file_text(killed + "/manifest.json") == before);
+  // The worker count is not part of the plan: the shards are the same for any.
+  CliResult resumed = run_cli({"write", pipeline, "--to", killed, "--shard-samples", "4", "-w", "1"});
   INFO(resumed.err);
   REQUIRE(resumed.status == 0);
   CHECK_THAT(resumed.err, Contains("resuming"));
@@ -257,6 +292,9 @@ return sluice.pipeline {
   CliResult again = run_cli({"write", pipeline, "--to", killed, "--shard-samples", "4"});
   CHECK(again.status == 0);
   CHECK_THAT(again.out, Contains("already written and complete"));
+  CliResult reseeded = run_cli({"write", pipeline, "--to", killed, "--shard-samples", "4", "--seed", "9"});
+  CHECK(reseeded.status == 1);
+  CHECK_THAT(reseeded.err, Contains("seed 9 (written with 0)"));
   // Another shard size into the same folder is refused, clearly.
   CliResult other = run_cli({"write", pipeline, "--to", killed, "--shard-samples", "5"});
   CHECK(other.status == 1);
@@ -296,6 +334,84 @@ return sluice.pipeline {
   CliResult inspect = run_cli({"inspect", out});
   CHECK(inspect.status == 0);
   CHECK_THAT(inspect.out, Contains("4 tar shards") && Contains("20 samples") && Contains("int32[8]"));
+}
+
+TEST_CASE("sluice verify: a shard-like file the manifest does not list is named", "[cli][write]") {
+  TempDir dir;
+  const std::string pipeline = dir.write("p.lua", R"(local sluice = require("sluice")
+return sluice.pipeline {
+  source = sluice.range(10), batch_size = 5, workers = 1,
+  fields = { { "v", "int64" } },
+  map = function(i, ctx) return { v = i } end,
+}
+)");
+  for (const std::string format : {"tar", "tfrecord"}) {
+    INFO(format);
+    const std::string out = dir.path() + "/" + format;
+    REQUIRE(run_cli({"write", pipeline, "--to", out, "--format", format, "--shard-samples", "5"}).status == 0);
+    CliResult clean = run_cli({"verify", out});
+    INFO(clean.out);
+    CHECK(clean.status == 0);  // the manifest and (TFRecord) the listed shards' indexes are not strays
+    // A copied shard beside the listed ones: a reader of out/*.EXT would read its samples twice.
+    const std::string copy = "shard-000009." + format;
+    fs::copy_file(out + "/shard-000001." + format, out + "/" + copy);
+    fs::copy_file(out + "/shard-000001." + format, out + "/extra." + format);
+    CliResult stray = run_cli({"verify", out});
+    INFO(stray.out);
+    CHECK(stray.status == 1);
+    CHECK_THAT(stray.out, Contains(copy + ": not in the manifest") && Contains("extra." + format + ": not in") &&
+                              Contains("2 files in " + out + " not listed"));
+    // A complete conversion has no temporary files: one left is named too.
+    fs::remove(out + "/" + copy);
+    fs::remove(out + "/extra." + format);
+    { std::ofstream(out + "/shard-000002." + format + ".tmp") << "x"; }
+    CliResult tmp = run_cli({"verify", out});
+    CHECK(tmp.status == 1);
+    CHECK_THAT(tmp.out, Contains("shard-000002." + format + ".tmp: not in the manifest") &&
+                            Contains("1 file in"));
+  }
+}
+
+TEST_CASE("sluice write: skipped samples are listed with their reasons and in --skip-log", "[cli][write]") {
+  TempDir dir;
+  const std::string pipeline = dir.write("p.lua", R"(local sluice = require("sluice")
+return sluice.pipeline {
+  source = sluice.range(12), batch_size = 4, workers = 1, on_error = "skip",
+  fields = { { "v", "int64" } },
+  map = function(i, ctx)
+    if i == 3 or i == 7 then error("sample " .. i .. " is bad") end
+    return { v = i }
+  end,
+}
+)");
+  const std::string log = dir.path() + "/skips.jsonl";
+  CliResult r = run_cli({"write", pipeline, "--to", dir.path() + "/out", "--shard-samples", "4", "--skip-log", log});
+  INFO(r.out << r.err);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.out, Contains("skipped 2 samples (on_error = \"skip\"): ids 3, 7") && Contains("sample 3: ") &&
+                        Contains("sample 3 is bad") && Contains("sample 7 is bad"));
+  const auto lines = sluice::test::read_lines(log);
+  REQUIRE(lines.size() == 2);
+  CHECK_THAT(lines[0], Contains("\"sample\":3,") && Contains("sample 3 is bad"));
+  CHECK_THAT(lines[1], Contains("\"sample\":7,") && Contains("sample 7 is bad"));
+  const auto manifest = sluice::io::read_manifest(dir.path() + "/out");
+  REQUIRE(manifest);
+  CHECK(manifest->samples() == 10);
+  // One skipped sample: "1 sample".
+  const std::string one = dir.write("one.lua", R"(local sluice = require("sluice")
+return sluice.pipeline {
+  source = sluice.range(6), batch_size = 3, workers = 1, on_error = "skip",
+  fields = { { "v", "int64" } },
+  map = function(i, ctx)
+    if i == 4 then error("four") end
+    return { v = i }
+  end,
+}
+)");
+  CliResult single = run_cli({"write", one, "--to", dir.path() + "/one", "--shard-samples", "4"});
+  INFO(single.out << single.err);
+  REQUIRE(single.status == 0);
+  CHECK_THAT(single.out, Contains("skipped 1 sample (on_error = \"skip\"): ids 4"));
 }
 
 TEST_CASE("sluice write: usage errors", "[cli][write]") {

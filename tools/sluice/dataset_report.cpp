@@ -7,6 +7,10 @@
 #include "sluice/io/manifest.h"
 
 #include <algorithm>
+#include <initializer_list>
+#include <set>
+#include <string_view>
+#include <vector>
 #include <optional>
 
 namespace sluice::cli {
@@ -23,6 +27,41 @@ std::string shape_text(const io::ManifestField& f) {
   std::string s = f.dtype + "[";
   for (std::size_t d = 0; d < f.shape.size(); ++d) s += (d ? "," : "") + std::to_string(f.shape[d]);
   return s + "]";
+}
+
+bool ends_with_any(const std::string& name, std::initializer_list<std::string_view> ends) {
+  for (std::string_view e : ends)
+    if (name.ends_with(e)) return true;
+  return false;
+}
+
+// Files in `dir` that look like shards (or their indexes) but that the
+// manifest does not list: a reader's glob (sluice.tar{"DIR/*.tar"}) would
+// read them too. What a stopped conversion leaves is not counted while the
+// manifest is incomplete (running it again removes it): its *.tmp files, and
+// the next shard (with its index), renamed but not yet listed when it stopped.
+std::vector<std::string> unlisted_files(const std::string& dir, const io::Manifest& m, std::size_t& leftovers) {
+  std::set<std::string> known{io::kManifestName};
+  for (const io::ManifestShard& s : m.shards) {
+    known.insert(s.name);
+    if (m.shard_format == "tfrecord") known.insert(s.name + ".idx");
+  }
+  char next[40];
+  std::snprintf(next, sizeof next, "shard-%06zu.%s", m.shards.size(), m.shard_format.c_str());
+  std::vector<std::string> out;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (known.count(name) || entry.is_directory()) continue;
+    const bool left = name.ends_with(".tmp") || name == next || name == std::string(next) + ".idx";
+    if (!m.complete && left) {
+      ++leftovers;
+      continue;
+    }
+    if (name.starts_with("shard-") || ends_with_any(name, {".tar", ".tfrecord", ".idx", ".tmp", ".tar.gz"}))
+      out.push_back(name);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace
@@ -64,12 +103,21 @@ int verify_dataset(const std::string& dir) {
     ++bad;
     std::printf("%s\n", why.c_str());
   }
-  if (bad) {
-    std::printf("%zu of %zu shards do not match %s/%s\n", bad, m.shards.size(), dir.c_str(), io::kManifestName);
-    return 1;
-  }
+  std::size_t leftovers = 0;
+  const std::vector<std::string> stray = unlisted_files(dir, m, leftovers);
+  for (const std::string& name : stray)
+    std::printf("%s: not in the manifest (a reader of %s/*.%s would read it too; move it out or delete it)\n",
+                (std::filesystem::path(dir) / name).c_str(), dir.c_str(), m.shard_format.c_str());
+  if (bad) std::printf("%zu of %zu shards do not match %s/%s\n", bad, m.shards.size(), dir.c_str(), io::kManifestName);
+  if (!stray.empty())
+    std::printf("%zu %s in %s not listed in its %s\n", stray.size(), stray.size() == 1 ? "file" : "files",
+                dir.c_str(), io::kManifestName);
+  if (bad || !stray.empty()) return 1;
   std::printf("%s: all %zu shards match the manifest (%llu samples%s)\n", dir.c_str(), m.shards.size(),
               static_cast<unsigned long long>(m.samples()), m.complete ? "" : "; the conversion is not complete");
+  if (leftovers)
+    std::printf("  and %zu %s a stopped conversion left (running it again removes them)\n", leftovers,
+                leftovers == 1 ? "file" : "files");
   return m.complete ? 0 : 1;
 }
 

@@ -13,8 +13,11 @@ bool is_written_dataset(const std::string& dir);
 // whether the conversion is complete. Throws sluice::Error.
 void inspect_dataset(const std::string& dir);
 
-// Checks every listed shard's size and checksum; prints each mismatch and a
-// verdict. Returns 0 when all match, 1 otherwise. Throws sluice::Error when
+// Checks every listed shard's size and checksum, and that the folder holds no
+// shard-like file the manifest does not list (*.tar, *.tfrecord, *.idx,
+// *.tmp, shard-*; while the conversion is incomplete, what the stopped writer
+// left is allowed); prints each mismatch and stray file and a verdict.
+// Returns 0 when all match, 1 otherwise. Throws sluice::Error when
 // the manifest cannot be read.
 int verify_dataset(const std::string& dir);
 

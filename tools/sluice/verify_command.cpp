@@ -19,8 +19,10 @@ constexpr const char* kHelp = R"(usage: sluice verify A.jsonl B.jsonl
        sluice verify DIR
 
 DIR: a dataset written by `sluice write`: checks every shard its manifest.json
-lists (size and xxh3 checksum) and names each one that does not match; exit
-status 1 when one does not or the conversion is not complete.
+lists (size and xxh3 checksum) and names each one that does not match, and
+each shard-like file in DIR it does not list (*.tar, *.tfrecord, *.idx,
+shard-*: a reader's DIR/*.tar would read it too); exit status 1 when one does
+not match, a file is not listed, or the conversion is not complete.
 
 Compares two run records (written by `sluice run --record FILE`) batch by
 batch, after ordering both by (epoch, batch), and says whether the two runs saw

@@ -11,9 +11,11 @@
 #include <vector>
 
 #include "run_args.h"
+#include "skipped_text.h"
 #include "sluice/error.h"
 #include "sluice/io/batch_writer.h"
 #include "sluice/loader.h"
+#include "sluice/run_report.h"
 #include "sluice/script.h"
 
 namespace sluice::cli {
@@ -46,26 +48,32 @@ constexpr const char* kHelp =
     "  --shard-size S     close a shard before the sample that would take it past S\n"
     "                     bytes (default 256MB; KB, MB, GB, KiB, MiB, GiB)\n"
     "  --shard-samples N  N samples per shard instead\n"
+    "  --skip-log FILE    one JSON line per sample on_error = \"skip\" dropped, as for\n"
+    "                     sluice run: {\"sample\": ID, \"reason\": \"...\"}\n"
     "  -h, --help         this help\n"
     "\n"
     "Shards hold the samples in plan order, so their names and bytes do not depend\n"
     "on the worker count. Each is written as NAME.tmp, fsynced, renamed, then listed\n"
     "in the manifest: run the same command again after a crash or kill and it keeps\n"
     "the listed shards and redoes the rest (in a store: those the manifest there\n"
-    "lists and the store holds whole).\n"
+    "lists and the store holds whole). The manifest records the plan (dataset size,\n"
+    "batch size, shuffle, seed, rank and world size, the pipeline's hash; not the\n"
+    "worker count): a resume with another plan is refused, naming what differs.\n"
     "\n"
     "settings (override the script, as for sluice run): -w/--workers, -b/--batch-size,\n"
     "--seed, --shuffle/--no-shuffle, --on-error, ... (sluice run --help); epochs is 1.\n"
     "\n"
     "Exit status: 0 written, 1 the pipeline or a write failed, 2 usage.\n";
 
-constexpr std::string_view kValueOptions[] = {"--to", "--format", "--shard-size", "--shard-samples", "--staging"};
+constexpr std::string_view kValueOptions[] = {"--to", "--format", "--shard-size", "--shard-samples", "--staging",
+                                                 "--skip-log"};
 
 struct WriteArgs {
   RunSettings settings;
   bool help = false;
   std::string to;
   std::string staging;
+  std::string skip_log;
   std::string format = "tar";
   std::uint64_t shard_bytes = 0;
   std::uint64_t shard_samples = 0;
@@ -101,6 +109,8 @@ WriteArgs parse(int argc, char** argv) {
       args.to = value;
     } else if (name == "--staging") {
       args.staging = value;
+    } else if (name == "--skip-log") {
+      args.skip_log = value;
     } else if (name == "--format") {
       if (value != "tar" && value != "tfrecord") throw UsageError{"--format expects tar or tfrecord"};
       args.format = value;
@@ -138,6 +148,7 @@ int write(WriteArgs& args) {
   wo.shard_samples = args.shard_samples;
   wo.shard_bytes = args.shard_bytes;
   wo.staging = args.staging;
+  wo.plan = io::write_plan(o, record_header(script).script_hash);
   io::BatchWriter writer(o.fields, wo);
   const io::ShardWriter& shards = writer.shards();
   if (shards.already_complete()) {
@@ -150,8 +161,18 @@ int write(WriteArgs& args) {
                  shards.shards_kept(), static_cast<unsigned long long>(shards.samples_kept()),
                  static_cast<unsigned long long>(shards.resume_batch()));
   writer.prepare(o);
+  SkipReport skips(args.skip_log, nullptr);
   Loader loader(o);
-  while (std::optional<Batch> batch = loader.next()) writer.write(*batch);
+  try {
+    while (std::optional<Batch> batch = loader.next()) {
+      writer.write(*batch);
+      skips.update(loader.stats());
+    }
+  } catch (const Error&) {
+    skips.update(loader.stats());  // what was skipped before the failure
+    throw;
+  }
+  skips.update(loader.stats());
   const std::uint64_t written = writer.samples_written();
   const io::Manifest& m = writer.finish();
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -160,7 +181,7 @@ int write(WriteArgs& args) {
               static_cast<unsigned long long>(m.samples()), static_cast<double>(m.bytes()) / 1e6,
               static_cast<unsigned long long>(written), seconds, static_cast<double>(written) / seconds);
   if (const Stats stats = loader.stats(); !stats.skipped_samples.empty())
-    std::printf("skipped %zu samples (on_error = skip)\n", stats.skipped_samples.size());
+    std::printf("skipped %s\n", describe_skipped(stats, !args.skip_log.empty()).c_str());
   return 0;
 }
 

@@ -1,8 +1,10 @@
 #include "sluice/io/batch_writer.h"
 
+#include <cstdio>
 #include <cstring>
 
 #include "sluice/error.h"
+#include "sluice/record.h"
 #include "sluice/state.h"
 
 namespace sluice::io {
@@ -16,6 +18,30 @@ ShardWriterOptions with_fields(ShardWriterOptions out, std::vector<ManifestField
 }
 
 }  // namespace
+
+std::map<std::string, std::string> write_plan(const Options& o, const std::string& script_hash) {
+  std::map<std::string, std::string> plan;
+  auto flag = [](bool b) { return std::string(b ? "true" : "false"); };
+  plan["dataset_size"] = std::to_string(o.dataset_size);
+  plan["batch_size"] = std::to_string(o.batch_size);
+  plan["drop_last"] = flag(o.drop_last);
+  plan["shuffle"] = flag(o.shuffle);
+  plan["seed"] = std::to_string(o.seed);  // also the seed of the pipeline's own randomness
+  if (o.shuffle && o.shuffle_window > 0) {
+    plan["shuffle_window"] = std::to_string(o.shuffle_window);
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx",
+                  static_cast<unsigned long long>(
+                      digest_bytes(o.shard_sizes.data(), o.shard_sizes.size() * sizeof(std::uint64_t))));
+    plan["shard_sizes"] = hex;
+  }
+  plan["rank"] = std::to_string(o.rank);
+  plan["world_size"] = std::to_string(o.world_size);
+  if (o.world_size > 1) plan["shard_policy"] = name_of(o.shard_policy);
+  plan["skip_fill"] = name_of(o.skip_fill);
+  if (!script_hash.empty()) plan["script"] = script_hash;
+  return plan;
+}
 
 std::vector<ManifestField> BatchWriter::describe(const std::vector<FieldSpec>& fields, std::vector<Source>& sources) {
   std::vector<ManifestField> out;

@@ -54,6 +54,16 @@ std::string Manifest::to_json() const {
                    : "{\"bytes\": " + std::to_string(cut_bytes) + "}, ";
   key(o, "resume");
   o += "{\"batch\": " + std::to_string(resume_batch) + ", \"row\": " + std::to_string(resume_row) + "},\n";
+  if (!plan.empty()) {
+    key(o, "plan"); o += "{";
+    bool first = true;
+    for (const auto& [name, value] : plan) {
+      o += first ? "" : ", ";
+      first = false;
+      key(o, name.c_str()); append_json_string(o, value);
+    }
+    o += "},\n";
+  }
   key(o, "fields"); o += "[";
   for (std::size_t i = 0; i < fields.size(); ++i) {
     const auto& f = fields[i];
@@ -98,6 +108,10 @@ Manifest Manifest::from_json(const std::string& text, const std::string& where) 
     const JsonValue& resume = v.at("resume");
     m.resume_batch = resume.at("batch").as_u64("resume.batch");
     m.resume_row = resume.at("row").as_u64("resume.row");
+    if (const JsonValue* plan = v.find("plan")) {
+      if (plan->kind != JsonValue::object) throw Error("\"plan\" is not an object");
+      for (const auto& [name, value] : plan->members) m.plan[name] = value.as_string("plan." + name);
+    }
     for (const JsonValue& f : v.at("fields").as_array("fields")) {
       ManifestField field;
       field.name = f.at("name").as_string("fields[].name");

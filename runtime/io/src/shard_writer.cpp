@@ -127,6 +127,32 @@ struct ShardWriter::Impl {
     return "";
   }
 
+  // Throws unless `old` was written with the plan this writer follows: its
+  // kept shards end at a plan position that means the same samples only then.
+  void check_plan(const Manifest& old) const {
+    if (options.plan.empty() || old.plan == options.plan) return;
+    const std::string ways = "; to resume, run again with the settings it was written with, or to start over, "
+                             "write to a new folder or delete " + options.dir;
+    if (old.plan.empty()) {
+      if (old.complete) return;  // nothing to add to it: it stays as written
+      throw Error(options.dir + ": its manifest.json records no plan (an older Sluice wrote it), so resuming "
+                  "could repeat or miss samples; write to a new folder or delete " + options.dir);
+    }
+    std::string differs;
+    auto note = [&](const std::string& name, const std::string& was, const std::string& now) {
+      differs += (differs.empty() ? "" : ", ") + name + " " + now + " (written with " + was + ")";
+    };
+    for (const auto& [name, value] : options.plan) {
+      const auto it = old.plan.find(name);
+      const std::string was = it == old.plan.end() ? "none" : it->second;
+      if (was != value) note(name, was, value);
+    }
+    for (const auto& [name, value] : old.plan)
+      if (!options.plan.count(name)) note(name, value, "none");
+    throw Error(options.dir + " was written with another plan (this run's samples would not follow its shards: "
+                "some repeated, others missed): " + differs + ways);
+  }
+
   // Keeps the shards an earlier run of the same conversion completed.
   void adopt(Manifest old) {
     const bool same = old.shard_format == manifest.shard_format && old.cut_samples == manifest.cut_samples &&
@@ -134,6 +160,7 @@ struct ShardWriter::Impl {
     if (!same)
       throw Error(options.dir + " holds another conversion (its manifest.json differs in format, shard "
                   "size or fields); write to a new folder or delete it");
+    check_plan(old);
     std::size_t good = 0;
     for (; good < old.shards.size(); ++good) {
       if (old.shards[good].name != shard_name(good, options.format)) break;
@@ -150,6 +177,7 @@ struct ShardWriter::Impl {
     }
     old.shards.resize(good);
     manifest.shards = old.shards;
+    if (manifest.plan.empty()) manifest.plan = old.plan;
     manifest.resume_batch = old.resume_batch;
     manifest.resume_row = old.resume_row;
     manifest.complete = was_complete;
@@ -184,6 +212,7 @@ ShardWriter::ShardWriter(ShardWriterOptions options) : impl_(std::make_unique<Im
   m.manifest.cut_samples = m.options.shard_samples;
   m.manifest.cut_bytes = m.options.shard_bytes;
   m.manifest.fields = m.options.fields;
+  m.manifest.plan = m.options.plan;
   m.fields = detail::prepare_fields(m.manifest.fields);  // its entries point at these
 
   if (remote::is_remote(m.options.dir)) {

@@ -18,12 +18,21 @@
 // Resume: prepare() points the options at the batch where the kept shards
 // end, and the first batch's rows already written are skipped.
 //
+// The plan: write_plan() names what decides which samples land in which
+// shard (dataset size, batch size, drop_last, shuffle, its window and the
+// shard layout, seed, rank, world size and shard policy, skip_fill, and the
+// pipeline's hash, as in the run record's header); pass it as
+// ShardWriterOptions::plan so a resume with another plan is refused. The
+// worker count is not in it: the shards are the same for any.
+//
 // Errors: sluice::Error. Thread safety: none.
 #pragma once
 
 #include "sluice/export.h"
 
 #include <cstdint>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "sluice/batch.h"
@@ -31,6 +40,9 @@
 #include "sluice/options.h"
 
 namespace sluice::io {
+
+// `script_hash`: the pipeline's (RecordHeader::script_hash), "" for none.
+SLUICE_API std::map<std::string, std::string> write_plan(const Options& options, const std::string& script_hash);
 
 class SLUICE_API BatchWriter {
  public:

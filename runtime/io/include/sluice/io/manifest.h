@@ -9,6 +9,7 @@
 //    "checksum": "xxh3", "complete": true, "samples": 1000,
 //    "cut": {"samples": 256} | {"bytes": 268435456},
 //    "resume": {"batch": 3, "row": 232},
+//    "plan": {"dataset_size": "1000", "seed": "0", "shuffle": "false", ...},
 //    "fields": [{"name": "jpg", "dtype": "bytes", "shape": [], "ext": "jpg"}, ...],
 //    "shards": [{"name": "shard-000000.tar", "samples": 256, "bytes": 1234,
 //                "checksum": "xxh3:0123456789abcdef"}, ...]}
@@ -16,7 +17,11 @@
 // The manifest is rewritten (atomically: see output_file.h) after each shard
 // is published, so it lists only whole shards; "complete" is true once the
 // last one is. "resume" is the plan position (batch, row within it) of the
-// first sample not yet in a listed shard.
+// first sample not yet in a listed shard. "plan" records what decides which
+// samples go where (batch_writer.h write_plan(): the epoch plan and the
+// pipeline's hash; never the worker count), so that a resume with another
+// plan is refused instead of mixing two orders; manifests from before it have
+// no "plan" (read as an empty one).
 //
 // Readers (TarSource, TFRecordSource, and the streaming TarStream and
 // TFRecordStream) look for a manifest beside a shard and, when it lists the
@@ -32,6 +37,7 @@
 #include "sluice/export.h"
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -60,6 +66,7 @@ struct SLUICE_API Manifest {
   std::uint64_t cut_samples = 0;  // one of the two is set: samples per shard,
   std::uint64_t cut_bytes = 0;    // or the most bytes per shard
   std::uint64_t resume_batch = 0, resume_row = 0;
+  std::map<std::string, std::string> plan;  // name -> value; empty: not recorded
   std::vector<ManifestField> fields;
   std::vector<ManifestShard> shards;
 

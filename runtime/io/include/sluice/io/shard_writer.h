@@ -27,12 +27,18 @@
 // fsync costs no time unless the disk is slower than the samples; a
 // failure there is thrown by the add() that ends the next shard, or by
 // finish(). A new ShardWriter on a folder whose
-// manifest describes the same conversion (format, cut, fields) keeps the
+// manifest describes the same conversion (format, cut, fields, and the same
+// plan: ShardWriterOptions::plan, when given) keeps the
 // shards it lists (each checked against its size and checksum; the first
 // that fails and every later one is dropped), deletes leftovers (*.tmp,
 // unlisted shard-* files) and reports where to start again (resume_batch,
 // resume_row). A manifest of another conversion is an error that says so;
-// an existing folder with files but no manifest is refused too.
+// an existing folder with files but no manifest is refused too. A plan that
+// differs (the order the samples come in, so the kept shards and the rest
+// would overlap and leave gaps) is an error naming each setting that differs;
+// so is resuming an incomplete manifest that records no plan (written before
+// plans were recorded: whether its order matches cannot be known). A complete
+// one without a plan is kept as it is. An empty options.plan checks nothing.
 //
 // To a store: a DIR of s3://bucket/prefix/ writes each shard to a local
 // staging folder first (as above), then uploads it (remote/upload.h: one PUT,
@@ -52,6 +58,7 @@
 #include "sluice/export.h"
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -71,6 +78,9 @@ struct SLUICE_API ShardWriterOptions {
   // For an s3:// dir: the local folder shards are staged in ("" =
   // CACHE/write/<hash of the URL>, CACHE as in remote/cache.h).
   std::string staging = "";
+  // What decides which sample goes where (batch_writer.h write_plan()),
+  // recorded in the manifest and checked on resume; empty = not checked.
+  std::map<std::string, std::string> plan = {};
 };
 
 class SLUICE_API ShardWriter {
