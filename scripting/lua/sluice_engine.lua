@@ -372,6 +372,35 @@ local function fill_packed(view, n)
   end
 end
 
+-- Parquet rows without a map go straight into the slot when the fields are
+-- the columns (RecordFeed::fill_parquet): runs of consecutive rows column by
+-- column, other rows one by one; rows it leaves (a null, a read error) take
+-- the path of every sample, which reports them. parquet_slots is nil when
+-- the fields cannot be written that way.
+local parquet_slots, parquet_done, parquet_done_size
+
+local function find_parquet_slots()
+  parquet_slots = nil
+  if P.source.kind ~= "parquet" or P.map or #fields == 0 then return end
+  local slots = ffi.new("sluice_parquet_slot[?]", #fields)
+  for k, f in ipairs(fields) do
+    if f.bytes or #f.shape > 1 then return end
+    local slot = slots[k - 1]
+    slot.name, slot.stride, slot.ndim = f.name, f.nbytes, #f.shape  -- f.name is kept alive by fields
+    slot.dtype = f.dtype.code
+  end
+  parquet_slots, parquet_done, parquet_done_size = slots, nil, 0
+end
+
+-- Writes the batch's rows it can; true for each row j with parquet_done[j] ~= 0.
+local function fill_parquet(view, n)
+  for k = 1, #fields do parquet_slots[k - 1].dst = bases[k] end
+  if parquet_done_size < n then parquet_done, parquet_done_size = ffi.new("uint8_t[?]", n), n end
+  local written = api.feed_fill_parquet(host, view.samples, n, parquet_slots, #fields, parquet_done)
+  if written < 0 then parquet_slots = nil return 0 end
+  return written
+end
+
 local function prepare(list, the_seed)
   seed = the_seed
   source_stage = P.source.make and ("source (" .. where(P.source.make) .. ")") or "source"
@@ -379,6 +408,7 @@ local function prepare(list, the_seed)
   batch_stage = P.map_batch and ("map_batch (" .. where(P.map_batch) .. ")") or nil
   set_fields(list)
   find_packed_slots()
+  find_parquet_slots()
 end
 
 -- Fill one batch: view is a const sluice_fill_view* (lightuserdata or cdata).
@@ -389,14 +419,17 @@ function M.fill(view)
   ctx.epoch, ctx.batch, ctx.worker, ctx.size = epoch, tonumber(view.batch), view.worker, n
   for k = 1, #fields do bases[k] = ffi.cast(char_ptr, view.data[k - 1]) end
   if packed_slots then fill_packed(view, n) end
-  for row = 0, packed_slots and -1 or n - 1 do
-    for k = 1, #fields do
-      local f = fields[k]
-      out[f.name].data = ffi.cast(f.dtype.pointer, bases[k] + row * f.nbytes)
+  local written = parquet_slots and fill_parquet(view, n) or 0
+  for row = 0, (packed_slots or written == n) and -1 or n - 1 do
+    if written == 0 or parquet_done[row] == 0 then
+      for k = 1, #fields do
+        local f = fields[k]
+        out[f.name].data = ffi.cast(f.dtype.pointer, bases[k] + row * f.nbytes)
+      end
+      local result = run_map(tonumber(view.samples[row]), epoch, row)
+      current.stage = nil
+      write_result(result, row)
     end
-    local result = run_map(tonumber(view.samples[row]), epoch, row)
-    current.stage = nil
-    write_result(result, row)
   end
   current.index = nil
   if P.map_batch then

@@ -34,6 +34,8 @@ typedef struct sluice_ffi_api {
   const char* (*setting_error)(const char* name, const char* value);
   int32_t (*feed_fill_packed)(void* host, uint32_t row, uint64_t index, void* const* dst, struct sluice_record* out);
   const char* (*setting_elsewhere)(const char* name);
+  int32_t (*feed_fill_parquet)(void* host, const uint64_t* samples, uint32_t count,
+                               const struct sluice_parquet_slot* slots, uint32_t fields, uint8_t* done);
 } sluice_ffi_api;
 
 typedef struct sluice_record_field {
@@ -45,6 +47,14 @@ typedef struct sluice_record_field {
   int32_t ndim;
   int64_t shape[8];
 } sluice_record_field;
+
+typedef struct sluice_parquet_slot {
+  const char* name;
+  void* dst;
+  uint64_t stride;
+  int32_t dtype;
+  int32_t ndim;
+} sluice_parquet_slot;
 
 typedef struct sluice_record {
   uint64_t record;

@@ -72,6 +72,13 @@ std::int32_t ffi_feed_fill_packed(void* host, std::uint32_t row, std::uint64_t i
   return -1;
 }
 
+std::int32_t ffi_feed_fill_parquet(void* host, const std::uint64_t* samples, std::uint32_t count,
+                                   const sluice_parquet_slot* slots, std::uint32_t fields, std::uint8_t* done) noexcept {
+  const auto* h = static_cast<const FeedHost*>(host);
+  if (h == nullptr || h->feed == nullptr) return -1;
+  return h->feed->fill_parquet({samples, count}, {slots, fields}, done, h->batch);
+}
+
 // A parsed tf.train.Example and the reason its last call failed.
 struct ExampleHandle {
   io::Example example;
@@ -200,7 +207,7 @@ constexpr sluice_ffi_api kApi = {
     ffi_example_new,    ffi_example_free,  ffi_example_error,  ffi_example_parse,
     ffi_example_info,   ffi_example_values, ffi_example_bytes, ffi_example_copy,
     ffi_example_steps,  ffi_copy_to_batch, ffi_setting_error, ffi_feed_fill_packed,
-    ffi_setting_elsewhere,
+    ffi_setting_elsewhere, ffi_feed_fill_parquet,
 };
 
 }  // namespace

@@ -17,6 +17,7 @@
 extern "C" {
 
 struct sluice_record;
+struct sluice_parquet_slot;
 
 struct sluice_ffi_api {
   std::uint64_t (*rng_key)(std::uint64_t seed, std::uint64_t domain, std::uint64_t epoch,
@@ -76,6 +77,16 @@ struct sluice_ffi_api {
   // API), in the table's words; NULL when `name` is no such setting. The
   // text lives until the thread's next call.
   const char* (*setting_elsewhere)(const char* name);
+  // Parquet rows (pipelines with sluice.parquet and no map) straight into the
+  // slot: for each of the `count` samples (dataset indices) of the batch, every
+  // field k (slots[k], the fields in order) written from its column, a run
+  // of consecutive rows column by column (io::copy_run). done[j] = 1 for each
+  // row j written whole; a row left at 0 (a null, a list of another length, a
+  // read error) is for feed_take. Returns the rows written, or -1 when these
+  // fields cannot be written this way (not exactly the columns, by name,
+  // dtype and shape): then never call it again.
+  std::int32_t (*feed_fill_parquet)(void* host, const std::uint64_t* samples, std::uint32_t count,
+                                    const sluice_parquet_slot* slots, std::uint32_t fields, std::uint8_t* done);
 };
 
 // One part of a record (sluice/io/sample.h Field). dtype < 0: raw bytes;
@@ -88,6 +99,17 @@ struct sluice_record_field {
   std::int32_t dtype;
   std::int32_t ndim;
   std::int64_t shape[8];
+};
+
+// One field of a batch for feed_fill_parquet: its name, where row 0 of the
+// batch goes and the bytes per row, its sluice::DType code (-1: a bytes
+// field) and its number of dimensions (0: a scalar, 1: a vector).
+struct sluice_parquet_slot {
+  const char* name;
+  void* dst;
+  std::uint64_t stride;
+  std::int32_t dtype;
+  std::int32_t ndim;
 };
 
 // A record handed to Lua: views into the reader's buffers and the source's names.

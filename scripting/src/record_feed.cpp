@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <string_view>
 #include <utility>
 
 #include "sluice/dtype.h"
@@ -382,6 +384,88 @@ bool RecordFeed::take_parquet(std::uint64_t index, sluice_record& out) {
   out.fields = fields_.data();
   out.field_count = static_cast<std::uint32_t>(names.size());
   return true;
+}
+
+std::int32_t RecordFeed::fill_parquet(std::span<const std::uint64_t> samples,
+                                      std::span<const sluice_parquet_slot> slots, std::uint8_t* done,
+                                      const BatchContext* batch) noexcept {
+  if (!parquet_) return -1;
+  const auto& names = parquet_->column_names();
+  const auto& infos = parquet_->column_infos();
+  if (slot_plan_ < 0) {  // once: the fields are fixed for the process (ScriptProducer::check_layout)
+    slot_plan_ = slots.size() == names.size() ? 1 : 0;
+    slot_column_.assign(slots.size(), -1);
+    for (std::size_t k = 0; slot_plan_ == 1 && k < slots.size(); ++k) {
+      const sluice_parquet_slot& slot = slots[k];
+      const auto at = std::find(names.begin(), names.end(), std::string_view(slot.name));
+      const auto c = static_cast<std::size_t>(at - names.begin());
+      // What store() accepts without complaint: a view of the field's dtype
+      // and shape (a scalar column's row is 0-d, a list's 1-d).
+      const bool same = at != names.end() && slot.dtype >= 0 && infos[c].dtype &&
+                        static_cast<std::int32_t>(*infos[c].dtype) == slot.dtype &&
+                        slot.ndim == (infos[c].list ? 1 : 0) &&
+                        (infos[c].list ? slot.stride % dtype_size(*infos[c].dtype) == 0
+                                       : slot.stride == dtype_size(*infos[c].dtype)) &&
+                        std::count(slot_column_.begin(), slot_column_.end(), static_cast<int>(c)) == 0;
+      if (!same) slot_plan_ = 0;
+      slot_column_[k] = static_cast<int>(c);
+    }
+    parquet_runs_.resize(names.size());
+    slot_copied_.assign(slots.size(), 0);
+  }
+  if (slot_plan_ == 0 || slots.size() != slot_column_.size()) return -1;
+
+  constexpr std::size_t kAhead = 8;  // rows prefetched ahead of the one read, for shuffled batches
+  const std::size_t n = samples.size();
+  std::fill(done, done + n, std::uint8_t{0});
+  std::int32_t written = 0;
+  try {
+    for (std::size_t i = 0; i < n;) {
+      std::size_t consecutive = 1;
+      while (i + consecutive < n && samples[i + consecutive] == samples[i] + consecutive) ++consecutive;
+      if (batch != nullptr) batch->begin_sample(i);
+      std::uint64_t m = consecutive;
+      std::fill(slot_copied_.begin(), slot_copied_.end(), 0);
+      std::size_t copied = 0;
+      if (consecutive > 1) {  // rows [i, i + m) are consecutive rows of one row group
+        m = parquet_->read_run(samples[i], consecutive, parquet_runs_);
+        for (std::size_t k = 0; k < slots.size(); ++k) {
+          const io::ParquetColumnRun& run = parquet_runs_[static_cast<std::size_t>(slot_column_[k])];
+          if (run.data == nullptr || run.width != slots[k].stride) continue;
+          io::copy_run(run, m, static_cast<std::byte*>(slots[k].dst) + i * slots[k].stride, slots[k].stride);
+          slot_copied_[k] = 1;
+          ++copied;
+        }
+      }
+      if (copied == slots.size()) {
+        std::fill(done + i, done + i + m, std::uint8_t{1});
+        written += static_cast<std::int32_t>(m);
+        i += m;
+        continue;
+      }
+      for (std::size_t j = i; j < i + m; ++j) {  // the columns not copied, row by row
+        if (j + kAhead < n) parquet_->prefetch(samples[j + kAhead]);
+        parquet_->read(samples[j], parquet_values_);
+        bool whole = true;
+        for (std::size_t k = 0; k < slots.size(); ++k) {
+          if (slot_copied_[k]) continue;
+          const io::ParquetValue& v = parquet_values_[static_cast<std::size_t>(slot_column_[k])];
+          if (v.bytes != slots[k].stride) {  // a null, or a list of another length: take()'s error
+            whole = false;
+            continue;
+          }
+          std::memcpy(static_cast<std::byte*>(slots[k].dst) + j * slots[k].stride, v.data, v.bytes);
+        }
+        done[j] = whole ? 1 : 0;
+        written += whole ? 1 : 0;
+      }
+      i += m;
+    }
+  } catch (...) {
+    // A row group that fails to read: its rows stay at 0, for take() to
+    // report the error as it does for any row.
+  }
+  return written;
 }
 
 bool RecordFeed::take_tokens(std::uint64_t index, sluice_record& out) {

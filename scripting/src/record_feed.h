@@ -104,6 +104,17 @@ class RecordFeed {
   // packed: the row for dataset index `index` of the current batch's epoch
   // straight into `out` (each seq_len long); false (see error()) otherwise.
   bool fill_packed(std::uint64_t index, const text::PackedRow& out) noexcept;
+  // parquet: the samples of the batch straight into their slots (see
+  // sluice_ffi_api::feed_fill_parquet): a run of consecutive rows of one
+  // row group column by column (io::ParquetReader::read_run, io::copy_run),
+  // other rows one by one; the bytes a row gets are those Lua's store() of
+  // take()'s views would write. done[j] = 1 for each row written whole, 0
+  // for one left to take() (a null, a list of another length, a read error,
+  // whose message take() then gives). Returns the rows written, or -1 when
+  // the fields are not exactly the columns (by name, dtype and shape; a
+  // bytes field never is). `batch`, if not null, hears begin_sample.
+  std::int32_t fill_parquet(std::span<const std::uint64_t> samples, std::span<const sluice_parquet_slot> slots,
+                            std::uint8_t* done, const BatchContext* batch) noexcept;
   // parquet: row groups this feed's reader decoded so far (0 for other sources).
   std::uint64_t row_groups_decoded() const { return parquet_ ? parquet_->groups_decoded() : 0; }
 
@@ -165,6 +176,10 @@ class RecordFeed {
   // parquet
   std::unique_ptr<io::ParquetReader> parquet_;
   std::vector<io::ParquetValue> parquet_values_;
+  std::vector<io::ParquetColumnRun> parquet_runs_;
+  std::vector<int> slot_column_;  // fill_parquet: field k's column; empty until planned
+  std::vector<char> slot_copied_; // fill_parquet: field k of the current run copied column-wise
+  int slot_plan_ = -1;            // fill_parquet: -1 not planned, 0 the fields are not the columns, 1 they are
   // packed
   std::uint64_t epoch_ = 0;        // of the batch being filled (begin_batch)
   std::vector<std::int64_t> tokens_, targets_;

@@ -37,6 +37,15 @@ std::vector<T> column(const sluice::Batch& batch, const char* field) {
   return out;
 }
 
+// part-0.parquet .. part-3.parquet in dir: copies of a file of 5 row groups
+// of 10 rows (20 row groups, 200 rows).
+void write_copies(TempDir& dir) {
+  std::ifstream in(kCorpus + "floating_orders_nan_count.parquet", std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  REQUIRE(!bytes.empty());
+  for (int f = 0; f < 4; ++f) dir.write("part-" + std::to_string(f) + ".parquet", bytes);
+}
+
 }  // namespace
 
 TEST_CASE("parquet: rows by column name in map, shuffled over two workers, each once", "[sources][parquet]") {
@@ -118,10 +127,7 @@ TEST_CASE("parquet: shuffle_window shuffles row groups a window at a time, each 
           "[sources][parquet]") {
   // 4 copies of a file of 5 row groups of 10 rows: 20 row groups, 200 rows.
   TempDir dir;
-  std::ifstream in(kCorpus + "floating_orders_nan_count.parquet", std::ios::binary);
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  REQUIRE(!bytes.empty());
-  for (int f = 0; f < 4; ++f) dir.write("part-" + std::to_string(f) + ".parquet", bytes);
+  write_copies(dir);
   const auto file = std::make_shared<const sluice::io::ParquetFile>(dir.path() + "/part-0.parquet");
   REQUIRE(file->row_groups().size() == 5);
   std::vector<double> expected;  // row r of each copy
@@ -194,4 +200,71 @@ return sluice.pipeline {
   CHECK(one.decoded <= 40);
   CHECK(two.decoded <= 80);
   CHECK(global.decoded > 2 * two.decoded);
+}
+
+namespace {
+
+// Every batch of a run of `script` as text: epoch, index, sample ids, then
+// each field's bytes, in delivery order.
+std::vector<std::string> batch_bytes(const std::string& script) {
+  sluice::Script loaded = sluice::load_script({.path = script});
+  sluice::Loader loader(loaded.options);
+  std::vector<std::string> out;
+  while (auto batch = loader.next()) {
+    std::string text = std::to_string(batch->epoch()) + "/" + std::to_string(batch->index()) + ":";
+    for (const std::uint64_t id : batch->sample_ids()) text += std::to_string(id) + ",";
+    for (std::size_t f = 0; f < batch->field_count(); ++f) {
+      const sluice::FieldView view = batch->field(f);
+      text += "|" + std::string(static_cast<const char*>(view.data), view.nbytes);
+    }
+    out.push_back(std::move(text));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("parquet: without a map, runs of rows go straight into the batch with the bytes a map would write",
+          "[sources][parquet]") {
+  // The same pipeline with and without an identity map: with it every row
+  // takes the path of every sample (views, map, store); without it runs of
+  // consecutive rows are copied column by column. Row groups of 10 rows
+  // (4 copies of a file of 5), batches of 7 that straddle them, in order and
+  // shuffled, on 1 and 2 workers; a table of nullable columns without
+  // nulls; a column with nulls and one of lists of several lengths, whose
+  // rows under on_error = 'skip' are dropped by either path alike.
+  TempDir dir;
+  write_copies(dir);
+
+  struct Case {
+    std::string source, options;
+  };
+  const std::string tiny = "sluice.parquet{ '" + kCorpus + "alltypes_tiny_pages_plain.parquet', columns = { 'id', "
+                           "'bool_col', 'tinyint_col', 'smallint_col', 'bigint_col', 'float_col', 'double_col', "
+                           "'timestamp_col', 'month' } }";
+  const std::vector<Case> cases = {
+      {"sluice.parquet{ 'part-*.parquet' }", "batch_size = 7, shuffle = false, workers = 1, epochs = 2"},
+      {"sluice.parquet{ 'part-*.parquet' }", "batch_size = 7, shuffle = false, workers = 2"},
+      {"sluice.parquet{ 'part-*.parquet' }", "batch_size = 7, shuffle = true, seed = 4, workers = 1"},
+      {"sluice.parquet{ 'part-*.parquet' }", "batch_size = 7, shuffle = true, seed = 4, workers = 2, shuffle_window = 2"},
+      {tiny, "batch_size = 100, shuffle = false, workers = 2"},
+      {tiny, "batch_size = 100, shuffle = true, seed = 9, workers = 1"},
+      {"sluice.parquet{ '" + kCorpus + "int32_with_null_pages.parquet' }",
+       "batch_size = 16, shuffle = false, workers = 1, on_error = 'skip'"},
+      {"sluice.parquet{ '" + kCorpus + "int32_with_null_pages.parquet' }",
+       "batch_size = 16, shuffle = true, seed = 2, workers = 2, on_error = 'skip'"},
+      {"sluice.parquet{ '" + kCorpus + "datapage_v2.snappy.parquet', columns = { 'b', 'c', 'd', 'e' } }",
+       "batch_size = 2, shuffle = false, workers = 1, on_error = 'skip'"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.source << " " << c.options);
+    auto script = [&](const std::string& name, const std::string& map) {
+      return dir.write(name, "local sluice = require('sluice')\nreturn sluice.pipeline { source = " + c.source +
+                                 ", " + map + c.options + " }\n");
+    };
+    const auto direct = batch_bytes(script("direct.lua", ""));
+    const auto mapped = batch_bytes(script("mapped.lua", "map = function(s) return s.fields end, "));
+    CHECK(!direct.empty());
+    CHECK(direct == mapped);
+  }
 }

@@ -17,6 +17,14 @@
 // one), with the ratios (targets: >= 0.8
 // of DuckDB, shuffled >= 0.7 of sequential) and this machine's first-touch
 // cost per page.
+// For the numeric tables it also times the real pipeline: rows/s out of a
+// sluice::Loader with 1 worker over `source = sluice.parquet{...}` without a
+// map (load_script of a generated pipeline.lua, batches of 256, in order,
+// the consumer touching every page of every batch), where the worker copies
+// runs of rows column by column (RecordFeed::fill_parquet), and the same
+// pipeline with an identity map (`map = function(s) return s.fields end`),
+// which takes every row through Lua's per-sample path as every pipeline
+// did before; both against the same DuckDB runs (target >= 0.8).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -34,7 +42,10 @@
 #include <vector>
 
 #include "harness.h"
+#include "loader_rate.h"
 #include "sluice/io/parquet.h"
+#include "sluice/loader.h"
+#include "sluice/script.h"
 
 namespace fs = std::filesystem;
 using sluice::bench::median;
@@ -145,6 +156,25 @@ std::vector<std::uint64_t> window_shuffle(const sluice::io::ParquetFile& file, s
   return order;
 }
 
+// A pipeline.lua over `table` (every column a field, batches of 256, in
+// order, 1 worker, 1 epoch), with `map` ("" for none).
+std::string write_pipeline(const fs::path& dir, const fs::path& table, const std::string& name, const std::string& map) {
+  const fs::path path = dir / (name + ".lua");
+  std::ofstream out(path);
+  out << "local sluice = require('sluice')\nreturn sluice.pipeline {\n  source = sluice.parquet{ '"
+      << fs::absolute(table).string() << "' },\n" << map << "  batch_size = " << kBatch
+      << ", shuffle = false, workers = 1, epochs = 1,\n}\n";
+  return path.string();
+}
+
+// Rows per second out of a Loader running `script`, the consumer touching
+// every page of every batch; the first batch (the worker's start) untimed.
+double pipeline_rate(const std::string& script) {
+  sluice::Script s = sluice::load_script({.path = script});
+  sluice::Loader loader(s.options);
+  return sluice::bench::loader_rate(loader, [](const sluice::Batch& b) { return static_cast<double>(b.size()); });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -171,6 +201,8 @@ int main(int argc, char** argv) {
     std::unique_ptr<sluice::io::ParquetReader> seq, shuf;
     std::vector<std::uint64_t> in_order;
     std::vector<double> duck, in_order_rate, shuffled_rate;
+    std::string direct, mapped;                      // pipeline.lua files (numeric tables)
+    std::vector<double> direct_rate, mapped_rate;    // rows/s out of a Loader
   };
   std::map<std::string, Table> tables;
   std::uint64_t checksum = 0;
@@ -185,6 +217,11 @@ int main(int argc, char** argv) {
       // Warm-up: the file in the page cache, each reader's buffers grown.
       read_rows(*t.seq, t.in_order, &checksum);
       read_rows(*t.shuf, window_shuffle(*t.file, 99), &checksum);
+      if (name.rfind("numeric", 0) == 0) {
+        t.direct = write_pipeline(data, data / (name + ".parquet"), name + "_direct", "");
+        t.mapped = write_pipeline(data, data / (name + ".parquet"), name + "_mapped",
+                                  "  map = function(s) return s.fields end,\n");
+      }
     }
     // Runs alternate between DuckDB and Sluice, so that both see the same
     // machine (others' load on a shared one comes and goes).
@@ -196,6 +233,10 @@ int main(int argc, char** argv) {
         t.in_order_rate.push_back(rows / read_rows(*t.seq, t.in_order, &checksum));
         t.shuffled_rate.push_back(
             rows / read_rows(*t.shuf, window_shuffle(*t.file, static_cast<std::uint64_t>(r)), &checksum));
+        if (!t.direct.empty()) {
+          t.direct_rate.push_back(pipeline_rate(t.direct));
+          t.mapped_rate.push_back(pipeline_rate(t.mapped));
+        }
       }
     }
   } catch (const std::exception& e) {
@@ -211,6 +252,19 @@ int main(int argc, char** argv) {
                 ">= 0.7); medians of %d; first touch %.2f us/page\n",
                 name.c_str(), static_cast<unsigned long long>(t.file->rows()), t.file->row_groups().size(), duck / 1e6,
                 seq / 1e6, seq / duck, shuf / 1e6, shuf / seq, runs, touch);
+  }
+  for (const auto& [name, t] : tables) {
+    if (t.direct.empty()) continue;
+    const double duck = median(t.duck), direct = median(t.direct_rate), mapped = median(t.mapped_rate);
+    std::printf("%-15s pipeline (Loader, 1 worker, batches of %zu, in order, pages touched): no map %.2fM rows/s "
+                "(ratio %.2f of DuckDB 1 thread, target >= 0.8), identity map (the per-sample path) %.2fM rows/s "
+                "(ratio %.2f); no map / map %.2f; medians of %d; first touch %.2f us/page\n",
+                name.c_str(), kBatch, direct / 1e6, direct / duck, mapped / 1e6, mapped / duck, direct / mapped, runs,
+                touch);
+    std::printf("  runs: DuckDB %s, no map %s, map %s M rows/s\n",
+                sluice::bench::format_values([&] { auto v = t.duck; for (auto& x : v) x /= 1e6; return v; }(), 2).c_str(),
+                sluice::bench::format_values([&] { auto v = t.direct_rate; for (auto& x : v) x /= 1e6; return v; }(), 2).c_str(),
+                sluice::bench::format_values([&] { auto v = t.mapped_rate; for (auto& x : v) x /= 1e6; return v; }(), 2).c_str());
   }
   std::printf("(checksum %llu)\n", static_cast<unsigned long long>(checksum));
   return 0;

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "harness.h"
+#include "loader_rate.h"
 #include "sluice/io/tfrecord_writer.h"
 #include "sluice/loader.h"
 #include "sluice/script.h"
@@ -91,17 +92,7 @@ template <typename Count>
 double pipeline_rate(const std::string& script, std::uint32_t workers, Count count) {
   sluice::Script s = sluice::load_script({.path = script, .workers = workers});
   sluice::Loader loader(s.options);
-  loader.next();
-  const Stopwatch clock;
-  double items = 0;
-  std::uint64_t sum = 0;
-  while (auto batch = loader.next()) {
-    items += count(*batch);
-    for (std::size_t f = 0; f < batch->field_count(); ++f)
-      sum += sluice::bench::touch_pages(batch->field(f).data, batch->field(f).nbytes);
-  }
-  sluice::bench::keep(sum);
-  return items / clock.seconds();
+  return sluice::bench::loader_rate(loader, count);
 }
 
 // `text` as a JSON string's contents.
