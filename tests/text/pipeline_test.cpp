@@ -60,6 +60,14 @@ std::vector<BatchCopy> run(const std::string& path, std::uint32_t workers) {
   return sluice::test::drain(loader);
 }
 
+// The position of the field `name` among the script's fields.
+std::size_t field_index(const sluice::Script& script, const std::string& name) {
+  for (std::size_t k = 0; k < script.options.fields.size(); ++k)
+    if (script.options.fields[k].name == name) return k;
+  FAIL("no field " << name);
+  return 0;
+}
+
 // SLUICE_CACHE_DIR (where text is tokenized to) set for a scope.
 struct CacheDirEnv {
   explicit CacheDirEnv(const std::string& dir) { ::setenv("SLUICE_CACHE_DIR", dir.c_str(), 1); }
@@ -110,9 +118,7 @@ TEST_CASE("a concat epoch through the loader holds every row once and every toke
   write_corpora(dir.path());
   const std::string path = dir.write("p.lua", pipeline(kTokens, "{ seq_len = 16 }"));
   sluice::Script script = sluice::load_script({.path = path, .epochs = 1, .workers = 2});
-  std::size_t tokens_field = 0;
-  for (std::size_t k = 0; k < script.options.fields.size(); ++k)
-    if (script.options.fields[k].name == "tokens") tokens_field = k;
+  const std::size_t tokens_field = field_index(script, "tokens");
   sluice::Loader loader(script.options);
   std::multiset<std::int64_t> seen;
   std::set<std::uint64_t> rows;
@@ -369,9 +375,7 @@ return sluice.pipeline {
     stream.push_back(2);
   }
   REQUIRE(script.options.dataset_size == (stream.size() - 1) / 128);
-  std::size_t tokens_field = 0;
-  for (std::size_t k = 0; k < script.options.fields.size(); ++k)
-    if (script.options.fields[k].name == "tokens") tokens_field = k;
+  const std::size_t tokens_field = field_index(script, "tokens");
   sluice::Loader loader(script.options);
   std::size_t rows = 0;
   for (const BatchCopy& b : sluice::test::drain(loader)) {
@@ -427,9 +431,7 @@ return sluice.pipeline {
     stream.push_back(model->eos_id());
   }
   REQUIRE(script.options.dataset_size == (stream.size() - 1) / 8);
-  std::size_t tokens_field = 0;
-  for (std::size_t k = 0; k < script.options.fields.size(); ++k)
-    if (script.options.fields[k].name == "tokens") tokens_field = k;
+  const std::size_t tokens_field = field_index(script, "tokens");
   sluice::Loader loader(script.options);
   for (const BatchCopy& b : sluice::test::drain(loader)) {
     const auto* t = reinterpret_cast<const std::int64_t*>(b.fields[tokens_field].data());
