@@ -11,13 +11,10 @@
 
 namespace sluice::bench {
 
-// Items per second out of `loader` until it ends (count(batch): the batch's
-// items), the consumer touching every page of every field of every batch;
-// the first batch (the workers' start) is taken untimed.
+// The items of every batch left in `loader` (count(batch): the batch's
+// items), the consumer touching every page of every field of every batch.
 template <typename Count>
-double loader_rate(Loader& loader, Count count) {
-  loader.next();
-  const Stopwatch clock;
+double drain_items(Loader& loader, Count count) {
   double items = 0;
   std::uint64_t sum = 0;
   while (auto batch = loader.next()) {
@@ -26,6 +23,16 @@ double loader_rate(Loader& loader, Count count) {
       sum += touch_pages(batch->field(f).data, batch->field(f).nbytes);
   }
   keep(sum);
+  return items;
+}
+
+// Items per second out of `loader` until it ends, as drain_items; the first
+// batch (the workers' start) is taken untimed.
+template <typename Count>
+double loader_rate(Loader& loader, Count count) {
+  loader.next();
+  const Stopwatch clock;
+  const double items = drain_items(loader, count);
   return items / clock.seconds();
 }
 

@@ -118,14 +118,8 @@ double whole_run_rate(const std::string& script, std::uint32_t workers, std::uin
   const Stopwatch clock;
   sluice::Script s = sluice::load_script({.path = script, .epochs = 1, .workers = workers});
   sluice::Loader loader(s.options);
-  double tokens = 0;
-  std::uint64_t sum = 0;
-  while (auto batch = loader.next()) {
-    tokens += static_cast<double>(batch->size()) * seq_len;
-    for (std::size_t f = 0; f < batch->field_count(); ++f)
-      sum += sluice::bench::touch_pages(batch->field(f).data, batch->field(f).nbytes);
-  }
-  sluice::bench::keep(sum);
+  const double tokens =
+      sluice::bench::drain_items(loader, [&](const sluice::Batch& b) { return static_cast<double>(b.size()) * seq_len; });
   return tokens / clock.seconds();
 }
 
