@@ -29,6 +29,7 @@
 #include "sluice/remote/url.h"
 #include "sluice/text/token_cache.h"
 #include "sluice/text/tokenizer.h"
+#include "remote_manifest.h"
 
 namespace sluice::scripting {
 namespace {
@@ -123,7 +124,7 @@ void DataSource::open_files() {
 // `spec` (the source's own, or a mixture's part) become the cached copies of
 // their objects, downloaded first where the node cache (remote/cache.h) lacks
 // them; the readers then open local files.
-void DataSource::fetch_remote(SourceSpec& spec, const remote::CacheOptions& options) {
+void DataSource::fetch_remote(SourceSpec& spec, const remote::CacheOptions& given) {
   if (std::none_of(spec.paths.begin(), spec.paths.end(), [](const std::string& p) { return remote::is_remote(p); }))
     return;
   if (spec.kind == "folders") throw Error("a folder tree cannot be remote; name the files: sluice.files{ \"s3://...\" }");
@@ -137,13 +138,17 @@ void DataSource::fetch_remote(SourceSpec& spec, const remote::CacheOptions& opti
     }
     // npy pairs each path with a field name: one object each, no expansion.
     const std::vector<std::string> names =
-        spec.kind == "npy" ? std::vector<std::string>{entry} : remote::expand_remote(entry, options.transfer);
+        spec.kind == "npy" ? std::vector<std::string>{entry} : remote::expand_remote(entry, given.transfer);
     for (const std::string& url : names) {
       at.push_back(local.size());
       local.emplace_back();
       urls.push_back(url);
     }
   }
+  // A written dataset's shards are checked against its manifest as they are
+  // downloaded, here and by the workers (their caches copy these options).
+  remote::CacheOptions options = given;
+  options.check = remote_manifest_check(urls, options.transfer);
   if (at.size() == local.size() && &spec == &spec_ && open_lazily(urls, options)) {
     const remote::Cache cache(options);
     spec.paths.clear();

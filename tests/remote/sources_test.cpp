@@ -87,12 +87,15 @@ TEST_CASE("Sources: tar shards over local files, http:// and s3:// give identica
     std::snprintf(uri, sizeof uri, "/train-%06d.tar", s);
     CHECK(http.requests("GET", uri) == 2);
   }
-  // A warm cache: no data request, one conditional HEAD per object (revalidation).
+  // A warm cache: no data request, one conditional HEAD per object
+  // (revalidation), and one GET of the folder's manifest.json (none here: 404).
   const std::size_t before = http.log().size();
+  const int manifests = http.requests("GET", "/manifest.json");
   r = sh(work, "SLUICE_CACHE_DIR=cache-http1 " + cli() + " run http.lua --quiet --record warm.jsonl");
   INFO(r.out);
   REQUIRE(r.status == 0);
-  CHECK(http.log().size() == before + kShards);
+  CHECK(http.log().size() == before + kShards + 1);
+  CHECK(http.requests("GET", "/manifest.json") == manifests + 1);
   for (int s = 0; s < kShards; ++s) {
     char uri[64];
     std::snprintf(uri, sizeof uri, "/train-%06d.tar", s);

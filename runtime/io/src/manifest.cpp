@@ -154,17 +154,19 @@ void write_manifest(const std::string& dir, const Manifest& manifest) {
   detail::write_file_atomic(path_in(dir, kManifestName), manifest.to_json());
 }
 
+std::string check_shard_file(const std::string& path, const ManifestShard& shard, const std::string& name) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return name + " is missing (listed in the manifest)";
+  if (static_cast<std::uint64_t>(st.st_size) != shard.bytes)
+    return name + " has " + std::to_string(st.st_size) + " bytes; the manifest says " + std::to_string(shard.bytes);
+  const std::string sum = detail::file_checksum(path);
+  if (sum != shard.checksum) return name + ": checksum " + sum + " does not match the manifest's " + shard.checksum;
+  return "";
+}
+
 std::string check_shard(const std::string& dir, const ManifestShard& shard) {
   const std::string path = path_in(dir, shard.name);
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) return path + " is missing (listed in the manifest)";
-  if (static_cast<std::uint64_t>(st.st_size) != shard.bytes)
-    return path + " has " + std::to_string(st.st_size) + " bytes; the manifest says " +
-           std::to_string(shard.bytes);
-  const std::string sum = detail::file_checksum(path);
-  if (sum != shard.checksum)
-    return path + ": checksum " + sum + " does not match the manifest's " + shard.checksum;
-  return "";
+  return check_shard_file(path, shard, path);
 }
 
 void verify_listed_shard(const std::string& shard_path) {

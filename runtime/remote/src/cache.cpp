@@ -417,6 +417,13 @@ std::vector<std::string> Cache::get_all(const std::vector<std::string>& urls) {
         if (d.meta.size > 0 && have != d.meta.size)
           return fail(d.url, d.url + ": downloaded " + std::to_string(have) + " bytes, the store announced " +
                       std::to_string(d.meta.size) + "; not used");
+        if (options_.check) {
+          if (std::string why = options_.check(d.url, partial); !why.empty()) {
+            ::unlink(partial.c_str());  // not resumable: its bytes are wrong
+            ::unlink((d.path + ".meta").c_str());
+            return fail(d.url, why);
+          }
+        }
         // Pinned before it is published: an evictor in another process must
         // never find NAME unpinned between the rename and our pin.
         const int fd = ::open(partial.c_str(), O_RDONLY | O_CLOEXEC);

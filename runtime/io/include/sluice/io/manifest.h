@@ -27,7 +27,9 @@
 // TFRecordStream) look for a manifest beside a shard and, when it lists the
 // shard, check its size and checksum the first time the shard is opened in a
 // process (verify_listed_shard: one extra read of the shard, which leaves it
-// in the page cache for the read that follows).
+// in the page cache for the read that follows). A remote shard (s3://,
+// https://) is checked against the manifest beside it in the store before
+// the node cache publishes its download (scripting's remote_manifest.h).
 //
 // Errors: sluice::Error naming the manifest or the shard. Thread safety: the
 // functions are reentrant; verify_listed_shard keeps a process-wide memo
@@ -87,6 +89,10 @@ SLUICE_API void write_manifest(const std::string& dir, const Manifest& manifest)
 // matches, else why not ("DIR/shard-000001.tar: checksum xxh3:... does not
 // match the manifest's xxh3:..."; "... is missing"; "... has N bytes, ...").
 SLUICE_API std::string check_shard(const std::string& dir, const ManifestShard& shard);
+// The same for a file elsewhere (a downloaded object before it is
+// published), named `name` in the reason (its URL).
+SLUICE_API std::string check_shard_file(const std::string& path, const ManifestShard& shard,
+                                        const std::string& name);
 
 // For readers: when the folder of `shard_path` has a manifest that lists it,
 // checks it (once per process per path) and throws sluice::Error with

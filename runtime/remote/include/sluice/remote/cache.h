@@ -24,7 +24,8 @@
 //
 // Guarantees and their argument:
 // - A file named NAME is whole. The download goes to NAME.partial, is
-//   checked (length equal to the object's size from the GET's headers; when resumed,
+//   checked (length equal to the object's size from the GET's headers, and
+//   CacheOptions::check when set; when resumed,
 //   every range sent with If-Match on the first ETag, so parts of two versions
 //   are never joined), fsync()ed, and only then renamed to NAME. A crash at
 //   any point leaves NAME absent or whole; a cut .partial is resumed, never read.
@@ -76,6 +77,13 @@ struct CacheOptions {
   // (a worker's cache, when the launching process revalidated at open).
   bool revalidate = true;
   TransferOptions transfer;
+  // When set, every download is shown to it before it is published:
+  // check(url, path of the downloaded bytes) returns "" to keep it, else why
+  // not; the download then fails with that text and its bytes are deleted,
+  // so a wrong object never enters the cache (a written dataset's checksums:
+  // scripting's remote_manifest.h). Called on the downloading thread; must
+  // be safe to copy into a forked worker (plain data, no handles).
+  std::function<std::string(const std::string& url, const std::string& path)> check;
 };
 
 // One object this process downloaded, for traces: steady_clock times.
