@@ -95,6 +95,7 @@ std::unique_ptr<PyLoader> dataset_loader(const std::string& kind_name, py::objec
   RunSettings run;
   for (const auto& [name, value] : settings) run.set(name, value);
   run.apply_all(o);
+  out.script = run.script_options();
   if (kind == DatasetKind::sequence && o.batch_size != 1) {
     throw Error("a sequence's batches are its own: give batch_size to the sequence, not to the Loader");
   }

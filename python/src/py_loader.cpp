@@ -126,6 +126,7 @@ std::unique_ptr<PyLoader> PyLoader::from_script(const std::string& path,
     script = run.load();
   }
   LoaderSource source;
+  source.script = run.script_options();
   source.info = options_info(script.options);
   py::dict& d = source.info;
   d["path"] = script.path;
@@ -178,7 +179,9 @@ std::string PyLoader::write(const std::string& dir, const std::string& format, s
   const std::string script_hash = source_.record_header ? source_.record_header().script_hash : "";
   io::BatchWriter writer(options.fields, {.dir = dir, .format = format, .shard_samples = shard_samples,
                                           .shard_bytes = shard_bytes, .fields = {}, .staging = staging,
-                                          .plan = io::write_plan(options, script_hash)});
+                                          .plan = io::write_plan(options, script_hash),
+                                          .remote_retries = source_.script.remote_retries,
+                                          .remote_timeout_ms = source_.script.remote_timeout_ms});
   if (writer.shards().already_complete()) return writer.shards().manifest().to_json();
   writer.prepare(options);
   std::unique_ptr<sluice::Loader> loader;

@@ -56,6 +56,7 @@ struct LoaderSource {
   Delivery delivery = Delivery::batch;
   bool rows = false;                    // a sequence: cut each field to the batch's kRowsField rows
   py::object keep;                      // the Python objects the workers borrow
+  sluice::ScriptOptions script;         // the settings given: write()'s uploads use the remote ones
 };
 
 class PyLoader {

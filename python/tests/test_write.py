@@ -241,6 +241,11 @@ def test_write_to_s3_gives_the_objects_a_local_write_gives(tmp_path, monkeypatch
             assert s3.get_object(Bucket="bkt", Key="py/" + name)["Body"].read() == data, name
         with pytest.raises(sluice.Error, match="NoSuchBucket"):
             sluice.write(Photos(), "s3://nobucket/py/", shard_samples=3, workers=1)
+        # The uploads retry as remote_retries says: with the store gone, 0 fails at once.
+        server.terminate()
+        server.wait()
+        with pytest.raises(sluice.Error, match=r"py3/manifest.json: .*\(gave up after 0 retries\)"):
+            sluice.write(Photos(), "s3://bkt/py3/", shard_samples=3, workers=1, remote_retries=0)
     finally:
         server.terminate()
         server.wait()

@@ -3,7 +3,9 @@
 // (shards, TFRecord indexes, the manifest), large shards go up as multipart
 // uploads, the shards read back through sluice.tar / sluice.tfrecord over
 // s3:// give the local shards' run records, a write killed with SIGKILL
-// resumes to the uninterrupted result, and the store's refusals are named.
+// resumes to the uninterrupted result, the store's refusals are named, a
+// shard changed in the store fails its manifest checksum when read, and
+// --remote-retries governs the uploads.
 #include <catch2/catch.hpp>
 
 #include <signal.h>
@@ -15,6 +17,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "fault_proxy.h"
 #include "servers.h"
 #include "skip.h"
 #include "sluice/error.h"
@@ -296,4 +299,88 @@ TEST_CASE("Write: a shard the store refuses stops the writer with the store's me
   CHECK(m.complete);
   CHECK(up.object_size("s3://bkt/ds/shard-000001.tar") == std::optional<std::uint64_t>(m.shards[1].bytes));
   CHECK(fs::is_empty(staging));  // the shards went up and were deleted here
+}
+
+TEST_CASE("Write: a shard changed in the store after it was written is refused by the manifest's checksum, never cached") {
+  if (cli().empty()) SKIP_TEST(kNoCli);
+  if (!S3rver::why_not().empty()) SKIP_TEST(S3rver::why_not());
+  Setup setup;
+  const std::string& work = setup.work;
+  write_file(work + "/gen.lua", generator());
+  for (const std::string format : {"tar", "tfrecord"}) {
+    INFO(format);
+    const std::string prefix = "s3://bkt/" + format + "/";
+    Run r = sh(work, setup.env + cli() + " write gen.lua --to " + prefix + " --format " + format +
+                         " --shard-samples 10");
+    INFO(r.out);
+    REQUIRE(r.status == 0);
+    const std::string shard = "shard-000001." + format;
+    sluice::remote::Uploader up(store(setup.s3));
+    const std::string good = *up.get_text(prefix + shard);
+    std::string bad = good;
+    bad[bad.size() / 2] = static_cast<char>(bad[bad.size() / 2] ^ 0x20);  // same size, one bit of a blob
+    setup.s3.put(format + "/" + shard, bad);
+    const std::string cache = work + "/cache-" + format;
+    fs::remove_all(cache);
+    write_file(work + "/read.lua", format == "tar" ? read_tar(prefix + "shard-{000000..000003}.tar")
+                                                   : read_tfrecord(prefix + "shard-{000000..000003}.tfrecord"));
+    // tfrecord: the indexes lie beside the shards, so the workers fetch them (the lazy path).
+    r = sh(work, setup.env + "SLUICE_CACHE_DIR=" + cache + " " + cli() + " run read.lua --quiet --remote-retries 1");
+    INFO(r.out);
+    CHECK(r.status == 1);
+    CHECK_THAT(r.out, Catch::Contains("corrupt shard: " + prefix + shard + ": checksum xxh3:") &&
+                          Catch::Contains("does not match the manifest's xxh3:"));
+    for (const auto& e : fs::directory_iterator(cache)) {
+      const std::string name = e.path().filename().string();
+      CHECK_FALSE((name.size() > shard.size() && name.substr(name.size() - shard.size()) == shard &&
+                   name[name.size() - shard.size() - 1] == '-'));  // no whole copy of the bad object
+      CHECK(name.find(shard + ".partial") == std::string::npos);
+    }
+    setup.s3.put(format + "/" + shard, good);  // put back: the same command reads every sample
+    r = sh(work, setup.env + "SLUICE_CACHE_DIR=" + cache + " " + cli() + " run read.lua --quiet --record ok.jsonl");
+    INFO(r.out);
+    CHECK(r.status == 0);
+  }
+}
+
+TEST_CASE("Write: --remote-retries is what the uploads retry with") {
+  if (cli().empty()) SKIP_TEST(kNoCli);
+  if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
+  const std::string root = temp_dir("www"), work = temp_dir("write");
+  Nginx nginx(root);
+  write_file(work + "/gen.lua", generator());
+  {
+    // The manifest's GET passes; the first shard's PUT meets a 503.
+    FaultProxy proxy(nginx.port(), {Fault::pass, Fault::status_503});
+    const Run r = sh(work, "SLUICE_CACHE_DIR=cache " + cli() + " write gen.lua --to " + proxy.url("a/") +
+                               " --shard-samples 10 --remote-retries 0");
+    INFO(r.out);
+    CHECK(r.status == 1);
+    CHECK_THAT(r.out, Catch::Contains("a/shard-000000.tar: ") && Catch::Contains("(gave up after 0 retries)"));
+  }
+  {
+    FaultProxy proxy(nginx.port(), {Fault::pass, Fault::status_503, Fault::status_503});
+    const Run r = sh(work, "SLUICE_CACHE_DIR=cache " + cli() + " write gen.lua --to " + proxy.url("b/") +
+                               " --shard-samples 10 --remote-retries 2");
+    INFO(r.out);
+    CHECK(r.status == 0);
+    CHECK(fs::exists(root + "/b/manifest.json"));
+  }
+}
+
+TEST_CASE("Write: an s3:// prefix holding other objects and no manifest is refused, as a folder is") {
+  if (cli().empty()) SKIP_TEST(kNoCli);
+  if (!S3rver::why_not().empty()) SKIP_TEST(S3rver::why_not());
+  Setup setup;
+  write_file(setup.work + "/gen.lua", generator());
+  setup.s3.put("mine/notes.txt", "a user's file");
+  Run r = sh(setup.work, setup.env + cli() + " write gen.lua --to s3://bkt/mine/ --shard-samples 10");
+  CHECK(r.status == 1);
+  CHECK_THAT(r.out, Catch::Contains("s3://bkt/mine/ is not empty and has no manifest.json (it holds notes.txt); "
+                                    "write to an empty or new prefix"));
+  // A shard of a run killed before its first manifest is ours: redone.
+  setup.s3.put("redo/shard-000000.tar", "cut");
+  r = sh(setup.work, setup.env + cli() + " write gen.lua --to s3://bkt/redo/ --shard-samples 10");
+  INFO(r.out);
+  CHECK(r.status == 0);
 }

@@ -149,6 +149,8 @@ int write(WriteArgs& args) {
   wo.shard_bytes = args.shard_bytes;
   wo.staging = args.staging;
   wo.plan = io::write_plan(o, record_header(script).script_hash);
+  wo.remote_retries = args.settings.script_options().remote_retries;
+  wo.remote_timeout_ms = args.settings.script_options().remote_timeout_ms;
   io::BatchWriter writer(o.fields, wo);
   const io::ShardWriter& shards = writer.shards();
   if (shards.already_complete()) {

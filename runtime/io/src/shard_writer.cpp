@@ -13,6 +13,7 @@
 #include "sluice/error.h"
 #include "sluice/io/tfrecord.h"
 #include "sluice/remote/cache.h"
+#include "sluice/remote/s3_listing.h"
 #include "sluice/remote/upload.h"
 #include "sluice/remote/url.h"
 #include "tar_format.h"
@@ -63,7 +64,12 @@ struct ShardWriter::Impl {
   std::string path(const std::string& name) const { return (fs::path(local) / name).string(); }
   std::string url(const std::string& name) const { return remote + name; }
   remote::Uploader& store() {
-    if (!uploader) uploader = std::make_unique<remote::Uploader>();
+    if (!uploader) {
+      remote::UploadOptions up;
+      if (options.remote_retries) up.transfer.max_retries = *options.remote_retries;
+      if (options.remote_timeout_ms) up.transfer.stall_timeout_ms = *options.remote_timeout_ms;
+      uploader = std::make_unique<remote::Uploader>(std::move(up));
+    }
     return *uploader;
   }
   bool tar() const { return options.format == "tar"; }
@@ -245,15 +251,26 @@ ShardWriter::ShardWriter(ShardWriterOptions options) : impl_(std::make_unique<Im
   } else {
     old = read_manifest(m.local);
   }
+  // Only ours may be there without a manifest: shards of a run killed
+  // before it listed any (redone), never a user's files.
+  auto refuse_foreign = [&](const std::string& name) {
+    if (name.rfind("shard-", 0) != 0 && name != std::string(kManifestName) + ".tmp")
+      throw Error(m.options.dir + " is not empty and has no manifest.json (it holds " + name +
+                  "); write to an empty or new " + (m.remote.empty() ? "folder" : "prefix"));
+  };
   if (old) {
     m.adopt(std::move(*old));
   } else if (m.remote.empty()) {
-    for (const auto& entry : fs::directory_iterator(m.local)) {
-      const std::string name = entry.path().filename().string();
-      if (name.rfind("shard-", 0) != 0 && name != std::string(kManifestName) + ".tmp")
-        throw Error(m.options.dir + " is not empty and has no manifest.json (it holds " + name +
-                    "); write to an empty or new folder");
+    for (const auto& entry : fs::directory_iterator(m.local)) refuse_foreign(entry.path().filename().string());
+  } else if (const remote::Url u = remote::parse_url(m.remote); u.scheme == remote::Scheme::s3) {
+    // A web server has no listing, and a key may write without the right to
+    // list (a refused ListObjectsV2): there the prefix is taken as it is.
+    std::vector<remote::ObjectInfo> objects;
+    try {
+      objects = remote::list_objects(u.bucket(), u.key(), m.store().options().transfer);
+    } catch (const Error&) {
     }
+    for (const remote::ObjectInfo& o : objects) refuse_foreign(o.key.substr(u.key().size()));
   }
   m.remove_leftovers();
   m.uploader.reset();  // see Impl: nothing of it outlives the constructor into a fork

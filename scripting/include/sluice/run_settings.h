@@ -67,6 +67,9 @@ class SLUICE_API RunSettings {
   static std::vector<std::pair<std::string, std::string>> values(const Options& options);
 
   const std::string& path() const { return script_.path; }
+  // What shapes the load (epochs, workers, ..., the remote transport's
+  // retries and timeout: also what `sluice write` uploads with).
+  const ScriptOptions& script_options() const { return script_; }
   bool sets_shard() const;
 
  private:

@@ -59,6 +59,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <memory>
 #include <span>
 #include <string>
@@ -81,6 +82,10 @@ struct SLUICE_API ShardWriterOptions {
   // What decides which sample goes where (batch_writer.h write_plan()),
   // recorded in the manifest and checked on resume; empty = not checked.
   std::map<std::string, std::string> plan = {};
+  // To a store: each request's retries and stall timeout (the run settings
+  // remote_retries and remote_timeout_ms); unset: the transport's defaults.
+  std::optional<std::uint32_t> remote_retries = std::nullopt;
+  std::optional<std::uint32_t> remote_timeout_ms = std::nullopt;
 };
 
 class SLUICE_API ShardWriter {
