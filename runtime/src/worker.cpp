@@ -5,6 +5,7 @@
 #include <chrono>
 #include <ctime>
 #include <deque>
+#include <limits>
 #include <vector>
 #include <cstdio>
 #include <cstring>
@@ -251,7 +252,9 @@ void worker_main(const WorkerEnv& env, std::uint32_t id) {
   bool started = false;
   try {
     env.options.producer->start_worker(id);
-    env.options.producer->look_ahead(env.plan);
+    env.options.producer->look_ahead(env.plan, env.options.epochs == 0
+                                                   ? std::numeric_limits<std::uint64_t>::max()
+                                                   : env.options.epochs * env.plan.batches_per_epoch());
     started = true;
   } catch (const std::exception& e) {
     copy_message(ch.start_error, sizeof ch.start_error, e.what());

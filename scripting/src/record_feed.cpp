@@ -117,7 +117,10 @@ void RecordFeed::upcoming(std::uint64_t epoch, std::uint64_t batch, std::span<co
   start_ready_reads();
 }
 
-void RecordFeed::look_ahead(const EpochPlan& plan) { plan_ = &plan; }
+void RecordFeed::look_ahead(const EpochPlan& plan, std::uint64_t end_seq) {
+  plan_ = &plan;
+  end_seq_ = end_seq;
+}
 
 remote::CacheStats RecordFeed::remote_stats() const { return fetch_ ? fetch_->stats() : remote::CacheStats{}; }
 
@@ -137,7 +140,8 @@ std::vector<std::uint32_t> RecordFeed::objects_of(std::span<const std::uint64_t>
 }
 
 // The plan's batches after the latest one this worker has seen, until their
-// shards add up to prefetch_bytes (each counted once) or kMaxAhead batches.
+// shards add up to prefetch_bytes (each counted once), kMaxAhead batches or
+// the run's end (nothing is fetched for an epoch the run will not read).
 // Every worker looks at the same batches (the parent hands each batch to the
 // least loaded worker, so which are this worker's is not known ahead); the
 // node cache downloads each shard once whoever asks.
@@ -152,7 +156,7 @@ void RecordFeed::extend_ahead() {
   while (!ahead_.empty() && ahead_.front().first <= last_seq_) drop_front();
   const std::uint64_t per_epoch = plan_->batches_per_epoch();
   std::uint64_t next = ahead_.empty() ? last_seq_ + 1 : ahead_.back().first + 1;
-  while (ahead_bytes_ < options_.prefetch_bytes && ahead_.size() < kMaxAhead) {
+  while (ahead_bytes_ < options_.prefetch_bytes && ahead_.size() < kMaxAhead && next < end_seq_) {
     const std::uint64_t batch = next % per_epoch;
     plan_ids_.resize(plan_->batch_length(batch));
     plan_->batch_samples(next / per_epoch, batch, plan_ids_);

@@ -85,8 +85,8 @@ class RecordFeed {
   // A batch this process will fill later (Producer::upcoming).
   void upcoming(std::uint64_t epoch, std::uint64_t batch, std::span<const std::uint64_t> samples);
   // The plan every batch comes from (Producer::look_ahead), for fetching
-  // remote shards ahead; kept by reference.
-  void look_ahead(const EpochPlan& plan);
+  // remote shards ahead (up to end_seq, the run's end); kept by reference.
+  void look_ahead(const EpochPlan& plan, std::uint64_t end_seq);
   // The batch about to be filled, with its samples: drops reads left over
   // from earlier batches. Throws sluice::Error when a shard it needs could
   // not be fetched.
@@ -161,6 +161,7 @@ class RecordFeed {
   std::deque<Waiting> waiting_;
   std::vector<std::uint32_t> current_objects_;
   std::uint64_t last_seq_ = 0;     // the latest batch announced or begun
+  std::uint64_t end_seq_ = UINT64_MAX;  // the run's end: no batch at or after it
   std::deque<std::pair<std::uint64_t, std::vector<std::uint32_t>>> ahead_;  // plan batches after last_seq_
   std::vector<std::uint32_t> ahead_count_;  // per shard: batches of ahead_ in it
   std::uint64_t ahead_bytes_ = 0;           // the shards of ahead_, each once

@@ -157,8 +157,8 @@ void ScriptProducer::report_remote() {
   }
 }
 
-void ScriptProducer::look_ahead(const EpochPlan& plan) {
-  if (feed_) feed_->look_ahead(plan);
+void ScriptProducer::look_ahead(const EpochPlan& plan, std::uint64_t end_seq) {
+  if (feed_) feed_->look_ahead(plan, end_seq);
 }
 
 void ScriptProducer::upcoming(std::uint64_t epoch, std::uint64_t batch, std::span<const std::uint64_t> samples) {

@@ -51,7 +51,7 @@ class ScriptProducer final : public Producer {
   ~ScriptProducer() override;
 
   void start_worker(std::uint32_t worker_id) override;
-  void look_ahead(const EpochPlan& plan) override;
+  void look_ahead(const EpochPlan& plan, std::uint64_t end_seq) override;
   void fill(BatchContext& batch) override;
   void upcoming(std::uint64_t epoch, std::uint64_t batch, std::span<const std::uint64_t> samples) override;
 

@@ -244,3 +244,22 @@ TEST_CASE("Prefetch: two ranks sharing one cache download each shard once") {
   check_two_ranks(work);
   for (int s = 0; s < kShards; ++s) CHECK(gets(http, s) == 1);
 }
+
+TEST_CASE("Prefetch: with the locality shuffle and a cache of its windows, an epoch downloads each shard once") {
+  if (cli().empty()) SKIP_TEST(kNoCli);
+  if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
+  const std::string shards = make_shards(25'000), work = temp_dir("run");  // 8 shards of 0.3 MB: 2.4 MB
+  Nginx http(shards, "8m");
+  // Windows of 2 shards, a cache of about 6: every window's shards fit with
+  // the next window's, and nothing is fetched for an epoch the run will not
+  // read (the plan goes on past the run's end).
+  const std::string extra = "  batch_size = 4, workers = 2, epochs = 1, shuffle = true, shuffle_window = 2,\n";
+  write_file(work + "/http.lua", pipeline(http_glob(http), extra));
+  const Run r = sh(work, "SLUICE_CACHE_DIR=cache " + cli() + " run http.lua --quiet --cache-limit-mb 2");
+  INFO(r.out);
+  REQUIRE(r.status == 0);
+  for (int s = 0; s < kShards; ++s) {
+    INFO(shard_name(s));
+    CHECK(gets(http, s) == 1);
+  }
+}

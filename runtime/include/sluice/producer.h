@@ -92,8 +92,9 @@ class SLUICE_API Producer {
   // worker's life. For a producer that prepares further ahead than the
   // batches announced to it (remote shards fetched by the plan's order):
   // the worker's batches are among the batches that follow, in seq order,
-  // the last one announced.
-  virtual void look_ahead(const EpochPlan& /*plan*/) {}
+  // the last one announced, and come before `end_seq` (epoch * batches per
+  // epoch + batch; the run's end: UINT64_MAX when it runs until stopped).
+  virtual void look_ahead(const EpochPlan& /*plan*/, std::uint64_t /*end_seq*/) {}
   // Write every field of every sample of the batch.
   virtual void fill(BatchContext& batch) = 0;
   // Announces a batch this worker will fill later, in fill order, as soon as
