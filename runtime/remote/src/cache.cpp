@@ -242,6 +242,9 @@ void Cache::make_room(std::uint64_t bytes, const std::string& keep) {
   });
   for (const Entry& e : whole) {
     if (used + bytes <= options_.limit) break;
+    // Fetching ahead is optional: it never costs an object the plan uses
+    // again a download of its own, only ones it will not use (or unknown).
+    if (strict_ && e.known && e.next != UINT64_MAX) break;
     const std::string path = options_.dir + "/" + e.name;
     LockedFd victim(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (victim.fd < 0) continue;
@@ -322,6 +325,33 @@ bool Cache::get_if_room(const std::string& url, std::uint64_t size) {
       make_room(size, path_of(url));
     }
     get(url);
+  } catch (const Error&) {
+    strict_ = false;
+    if (no_room_) return false;
+    throw;
+  }
+  strict_ = false;
+  return true;
+}
+
+bool Cache::get_all_if_room(const std::vector<std::string>& urls, const std::vector<std::uint64_t>& sizes) {
+  // Those found whole are pinned first, so that making room for the others
+  // cannot evict them.
+  std::uint64_t missing = 0;
+  for (std::size_t i = 0; i < urls.size(); ++i) {
+    if (holds(urls[i]) || pin_if_whole(urls[i])) continue;
+    if (sizes.at(i) == 0) return false;
+    missing += sizes[i];
+  }
+  strict_ = true;
+  no_room_ = false;
+  try {
+    if (missing > 0 && options_.limit > 0) {
+      LockedFd budget(open_lock_file(options_.dir + "/.budget.lock"));
+      flock_retry(budget.fd, LOCK_EX);
+      make_room(missing, "");
+    }
+    get_all(urls);
   } catch (const Error&) {
     strict_ = false;
     if (no_room_) return false;

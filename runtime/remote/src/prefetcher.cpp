@@ -64,8 +64,10 @@ std::vector<DownloadSpan> Prefetcher::take_downloads() {
 
 // The thread: one Cache, used by this thread only. Each turn takes the
 // latest wish list, drops the pins it leaves out, and fetches the first
-// object of it not yet pinned; it sleeps when nothing is left to fetch (or
-// the next object ahead does not fit), until want() or the destructor.
+// objects of it not yet pinned, a few at once (all needed ones, or ahead
+// ones that fit together; else the first alone); it sleeps when nothing is
+// left to fetch (or the next object ahead does not fit), until want() or the
+// destructor.
 void Prefetcher::run() {
   std::vector<char> pinned(urls_.size(), 0);
   std::vector<std::uint64_t> next(urls_.size(), UINT64_MAX);
@@ -73,6 +75,9 @@ void Prefetcher::run() {
   std::size_t needed = 0;
   std::uint64_t seen = 0;
   bool blocked = false;  // the first object ahead did not fit
+  // Downloads at once: a few per process, so that the workers of a node
+  // keep about the transfer engine's requests in flight between them.
+  const std::size_t in_flight = std::clamp<std::size_t>(options_.transfer.max_in_flight / 2, 1, 4);
   std::size_t spans_seen = 0;  // of cache.stats().downloads, copied to spans_
   try {
     Cache cache(options_);
@@ -118,9 +123,20 @@ void Prefetcher::run() {
           break;
         }
       if (first == order.size() || (first >= needed && blocked)) continue;
-      const std::uint32_t k = order[first];
+      // Several at once (the link's latency paid once for them): the run of
+      // objects not pinned from `first` on, all needed or all ahead; a run,
+      // so that everything used before its last one stays pinned (Belady).
+      std::vector<std::uint32_t> group;
+      std::vector<std::string> group_urls;
+      std::vector<std::uint64_t> group_sizes;
+      for (std::size_t i = first; i < order.size() && group.size() < in_flight; ++i) {
+        if ((i < needed) != (first < needed) || pinned[order[i]]) break;
+        group.push_back(order[i]);
+        group_urls.push_back(urls_[order[i]]);
+        group_sizes.push_back(sizes_[order[i]]);
+      }
       if (options_.limit > 0) {
-        // Belady: what is used after k may make room for it. Unpinned, those
+        // Belady: what is used after the group may make room for it. Unpinned, those
         // objects are evicted furthest next use first (make_room), and the
         // ones left are pinned again (found whole) as the list is walked on.
         for (std::size_t i = std::max(first + 1, needed); i < order.size(); ++i)
@@ -131,26 +147,47 @@ void Prefetcher::run() {
             ready_[order[i]] = 0;
           }
       }
-      if (first < needed) {
-        cache.get(urls_[k]);
-      } else if (!cache.get_if_room(urls_[k], sizes_[k])) {
-        blocked = true;
-        continue;
+      // A failure is thrown once the group's objects that did arrive are
+      // marked ready (wait() of those returns, of the others throws).
+      std::string failed;
+      try {
+        if (first < needed) {
+          cache.get_all(group_urls);
+        } else if (group.size() == 1 || !cache.get_all_if_room(group_urls, group_sizes)) {
+          // Not all of them fit: those that finished, else the first alone if it fits.
+          const bool some = std::any_of(group_urls.begin(), group_urls.end(),
+                                        [&](const std::string& url) { return cache.holds(url); });
+          if (!some && !cache.get_if_room(group_urls[0], group_sizes[0])) {
+            blocked = true;
+            continue;
+          }
+        }
+      } catch (const Error& e) {
+        failed = e.what();
       }
-      pinned[k] = 1;
-      struct stat st{};
-      const std::string path = cache.path_of(urls_[k]);
-      if (sizes_[k] != 0 && (::stat(path.c_str(), &st) != 0 || static_cast<std::uint64_t>(st.st_size) != sizes_[k]))
-        throw Error(urls_[k] + ": the object holds " + std::to_string(st.st_size) + " bytes, its index " +
-                    std::to_string(sizes_[k]) + "; is the index published beside it out of date?");
-      std::lock_guard lock(mu_);
-      ready_[k] = 1;
-      const CacheStats& now = cache.stats();
-      for (std::size_t i = spans_seen; i < now.downloads.size(); ++i) spans_.push_back(now.downloads[i]);
-      spans_seen = now.downloads.size();
-      stats_ = now;  // the counters; the downloads travel through spans_
-      stats_.downloads.clear();
-      fetched_.notify_all();
+      std::vector<std::uint32_t> got;
+      for (const std::uint32_t k : group) {
+        if (!cache.holds(urls_[k])) continue;
+        pinned[k] = 1;
+        got.push_back(k);
+        struct stat st{};
+        const std::string path = cache.path_of(urls_[k]);
+        if (sizes_[k] != 0 &&
+            (::stat(path.c_str(), &st) != 0 || static_cast<std::uint64_t>(st.st_size) != sizes_[k]))
+          throw Error(urls_[k] + ": the object holds " + std::to_string(st.st_size) + " bytes, its index " +
+                      std::to_string(sizes_[k]) + "; is the index published beside it out of date?");
+      }
+      {
+        std::lock_guard lock(mu_);
+        for (const std::uint32_t k : got) ready_[k] = 1;
+        const CacheStats& now = cache.stats();
+        for (std::size_t i = spans_seen; i < now.downloads.size(); ++i) spans_.push_back(now.downloads[i]);
+        spans_seen = now.downloads.size();
+        stats_ = now;  // the counters; the downloads travel through spans_
+        stats_.downloads.clear();
+        fetched_.notify_all();
+      }
+      if (!failed.empty()) throw Error(failed);
     }
   } catch (const std::exception& e) {
     std::lock_guard lock(mu_);

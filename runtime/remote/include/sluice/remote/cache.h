@@ -48,7 +48,9 @@
 //   (set_next_use: the plan's order, Belady's rule), then the least recently
 //   used. When everything left is pinned the download goes ahead: the limit
 //   is then passed by at most the shards in use. get_if_room instead gives
-//   up before any body byte is kept (fetching ahead never passes the limit).
+//   up before any body byte is kept (fetching ahead never passes the limit),
+//   and evicts only objects no next use names (unknown, or never again):
+//   fetching ahead never makes an object the plan still uses download twice.
 //
 // Errors: sluice::Error naming the URL, the store's status and message
 // (transfer.h), or the cache file and errno; when several objects fail, the
@@ -149,6 +151,13 @@ class Cache {
   // passed on its account. `size` > 0, the object's size when known: a
   // missing object that cannot fit is refused before any request.
   bool get_if_room(const std::string& url, std::uint64_t size = 0);
+  // The same for several objects of known sizes, downloaded at once: true
+  // when all are local and pinned. Nothing is requested when the missing
+  // ones do not fit together (or a size is 0); when another process takes
+  // the room while they download, those finished stay pinned (holds()).
+  bool get_all_if_room(const std::vector<std::string>& urls, const std::vector<std::uint64_t>& sizes);
+  // Whether this Cache pins the object.
+  bool holds(const std::string& url) const { return pins_.count(url) != 0; }
 
   // Drops the pin: the object may be evicted from now on.
   void release(const std::string& url);
