@@ -314,17 +314,21 @@ std::vector<std::string> Cache::revalidate(const std::vector<std::string>& cache
   return changed;
 }
 
-bool Cache::get_if_room(const std::string& url, std::uint64_t size) {
+// What get_if_room and get_all_if_room share: room made first for the
+// `missing` bytes when they are known (no request at all when they cannot
+// fit), then the downloads in strict mode (each refused before its body
+// when the room is gone meanwhile).
+bool Cache::get_within_budget(const std::vector<std::string>& urls, std::uint64_t missing,
+                              const std::string& keep) {
   strict_ = true;
   no_room_ = false;
   try {
-    if (size > 0 && options_.limit > 0 && !pins_.count(url) && file_size_or_zero(path_of(url)) == 0) {
-      // Known size: no request at all when it cannot fit.
+    if (missing > 0 && options_.limit > 0) {
       LockedFd budget(open_lock_file(options_.dir + "/.budget.lock"));
       flock_retry(budget.fd, LOCK_EX);
-      make_room(size, path_of(url));
+      make_room(missing, keep);
     }
-    get(url);
+    get_all(urls);
   } catch (const Error&) {
     strict_ = false;
     if (no_room_) return false;
@@ -332,6 +336,11 @@ bool Cache::get_if_room(const std::string& url, std::uint64_t size) {
   }
   strict_ = false;
   return true;
+}
+
+bool Cache::get_if_room(const std::string& url, std::uint64_t size) {
+  const bool missing = size > 0 && !holds(url) && file_size_or_zero(path_of(url)) == 0;
+  return get_within_budget({url}, missing ? size : 0, path_of(url));
 }
 
 bool Cache::get_all_if_room(const std::vector<std::string>& urls, const std::vector<std::uint64_t>& sizes) {
@@ -343,22 +352,7 @@ bool Cache::get_all_if_room(const std::vector<std::string>& urls, const std::vec
     if (sizes.at(i) == 0) return false;
     missing += sizes[i];
   }
-  strict_ = true;
-  no_room_ = false;
-  try {
-    if (missing > 0 && options_.limit > 0) {
-      LockedFd budget(open_lock_file(options_.dir + "/.budget.lock"));
-      flock_retry(budget.fd, LOCK_EX);
-      make_room(missing, "");
-    }
-    get_all(urls);
-  } catch (const Error&) {
-    strict_ = false;
-    if (no_room_) return false;
-    throw;
-  }
-  strict_ = false;
-  return true;
+  return get_within_budget(urls, missing, "");
 }
 
 std::vector<std::string> Cache::get_all(const std::vector<std::string>& urls) {

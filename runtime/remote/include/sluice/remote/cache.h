@@ -179,6 +179,7 @@ class Cache {
  private:
   struct Download;
   bool pin_if_whole(const std::string& url);
+  bool get_within_budget(const std::vector<std::string>& urls, std::uint64_t missing, const std::string& keep);
   std::vector<std::string> revalidate(const std::vector<std::string>& cached);
   void make_room(std::uint64_t bytes, const std::string& keep);
 
