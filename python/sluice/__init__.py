@@ -457,7 +457,7 @@ def write(source, to, *, format="tar", shard_size=None, shard_samples=None, stag
     (docs/command-line.md): WebDataset tars (format="tar": one member per
     field, KEY.EXT; bytes and str values as they are, an integer scalar as
     NAME.cls text, other arrays as NAME.npy) or TFRecords of tf.train.Example
-    (format="tfrecord", with an offset index beside each shard), cut every
+    (format="tfrecord"), each shard with its index beside it, cut every
     shard_samples samples or before shard_size bytes (default "256MB"), and
     `to`/manifest.json listing every shard with its sample count, bytes and
     xxh3 checksum. The shards do not depend on the worker count. Called again

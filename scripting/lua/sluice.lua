@@ -263,7 +263,9 @@ end
 -- Source: WebDataset tar shards; members sharing a key ("a/b/0001.jpg",
 -- "a/b/0001.cls") make one sample: sample.key = "a/b/0001", sample.fields.jpg,
 -- sample.fields.cls. Plain tars are indexed (random access, global shuffle);
--- gzip-compressed ones (.tgz, .tar.gz) stream, as does index = false.
+-- gzip-compressed ones (.tgz, .tar.gz) stream, as does index = false. Remote
+-- plain tars with their index beside each (URL.idx, from `sluice index` or
+-- `sluice write`) are fetched by the workers as the plan needs them.
 --   sluice.tar{ "shards/*.tar" }    sluice.tar{ "shards/*.tgz", shuffle_buffer = 1000 }
 function M.tar(spec)
   local paths

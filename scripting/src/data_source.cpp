@@ -183,36 +183,66 @@ void DataSource::fetch_remote(SourceSpec& spec, const remote::CacheOptions& give
   add_remote_stats(cache.stats());
 }
 
-// Indexed TFRecord whose every shard has its index published beside it in
-// the store (URL.idx: the sidecar format of tfrecord.h, as `sluice index`
-// writes it): only the indexes are fetched here, and objects already whole in
-// the cache revalidated (one HEAD each, a changed one downloaded again); the
-// workers fetch the shards themselves, by the plan's order (record_feed.h).
-// Nothing stays pinned by the launching process. False, with a note saying
-// why, when some index is missing: then every shard is fetched here.
+// Indexed TFRecord or uncompressed tar whose every shard has its index
+// published beside it in the store (URL.idx: the sidecar of tfrecord.h or
+// tar_index.h, as `sluice index` and `sluice write` write them): only the
+// indexes are fetched here, and objects already whole in the cache
+// revalidated (one HEAD each, a changed one downloaded again); the workers
+// fetch the shards themselves, by the plan's order (record_feed.h). Nothing
+// stays pinned by the launching process. False, with a note saying why, when
+// some index is missing: then every shard is fetched here.
 bool DataSource::open_lazily(const std::vector<std::string>& urls, const remote::CacheOptions& options) {
-  if (spec_.kind != "tfrecord" || spec_.index == 0) return false;
+  const bool tar = spec_.kind == "tar";
+  if ((spec_.kind != "tfrecord" && !tar) || spec_.index == 0) return false;
+  auto gzip_name = [](const std::string& url) { return url.ends_with(".gz") || url.ends_with(".tgz"); };
+  if (tar && std::any_of(urls.begin(), urls.end(), gzip_name)) return false;  // streamed: no index
+  const std::string what = "sluice." + spec_.kind;
   remote::Cache cache(options);
   std::vector<std::string> idx;
   for (const std::string& url : urls) idx.push_back(url + ".idx");
   std::vector<std::string> paths;
+  const std::string why_not_lazy =
+      "; so every shard is downloaded when the source opens. Publish each shard's index beside it (URL.idx, as "
+      "`sluice index` writes it) to have the workers fetch the shards as the plan needs them";
   auto fall_back = [&](const std::string& why) {
-    notes_.push_back("sluice.tfrecord: " + why + "; so every shard is downloaded when the source opens. Publish "
-                     "each shard's index beside it (URL.idx, as `sluice index` writes it) to have the workers "
-                     "fetch the shards as the plan needs them");
+    notes_.push_back(what + ": " + why + why_not_lazy);
     add_remote_stats(cache.stats());
     return false;
   };
+  // The first shard's alone first: a data set published without indexes
+  // costs one refused request, not one a shard, and that probe is left out
+  // of the run's remote counts (it fetched nothing of the data set).
   try {
-    paths = cache.get_all(idx);
+    paths = cache.get_all({idx[0]});
   } catch (const Error& e) {
-    return fall_back(std::string("no index beside the shards (") + e.what() + ")");
+    notes_.push_back(what + ": no index beside the shards (" + e.what() + ")" + why_not_lazy);
+    return false;
   }
-  std::vector<io::TFRecordIndex> indexes;
+  try {
+    if (idx.size() > 1) {
+      const std::vector<std::string> rest = cache.get_all(std::vector<std::string>(idx.begin() + 1, idx.end()));
+      paths.insert(paths.end(), rest.begin(), rest.end());
+    }
+  } catch (const Error& e) {
+    return fall_back(std::string("no index beside every shard (") + e.what() + ")");
+  }
+  // Each shard's size and record count, from its index; the indexes are kept
+  // for open_tfrecord or open_tar. A corrupt tar index is an error naming it.
+  std::vector<std::uint64_t> sizes, records;
+  lazy_indexes_.clear();
+  lazy_tar_indexes_.clear();
   for (std::size_t i = 0; i < urls.size(); ++i) {
-    std::optional<io::TFRecordIndex> index = io::read_tfrecord_index(paths[i]);
-    if (!index) return fall_back(idx[i] + " is not a TFRecord index (lines of \"offset size\")");
-    indexes.push_back(std::move(*index));
+    if (tar) {
+      io::TarIndex& index = lazy_tar_indexes_.emplace_back(io::read_tar_index(paths[i], idx[i]));
+      sizes.push_back(index.shard_bytes);
+      records.push_back(index.samples.size());
+    } else {
+      std::optional<io::TFRecordIndex> index = io::read_tfrecord_index(paths[i]);
+      if (!index) return fall_back(idx[i] + " is not a TFRecord index (lines of \"offset size\")");
+      sizes.push_back(index->offsets.back());
+      records.push_back(index->records());
+      lazy_indexes_.push_back(std::move(*index));
+    }
   }
   std::vector<std::string> present, now;
   for (const std::string& url : urls)
@@ -220,7 +250,7 @@ bool DataSource::open_lazily(const std::vector<std::string>& urls, const remote:
   now = present;  // revalidated; a changed object is fetched again here
   // And the shard of sample 0, which load_script reads to check the pipeline.
   for (std::size_t i = 0; i < urls.size(); ++i)
-    if (indexes[i].records() > 0) {
+    if (records[i] > 0) {
       if (std::find(now.begin(), now.end(), urls[i]) == now.end()) now.push_back(urls[i]);
       break;
     }
@@ -231,10 +261,9 @@ bool DataSource::open_lazily(const std::vector<std::string>& urls, const remote:
   lazy->cache.revalidate = false;
   lazy->urls = urls;
   lazy->present = now.size();
-  for (const io::TFRecordIndex& index : indexes) lazy->sizes.push_back(index.offsets.back());
+  lazy->sizes = std::move(sizes);
   lazy_ = std::move(lazy);
-  lazy_indexes_ = std::move(indexes);
-  notes_.push_back("sluice.tfrecord: " + std::to_string(urls.size()) + " remote shards, " +
+  notes_.push_back(what + ": " + std::to_string(urls.size()) + " remote shards, " +
                    std::to_string(present.size()) + " already in the node cache; the workers fetch the others "
                    "as the plan needs them, up to remote_prefetch_mb ahead");
   return true;
@@ -319,7 +348,9 @@ void DataSource::open_tar() {
     throw Error(*gzip + " is gzip-compressed and cannot be read at random offsets; "
                 "leave `index` out or set index = false to stream it");
   if (spec_.index == 0 || gzip != shards_.end()) return count_stream();
-  auto source = std::make_shared<io::TarSource>(shards_, io::TarOptions{.on_error = on_error_});
+  const io::TarOptions options{.on_error = on_error_};
+  auto source = lazy_ ? std::make_shared<io::TarSource>(shards_, std::move(lazy_tar_indexes_), options)
+                      : std::make_shared<io::TarSource>(shards_, options);
   for (const io::SkippedSample& s : source->index_skips().entries())
     notes_.push_back("on_error = \"skip\": " + s.reason + "; the shard is read up to there");
   size_ = source->size();

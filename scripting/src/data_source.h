@@ -9,9 +9,10 @@
 // ScriptProducer, so workers neither re-scan nor re-index; each reads through
 // its own RecordFeed (record_feed.h). Remote paths (s3://, http(s)://, brace
 // ranges, S3 globs) are fetched into the node cache (remote/cache.h) first:
-// every reader then opens a local, whole file; except indexed TFRecord shards
-// whose indexes are published beside them (URL.idx): only those are fetched
-// here, and each worker fetches the shards its batches need (lazy_remote()).
+// every reader then opens a local, whole file; except indexed TFRecord and
+// uncompressed tar shards whose indexes are published beside them (URL.idx):
+// only those are fetched here, and each worker fetches the shards its batches
+// need (lazy_remote()).
 //
 // Three ways to reach records:
 //   indexed  random access by dataset index (files, folders, TFRecord with an
@@ -42,6 +43,7 @@
 #include "sluice/io/parquet.h"
 #include "sluice/io/record_source.h"
 #include "sluice/io/record_stream.h"
+#include "sluice/io/tar_index.h"
 #include "sluice/io/tfrecord.h"
 #include "sluice/options.h"
 #include "sluice/remote/cache.h"
@@ -189,6 +191,7 @@ class DataSource {
   std::vector<std::shared_ptr<const remote::Pins>> pins_;  // the remote objects, kept from eviction
   std::shared_ptr<const LazyRemote> lazy_;
   std::vector<io::TFRecordIndex> lazy_indexes_;  // until open_tfrecord takes them
+  std::vector<io::TarIndex> lazy_tar_indexes_;   // until open_tar takes them
 
   std::vector<std::shared_ptr<const io::ParquetFile>> parquet_files_;
   std::vector<std::string> parquet_columns_;

@@ -200,7 +200,7 @@ std::vector<SettingRow> make_rows() {
             "a remote transfer that receives nothing for this long is dropped and retried")));
   rows.push_back(loads<&ScriptOptions::remote_prefetch_mb>(
       count("remote_prefetch_mb", 0, kMiB, "256",
-            "remote shards fetched lazily (indexed TFRecord): each worker downloads the shards of the plan's next "
+            "remote shards fetched lazily (indexed TFRecord, tar): each worker downloads the shards of the plan's next "
             "batches up to this many MiB ahead of its reads, within cache_limit_mb; 0 = only what a batch needs "
             "now")));
 

@@ -1,11 +1,13 @@
-// Remote TFRecord shards whose indexes are published beside them, fetched by
-// the workers as the plan needs them (record_feed.h, remote/prefetcher.h),
-// end to end through the `sluice` command line: identical run records over
-// local files, http:// (nginx) and s3:// (s3rver) with 1 and 2 workers; the
-// first batch before the last shard; a cache_limit_mb below the data set held
-// while the run goes (the directory sampled from here); a store stopped
-// mid-run ends the run with the URL's error and a state that a rerun resumes
-// from, reusing the cache; two ranks download each shard once.
+// Remote TFRecord and tar shards whose indexes are published beside them,
+// fetched by the workers as the plan needs them (record_feed.h,
+// remote/prefetcher.h), end to end through the `sluice` command line:
+// identical run records over local files, http:// (nginx) and s3:// (s3rver)
+// with 1 and 2 workers; the first batch before the last shard; a
+// cache_limit_mb below the data set held while the run goes (the directory
+// sampled from here); a store stopped mid-run ends the run with the URL's
+// error and a state that a rerun resumes from, reusing the cache; two ranks
+// download each shard once; a tar's corrupt index is an error naming it, a
+// missing one a note and the whole download.
 #include <catch2/catch.hpp>
 
 #include <dirent.h>
@@ -23,6 +25,8 @@
 
 #include "servers.h"
 #include "skip.h"
+#include "sluice/io/tar_index.h"
+#include "sluice/io/tar_writer.h"
 #include "sluice/io/tfrecord.h"
 #include "sluice/io/tfrecord_writer.h"
 
@@ -32,33 +36,56 @@ namespace {
 
 constexpr int kShards = 8, kPerShard = 12;
 
-std::string shard_name(int s) { return "train-" + std::to_string(s) + ".tfrecord"; }
+// The shard format under test: its file extension (and source name), and
+// the field a record's bytes reach map in.
+struct Format {
+  std::string ext, field;
+};
+const Format kTFRecord{"tfrecord", "data"}, kTar{"tar", "bin"};
 
-// kShards TFRecord shards of kPerShard records ("rKKKK" then random bytes,
-// about `bytes` each), each with its index beside it (NAME.idx).
-std::string make_shards(std::size_t bytes) {
-  const std::string dir = temp_dir("tfrecords");
+std::string shard_name(int s, const Format& f = kTFRecord) { return "train-" + std::to_string(s) + "." + f.ext; }
+
+// kShards shards of kPerShard records ("rKKKK" then random bytes, about
+// `bytes` each), each with its index beside it (NAME.idx): TFRecords, or
+// tars with the record as the member KEY.bin.
+std::string make_shards(std::size_t bytes, const Format& f = kTFRecord) {
+  const std::string dir = temp_dir("shards");
   for (int s = 0; s < kShards; ++s) {
-    const std::string path = dir + "/" + shard_name(s);
-    sluice::io::TFRecordWriter writer(path);
+    const std::string path = dir + "/" + shard_name(s, f);
+    std::unique_ptr<sluice::io::TFRecordWriter> tfrecord;
+    std::unique_ptr<sluice::io::TarWriter> tar;
+    if (f.ext == "tar") tar = std::make_unique<sluice::io::TarWriter>(path);
+    else tfrecord = std::make_unique<sluice::io::TFRecordWriter>(path);
     for (int i = 0; i < kPerShard; ++i) {
       const std::string record = "r" + std::to_string(1000 + s * kPerShard + i) + random_bytes(bytes + i, s * 100 + i);
-      writer.write(std::as_bytes(std::span(record.data(), record.size())));
+      const auto bytes_of = std::as_bytes(std::span(record.data(), record.size()));
+      if (tar) {
+        tar->add(std::to_string(s * kPerShard + i) + ".bin", bytes_of);
+        tar->end_sample();
+      } else {
+        tfrecord->write(bytes_of);
+      }
     }
-    writer.close();
-    sluice::io::write_tfrecord_index(path + ".idx", sluice::io::scan_tfrecord(path));
+    if (tar) {
+      tar->finish();
+      sluice::io::write_tar_index(path + ".idx", sluice::io::scan_tar(path));
+    } else {
+      tfrecord->close();
+      sluice::io::write_tfrecord_index(path + ".idx", sluice::io::scan_tfrecord(path));
+    }
   }
   return dir;
 }
 
 // `extra`: more pipeline options; `first_counts`: a file where each process
 // appends, at its first sample, how many shards the cache `cache` holds whole.
-std::string pipeline(const std::string& source, const std::string& extra, const std::string& cache = "") {
+std::string pipeline(const std::string& source, const std::string& extra, const std::string& cache = "",
+                     const Format& f = kTFRecord) {
   std::string count;
   if (!cache.empty())
     count = "    if not counted then\n"
             "      counted = true\n"
-            "      local f = io.popen(\"ls '" + cache + "' | grep -c '\\\\.tfrecord$'\")\n"
+            "      local f = io.popen(\"ls '" + cache + "' | grep -c '\\\\." + f.ext + "$'\")\n"
             "      local n = f:read('*n')\n"
             "      f:close()\n"
             "      local out = io.open('first-counts.txt', 'a')\n"
@@ -69,17 +96,19 @@ std::string pipeline(const std::string& source, const std::string& extra, const 
          "local ffi = require('ffi')\n"
          "local counted = false\n"
          "return sluice.pipeline {\n"
-         "  source = sluice.tfrecord { '" + source + "' },\n"
+         "  source = sluice." + f.ext + " { '" + source + "' },\n"
          "  fields = { { 'key', 'int32' }, { 'len', 'int32' }, { 'last', 'uint8' } },\n"
          "  map = function(s, ctx)\n" + count +
-         "    return { key = tonumber(ffi.string(s.bytes.data + 1, 4)), len = s.bytes.nbytes,\n"
-         "             last = s.bytes.data[s.bytes.nbytes - 1] }\n"
+         "    local b = s.fields." + f.field + "\n"
+         "    return { key = tonumber(ffi.string(b.data + 1, 4)), len = b.nbytes, last = b.data[b.nbytes - 1] }\n"
          "  end,\n" + extra + "}\n";
 }
 
-std::string http_glob(const Nginx& http) { return http.url("train-{0.." + std::to_string(kShards - 1) + "}.tfrecord"); }
+std::string http_glob(const Nginx& http, const Format& f = kTFRecord) {
+  return http.url("train-{0.." + std::to_string(kShards - 1) + "}." + f.ext);
+}
 
-int gets(const Nginx& http, int s) { return http.requests("GET", "/" + shard_name(s)); }
+int gets(const Nginx& http, int s, const Format& f = kTFRecord) { return http.requests("GET", "/" + shard_name(s, f)); }
 
 // Bytes of whole and partial objects in a cache directory (what its budget counts).
 std::uint64_t cache_bytes(const std::string& dir) {
@@ -97,37 +126,35 @@ std::uint64_t cache_bytes(const std::string& dir) {
   return total;
 }
 
-}  // namespace
-
-TEST_CASE("Prefetch: TFRecord with indexes beside it over local, http:// and s3:// gives identical records, fetched by the workers") {
+void same_records(const Format& f) {
   if (cli().empty()) SKIP_TEST(kNoCli);
   if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
   if (!S3rver::why_not().empty()) SKIP_TEST(S3rver::why_not());
-  const std::string shards = make_shards(2000), work = temp_dir("run");
+  const std::string shards = make_shards(2000, f), work = temp_dir("run");
   Nginx http(shards);
   S3rver s3(temp_dir("s3"), "bkt");
   s3.upload(shards, "train/");
   const std::string extra = "  batch_size = 5, shuffle = true, seed = 11, epochs = 2,\n";
-  write_file(work + "/local.lua", pipeline(shards + "/train-*.tfrecord", extra));
-  write_file(work + "/http.lua", pipeline(http_glob(http), extra));
-  write_file(work + "/s3.lua", pipeline("s3://bkt/train/*.tfrecord", extra));
+  write_file(work + "/local.lua", pipeline(shards + "/train-*." + f.ext, extra, "", f));
+  write_file(work + "/http.lua", pipeline(http_glob(http, f), extra, "", f));
+  write_file(work + "/s3.lua", pipeline("s3://bkt/train/*." + f.ext, extra, "", f));
 
   check_same_records(work, s3_env(s3), "the workers fetch the others as the plan needs them");
   // Each shard fetched once per cold cache (two caches), by whichever
   // process asked first; each index once per run.
   for (int s = 0; s < kShards; ++s) {
-    CHECK(gets(http, s) == 2);
-    CHECK(http.requests("GET", "/" + shard_name(s) + ".idx") == 2);
+    CHECK(gets(http, s, f) == 2);
+    CHECK(http.requests("GET", "/" + shard_name(s, f) + ".idx") == 2);
   }
 }
 
-TEST_CASE("Prefetch: the first batch is made before the last shard is downloaded") {
+void first_batch_early(const Format& f) {
   if (cli().empty()) SKIP_TEST(kNoCli);
   if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
-  const std::string shards = make_shards(20'000), work = temp_dir("run");
+  const std::string shards = make_shards(20'000, f), work = temp_dir("run");
   Nginx http(shards, "2m");  // about 0.12 s a shard
   write_file(work + "/http.lua",
-             pipeline(http_glob(http), "  batch_size = 4, workers = 1, epochs = 1,\n", work + "/cache"));
+             pipeline(http_glob(http, f), "  batch_size = 4, workers = 1, epochs = 1,\n", work + "/cache", f));
   const Run r = sh(work, "SLUICE_CACHE_DIR=cache " + cli() + " run http.lua --trace trace.json");
   INFO(r.out);
   REQUIRE(r.status == 0);
@@ -146,17 +173,17 @@ TEST_CASE("Prefetch: the first batch is made before the last shard is downloaded
   REQUIRE(seen.size() == 2);
   CHECK(seen[0] == 1);
   CHECK(seen[1] < kShards);
-  for (int s = 0; s < kShards; ++s) CHECK(gets(http, s) == 1);
+  for (int s = 0; s < kShards; ++s) CHECK(gets(http, s, f) == 1);
 }
 
-TEST_CASE("Prefetch: cache_limit_mb below the data set holds while the run goes, past it by one shard a worker at most") {
+void cache_limit_holds(const Format& f) {
   if (cli().empty()) SKIP_TEST(kNoCli);
   if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
-  const std::string shards = make_shards(25'000), work = temp_dir("run");  // 8 shards of 0.3 MB
+  const std::string shards = make_shards(25'000, f), work = temp_dir("run");  // 8 shards of 0.3 MB
   std::uint64_t largest = 0, total = 0;
   for (int s = 0; s < kShards; ++s) {
     struct stat st{};
-    REQUIRE(::stat((shards + "/" + shard_name(s)).c_str(), &st) == 0);
+    REQUIRE(::stat((shards + "/" + shard_name(s, f)).c_str(), &st) == 0);
     largest = std::max<std::uint64_t>(largest, st.st_size);
     total += st.st_size;
   }
@@ -164,8 +191,8 @@ TEST_CASE("Prefetch: cache_limit_mb below the data set holds while the run goes,
   REQUIRE(total > 2 * kLimit);
   Nginx http(shards, "8m");
   const std::string extra = "  batch_size = 4, workers = 2, epochs = 2,\n";
-  write_file(work + "/local.lua", pipeline(shards + "/train-*.tfrecord", extra));
-  write_file(work + "/http.lua", pipeline(http_glob(http), extra));
+  write_file(work + "/local.lua", pipeline(shards + "/train-*." + f.ext, extra, "", f));
+  write_file(work + "/http.lua", pipeline(http_glob(http, f), extra, "", f));
   Run r = sh(work, cli() + " run local.lua --quiet --record local.jsonl");
   REQUIRE(r.status == 0);
   std::atomic<bool> done{false};
@@ -189,9 +216,20 @@ TEST_CASE("Prefetch: cache_limit_mb below the data set holds while the run goes,
   CHECK(cache_bytes(work + "/cache") <= kLimit + 2 * largest);
   // Evicted and fetched again in the second epoch: more GETs than shards.
   int all = 0;
-  for (int s = 0; s < kShards; ++s) all += gets(http, s);
+  for (int s = 0; s < kShards; ++s) all += gets(http, s, f);
   CHECK(all > kShards);
 }
+
+}  // namespace
+
+TEST_CASE("Prefetch: TFRecord with indexes beside it over local, http:// and s3:// gives identical records, fetched by the workers") { same_records(kTFRecord); }
+TEST_CASE("Prefetch: tar with indexes beside it over local, http:// and s3:// gives identical records, fetched by the workers") { same_records(kTar); }
+
+TEST_CASE("Prefetch: the first batch is made before the last shard is downloaded") { first_batch_early(kTFRecord); }
+TEST_CASE("Prefetch: the first batch is made before the last shard is downloaded (tar)") { first_batch_early(kTar); }
+
+TEST_CASE("Prefetch: cache_limit_mb below the data set holds while the run goes, past it by one shard a worker at most") { cache_limit_holds(kTFRecord); }
+TEST_CASE("Prefetch: cache_limit_mb below the data set holds while the run goes, past it by one shard a worker at most (tar)") { cache_limit_holds(kTar); }
 
 TEST_CASE("Prefetch: a store stopped mid-run ends the run with its URL and a state, and the rerun resumes from the cache") {
   if (cli().empty()) SKIP_TEST(kNoCli);
@@ -246,6 +284,46 @@ TEST_CASE("Prefetch: two ranks sharing one cache download each shard once") {
   write_file(work + "/http.lua", pipeline(http_glob(http), extra));
   check_two_ranks(work);
   for (int s = 0; s < kShards; ++s) CHECK(gets(http, s) == 1);
+}
+
+TEST_CASE("Prefetch: a tar's truncated or garbage index is an error naming it, a missing one a note and a download at open") {
+  if (cli().empty()) SKIP_TEST(kNoCli);
+  if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
+  const std::string shards = make_shards(2000, kTar), work = temp_dir("run");
+  Nginx http(shards);
+  const std::string extra = "  batch_size = 5, workers = 2, epochs = 1,\n";
+  write_file(work + "/local.lua", pipeline(shards + "/train-*.tar", extra, "", kTar));
+  write_file(work + "/http.lua", pipeline(http_glob(http, kTar), extra, "", kTar));
+  const std::string idx = shards + "/" + shard_name(3, kTar) + ".idx", url = http.url(shard_name(3, kTar) + ".idx");
+  const std::string whole = read_file(idx);
+
+  write_file(idx, whole.substr(0, whole.size() / 2));
+  Run r = sh(work, "SLUICE_CACHE_DIR=cache1 " + cli() + " run http.lua --quiet");
+  INFO(r.out);
+  CHECK(r.status != 0);
+  CHECK_THAT(r.out, Catch::Contains("sluice.tar: " + url + ": not a valid tar index at byte") &&
+                        Catch::Contains("truncated"));
+
+  // Its members said to lie past a shard of 1024 bytes.
+  const std::size_t at = whole.find("shard_bytes ") + 12;
+  write_file(idx, whole.substr(0, at) + "1024" + whole.substr(whole.find('\n', at)));
+  r = sh(work, "SLUICE_CACHE_DIR=cache2 " + cli() + " run http.lua --quiet");
+  INFO(r.out);
+  CHECK(r.status != 0);
+  CHECK_THAT(r.out, Catch::Contains("sluice.tar: " + url + ": not a valid tar index") &&
+                        Catch::Contains("lies past the shard's 1024 bytes"));
+  for (int s = 0; s < kShards; ++s) CHECK(gets(http, s, kTar) == 0);  // no shard fetched for a bad index
+
+  ::unlink(idx.c_str());
+  r = sh(work, cli() + " run local.lua --quiet --record local.jsonl");
+  REQUIRE(r.status == 0);
+  r = sh(work, "SLUICE_CACHE_DIR=cache3 " + cli() + " run http.lua --record http.jsonl");
+  INFO(r.out);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.out, Catch::Contains("sluice.tar: no index beside every shard (" + url) &&
+                        Catch::Contains("so every shard is downloaded when the source opens"));
+  CHECK(sh(work, cli() + " verify local.jsonl http.jsonl").status == 0);
+  for (int s = 0; s < kShards; ++s) CHECK(gets(http, s, kTar) == 1);
 }
 
 TEST_CASE("Prefetch: with the locality shuffle and a cache of its windows, an epoch downloads each shard once") {

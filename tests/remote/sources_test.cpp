@@ -88,14 +88,17 @@ TEST_CASE("Sources: tar shards over local files, http:// and s3:// give identica
     CHECK(http.requests("GET", uri) == 2);
   }
   // A warm cache: no data request, one conditional HEAD per object
-  // (revalidation), and one GET of the folder's manifest.json (none here: 404).
+  // (revalidation), one GET of the folder's manifest.json (none here: 404)
+  // and the GET of the first shard's index (URL.idx), which these shards
+  // lack (the whole data set is then fetched at open).
   const std::size_t before = http.log().size();
   const int manifests = http.requests("GET", "/manifest.json");
   r = sh(work, "SLUICE_CACHE_DIR=cache-http1 " + cli() + " run http.lua --quiet --record warm.jsonl");
   INFO(r.out);
   REQUIRE(r.status == 0);
-  CHECK(http.log().size() == before + kShards + 1);
+  CHECK(http.log().size() == before + kShards + 2);
   CHECK(http.requests("GET", "/manifest.json") == manifests + 1);
+  CHECK(http.requests("GET", "/train-000000.tar.idx") == 3);
   for (int s = 0; s < kShards; ++s) {
     char uri[64];
     std::snprintf(uri, sizeof uri, "/train-%06d.tar", s);
@@ -175,6 +178,8 @@ TEST_CASE("Sources: the summary counts downloads, says network-bound, and warns 
   CHECK_THAT(trace, Catch::Contains("\"url\":\"" + http.url("t0.tar") + "\""));
   CHECK_THAT(trace, Catch::Contains("\"args\":{\"name\":\"download 3\"}"));
   CHECK_THAT(r.out, Catch::Contains("pass cache_limit_mb (1 MiB)"));
+  // The first shard's index asked for (no shard has one), not counted.
+  CHECK_THAT(r.out, Catch::Contains("sluice.tar: no index beside the shards (" + http.url("t0.tar.idx") + ": HTTP 404)"));
   CHECK_THAT(r.out, Catch::Contains("remote      4 objects: 0 from the node cache, 4 downloaded (1.6 MB, 4 requests, "
                                     "0 retries, 0 evictions)"));
   CHECK_THAT(r.out, Catch::Contains("verdict     network-bound: fetching 1.6 MB of remote objects"));

@@ -1,11 +1,12 @@
 // `sluice write --to s3://...` against s3rver on 127.0.0.1, end to end
 // through the command line: the objects are the bytes a local write gives
-// (shards, TFRecord indexes, the manifest), large shards go up as multipart
+// (shards, their indexes, the manifest), large shards go up as multipart
 // uploads, the shards read back through sluice.tar / sluice.tfrecord over
-// s3:// give the local shards' run records, a write killed with SIGKILL
-// resumes to the uninterrupted result, the store's refusals are named, a
-// shard changed in the store fails its manifest checksum when read, and
-// --remote-retries governs the uploads.
+// s3:// (lazily: indexes at open, shards by the workers) give the local
+// shards' run records, a write killed with SIGKILL resumes to the
+// uninterrupted result, the store's refusals are named, a shard changed in
+// the store fails its manifest checksum when read, and --remote-retries
+// governs the uploads.
 #include <catch2/catch.hpp>
 
 #include <signal.h>
@@ -130,9 +131,14 @@ TEST_CASE("Write: tar and TFRecord shards to s3:// are the local write's bytes a
     r = sh(work, cli() + " run local-read.lua --quiet --record local-" + format + ".jsonl");
     INFO(r.out);
     REQUIRE(r.status == 0);
-    r = sh(work, env + cli() + " run s3-read.lua --quiet --record s3-" + format + ".jsonl");
+    r = sh(work, env + cli() + " run s3-read.lua --record s3-" + format + ".jsonl");
     INFO(r.out);
     REQUIRE(r.status == 0);
+    // Each shard's index is beside it: only those are fetched at open.
+    CHECK_THAT(r.out, Catch::Contains("the workers fetch the others as the plan needs them"));
+    r = sh(work, cli() + " verify local-" + format);  // the indexes are no unlisted files
+    INFO(r.out);
+    CHECK(r.status == 0);
     r = sh(work, cli() + " verify local-" + format + ".jsonl s3-" + format + ".jsonl");
     INFO(r.out);
     CHECK(r.status == 0);
@@ -162,16 +168,17 @@ TEST_CASE("Write: tar shards to http:// (a server taking PUT) are the local writ
     CHECK(read_file(root + "/ds/" + e.path().filename().string()) == read_file(e.path().string()));
     ++files;
   }
-  CHECK(files == 5);  // 4 shards and the manifest
+  CHECK(files == 9);  // 4 shards, their indexes and the manifest
   CHECK(nginx.requests("PUT", "/ds/manifest.json") >= 1);
   write_file(work + "/local-read.lua", read_tar("local/*.tar"));
   write_file(work + "/http-read.lua", read_tar(url + "shard-{000000..000003}.tar"));
   r = sh(work, cli() + " run local-read.lua --quiet --record local.jsonl");
   INFO(r.out);
   REQUIRE(r.status == 0);
-  r = sh(work, "SLUICE_CACHE_DIR=cache " + cli() + " run http-read.lua --quiet --record http.jsonl");
+  r = sh(work, "SLUICE_CACHE_DIR=cache " + cli() + " run http-read.lua --record http.jsonl");
   INFO(r.out);
   REQUIRE(r.status == 0);
+  CHECK_THAT(r.out, Catch::Contains("the workers fetch the others as the plan needs them"));
   CHECK(sh(work, cli() + " verify local.jsonl http.jsonl").status == 0);
   // The server's manifest says complete: a rerun writes nothing.
   const int puts = nginx.requests("PUT", "/ds/shard-000000.tar");
@@ -285,7 +292,8 @@ TEST_CASE("Write: a shard the store refuses stops the writer with the store's me
       error = e.what();
     }
   }
-  CHECK_THAT(error, Catch::Contains("cannot upload " + staging + "/shard-000000.tar: s3://bkt/ds/shard-000000.tar: "
+  // The shard's index goes up first (so a shard in the store has its index).
+  CHECK_THAT(error, Catch::Contains("cannot upload " + staging + "/shard-000000.tar.idx: s3://bkt/ds/shard-000000.tar.idx: "
                                     "HTTP 403 (InvalidAccessKeyId: "));
   sluice::remote::Uploader up(store(s3));
   CHECK_FALSE(up.get_text("s3://bkt/ds/manifest.json"));

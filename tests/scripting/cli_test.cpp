@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "sluice/io/tar_index.h"
 #include "sluice/run_settings.h"
 #include "support.h"
 
@@ -243,5 +244,40 @@ TEST_CASE("sluice inspect FILE.jsonl shows lines and keys and writes nothing, an
   const std::string odd = dir.write("model.bin", std::string(64, 'q'));
   const CliResult index = sluice::test::run_cli({"index", odd});
   CHECK(index.status == 1);
-  CHECK_THAT(index.err, Contains(odd) && Contains("TFRecord and JSON lines"));
+  CHECK_THAT(index.err, Contains(odd) && Contains("TFRecord, tar and JSON lines"));
+}
+
+TEST_CASE("sluice index FILE.tar writes FILE.tar.idx, read back as the scan of the shard, and refuses a gzip tar", "[cli]") {
+  if (std::system("command -v tar >/dev/null && command -v gzip >/dev/null") != 0)
+    SKIP_TEST("the tar or gzip command is absent (they write the test files)");
+  TempDir dir;
+  dir.write("a/0.txt", "zero");
+  dir.write("a/0.cls", "0");
+  dir.write("a/1.txt", std::string(3000, 'x'));
+  REQUIRE(std::system(("cd " + dir.path() + " && tar -cf s.tar a/0.txt a/0.cls a/1.txt && gzip -k s.tar").c_str()) == 0);
+  const std::string shard = dir.path() + "/s.tar";
+  const CliResult r = sluice::test::run_cli({"index", shard});
+  INFO(r.err);
+  CHECK(r.status == 0);
+  CHECK_THAT(r.out, Contains(shard + ": 2 samples -> " + shard + ".idx"));
+  const sluice::io::TarIndex read = sluice::io::read_tar_index(shard + ".idx"), scanned = sluice::io::scan_tar(shard);
+  CHECK(read.shard_bytes == std::filesystem::file_size(shard));
+  REQUIRE(read.samples.size() == 2);
+  CHECK(read.samples[0].key == "a/0");
+  CHECK(read.samples[1].members.at(0).size == 3000);
+  for (std::size_t i = 0; i < 2; ++i) {
+    REQUIRE(read.samples[i].members.size() == scanned.samples[i].members.size());
+    for (std::size_t j = 0; j < read.samples[i].members.size(); ++j) {
+      CHECK(read.samples[i].members[j].field == scanned.samples[i].members[j].field);
+      CHECK(read.samples[i].members[j].offset == scanned.samples[i].members[j].offset);
+    }
+  }
+  const CliResult gz = sluice::test::run_cli({"index", shard + ".gz"});
+  CHECK(gz.status == 1);
+  CHECK_THAT(gz.err, Contains(shard + ".gz is a gzip-compressed tar"));
+  const CliResult elsewhere = sluice::test::run_cli({"index", "--index-dir", dir.path(), shard});
+  CHECK(elsewhere.status == 1);
+  CHECK_THAT(elsewhere.err, Contains("a tar's index is read only beside its shard"));
+  const CliResult help = sluice::test::run_cli({"index", "--help"});
+  CHECK_THAT(help.out, Contains("FILE.tar.idx"));
 }

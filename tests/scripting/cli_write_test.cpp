@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -240,12 +241,18 @@ return sluice.pipeline {
   const auto cut = sluice::io::read_manifest(killed);
   REQUIRE(cut);
   REQUIRE_FALSE(cut->complete);
-  // Whatever the kill left: every listed shard is whole; nothing else looks like one.
+  // Whatever the kill left: every listed shard is whole; nothing else looks
+  // like one but the next shard (renamed, with its index, before the manifest
+  // that lists it).
   for (const auto& s : cut->shards) CHECK(sluice::io::check_shard(killed, s).empty());
+  char next[32];
+  std::snprintf(next, sizeof next, "shard-%06zu.tar", cut->shards.size());
   for (const auto& e : fs::directory_iterator(killed)) {
     const std::string name = e.path().filename().string();
-    bool listed_or_tmp = name == "manifest.json" || name.ends_with(".tmp");
-    for (const auto& s : cut->shards) listed_or_tmp = listed_or_tmp || name == s.name;
+    bool listed_or_tmp = name == "manifest.json" || name.ends_with(".tmp") || name == next ||
+                         name == std::string(next) + ".idx";
+    for (const auto& s : cut->shards) listed_or_tmp = listed_or_tmp || name == s.name || name == s.name + ".idx";
+    INFO(name);
     CHECK(listed_or_tmp);
   }
   // sluice verify on the stopped conversion: the listed shards match, what

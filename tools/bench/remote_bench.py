@@ -5,7 +5,7 @@ Run by hand (not in CI), with a build's command line and Debian's python3
 (torch, boto3), nginx and node; s3rver comes from tests/npm (npm install):
 
     /usr/bin/python3 tools/bench/remote_bench.py --sluice build-cc/tools/sluice \\
-        [--shards 32] [--samples 64] [--sample-kib 64] [--workers 2] [--runs 3] [--rate 20m] [--json FILE]
+        [--shards 32] [--samples 64] [--sample-kib 64] [--workers 2] [--runs 3] [--rate 20m] [--index] [--json FILE]
 
 The data: --shards WebDataset tar shards of --samples samples of --sample-kib KiB
 (random bytes, a .bin member each). Every contender reads every sample once
@@ -13,6 +13,8 @@ and hands on its length, so the figures are I/O and transport, not compute.
 
   local        sluice run over the local shards (the baseline: ratios are against it)
   http_cold    http:// from nginx on 127.0.0.1 into an empty cache
+  http_first   the same, the first batch only (`sluice run --batches 1`): how long a
+               training job waits before it can start
   http_warm    the same again, the cache full: no request
   s3_cold      s3:// from s3rver on 127.0.0.1 into an empty cache
   s3_warm      the same again
@@ -20,6 +22,11 @@ and hands on its length, so the figures are I/O and transport, not compute.
                workers each get their shards with boto3 get_object and read them
                with tarfile (the usual hand-written loader; no cache, so every
                epoch pays the network like a cold one)
+
+--index publishes each shard's index beside it (`sluice index`: URL.idx), so
+the remote sources open with the indexes only and the workers fetch the shards
+in plan order (docs/pipelines.md); without it every shard is downloaded when
+the source opens. Run it both ways to compare.
 
 Each figure is the wall time of one whole pass, started as a fresh process
 (sluice run, or python for the DataLoader: start-up included on both sides);
@@ -239,6 +246,7 @@ def main():
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--rate", default="", help="nginx limit_rate per connection, e.g. 20m")
     parser.add_argument("--link", default="", help="RATE,DELAY: servers in a netns behind tc, e.g. 400mbit,10ms")
+    parser.add_argument("--index", action="store_true", help="publish each shard's index beside it (lazy remote reads)")
     parser.add_argument("--json", default="")
     args = parser.parse_args()
 
@@ -248,6 +256,9 @@ def main():
     link = None
     try:
         names = make_shards(work / "shards", args.shards, args.samples, args.sample_kib)
+        if args.index:
+            subprocess.run([args.sluice, "index", *(str(work / "shards" / n) for n in names)], check=True,
+                           stdout=subprocess.DEVNULL)
         prefix, address = (), "127.0.0.1"
         if args.link:
             link = Link.__new__(Link)
@@ -265,7 +276,7 @@ def main():
         import boto3
         s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="S3RVER", aws_secret_access_key="S3RVER",
                           region_name="us-east-1")
-        for name in names:
+        for name in names + ([n + ".idx" for n in names] if args.index else []):
             s3.upload_file(str(work / "shards" / name), "bench", "train/" + name)
 
         last = f"{args.shards - 1:06d}"
@@ -280,7 +291,7 @@ def main():
         base_env = dict(os.environ, AWS_ENDPOINT_URL=endpoint, AWS_ACCESS_KEY_ID="S3RVER",
                         AWS_SECRET_ACCESS_KEY="S3RVER", AWS_REGION="us-east-1")
 
-        times = {k: [] for k in ("local", "http_cold", "http_warm", "s3_cold", "s3_warm", "boto3")}
+        times = {k: [] for k in ("local", "http_cold", "http_first", "http_warm", "s3_cold", "s3_warm", "boto3")}
         for run in range(args.runs):
             for kind in ("local", "http", "s3"):
                 env = dict(base_env, SLUICE_CACHE_DIR=str(work / f"cache-{kind}-{run}"))
@@ -288,6 +299,9 @@ def main():
                 if kind == "local":
                     times["local"].append(timed(command, env))
                 else:
+                    if kind == "http":
+                        first = dict(env, SLUICE_CACHE_DIR=str(work / f"cache-first-{run}"))
+                        times["http_first"].append(timed(command + ["--batches", "1"], first))
                     times[f"{kind}_cold"].append(timed(command, env))
                     times[f"{kind}_warm"].append(timed(command, env))
             keys = ",".join("train/" + n for n in names)
@@ -298,12 +312,18 @@ def main():
         data_mb = args.shards * args.samples * args.sample_kib * 1024 / 1e6
         local = statistics.median(times["local"])
         results = {"data_mb": data_mb, "shards": args.shards, "workers": args.workers, "runs": args.runs,
-                   "rate": args.rate or None, "link": args.link or None, "first_touch_us": touch, "cases": {}}
+                   "rate": args.rate or None, "link": args.link or None, "index": args.index, "first_touch_us": touch,
+                   "cases": {}}
         print(f"{data_mb:.0f} MB in {args.shards} shards, {args.workers} workers, medians of {args.runs} runs, "
               f"first touch {touch:.2f} us per 4 KiB page" + (f", nginx limit_rate {args.rate}" if args.rate else "")
-              + (f", link {args.link} (tbf rate, a delaying proxy each way)" if args.link else ""))
+              + (f", link {args.link} (tbf rate, a delaying proxy each way)" if args.link else "")
+              + (", indexes beside the shards (the workers fetch them)" if args.index else ", no indexes (all fetched at open)"))
         for case, values in times.items():
             median = statistics.median(values)
+            if case == "http_first":  # one batch, not the data: no rate; the ratio is to a whole local pass
+                results["cases"][case] = {"seconds": median, "ratio_vs_local": local / median, "per_run": values}
+                print(f"  {case:10s} {median:7.2f} s  {'(first batch)':>13s}  ratio vs local {local / median:5.2f}")
+                continue
             results["cases"][case] = {"seconds": median, "mb_per_s": data_mb / median, "ratio_vs_local": local / median,
                                       "per_run": values}
             print(f"  {case:10s} {median:7.2f} s  {data_mb / median:8.1f} MB/s  ratio vs local {local / median:5.2f}")

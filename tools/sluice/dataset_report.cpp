@@ -44,7 +44,7 @@ std::vector<std::string> unlisted_files(const std::string& dir, const io::Manife
   std::set<std::string> known{io::kManifestName};
   for (const io::ManifestShard& s : m.shards) {
     known.insert(s.name);
-    if (m.shard_format == "tfrecord") known.insert(s.name + ".idx");
+    known.insert(s.name + ".idx");  // its index, tar or TFRecord (shard_writer.h)
   }
   char next[40];
   std::snprintf(next, sizeof next, "shard-%06zu.%s", m.shards.size(), m.shard_format.c_str());

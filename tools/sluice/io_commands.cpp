@@ -22,6 +22,7 @@
 #include "sluice/io/npy.h"
 #include "sluice/io/parquet.h"
 #include "sluice/io/tar.h"
+#include "sluice/io/tar_index.h"
 #include "sluice/io/tar_stream.h"
 #include "sluice/io/tfrecord.h"
 
@@ -57,12 +58,17 @@ constexpr const char* kIndexUsage = R"(usage: sluice index [--index-dir DIR] FIL
 Builds the offset index of each TFRecord file: a sidecar FILE.idx with one
 "offset frame_size" line per record (the format of DALI's tfrecord2idx), which
 gives random access and global shuffling. Reads only record headers.
+An uncompressed WebDataset tar (FILE.tar) gets FILE.tar.idx: its samples' keys
+and each member's field, offset and size (sluice/io/tar_index.h). Published
+beside the shard in a store (s3:// or http(s)://), it lets a run fetch only the
+indexes when it opens and the workers fetch the shards as the plan needs them.
 A JSON lines file (.jsonl, .ndjson, plain, gzip or zstd) gets the index that
 sluice.jsonl loads, and a compressed one its decompressed copy FILE.plain, so
 that no run (and no rank) has to build them at start-up.
 
 options:
   --index-dir DIR   write the indexes in DIR instead of beside each file
+                    (not for tars: their index is read only beside the shard)
 )";
 
 enum class Format { tfrecord, tar, tar_gz, npy, npz, parquet, jsonl, file };
@@ -360,15 +366,28 @@ int index_command(int argc, char** argv) {
       switch (detect(path)) {
         case Format::tfrecord:
         case Format::file: break;
+        case Format::tar: {
+          if (!index_dir.empty())
+            throw Error(path + ": a tar's index is read only beside its shard (FILE.tar.idx); leave --index-dir out");
+          const TarIndex index = scan_tar(path);
+          const std::string out = tar_index_path(path);
+          write_tar_index(out, index);
+          std::printf("%s: %zu samples -> %s\n", path.c_str(), index.samples.size(), out.c_str());
+          continue;
+        }
+        case Format::tar_gz:
+          throw Error(path + " is a gzip-compressed tar: it is streamed, not read by index; decompress it to a plain "
+                      ".tar to index it");
         case Format::parquet: throw Error(path + " is a Parquet file: it is read by row group from its footer and needs no index");
         default:
-          throw Error(path + " is neither TFRecord nor JSON lines: sluice index builds the indexes of those two");
+          throw Error(path + " is neither TFRecord, WebDataset tar nor JSON lines: sluice index builds the indexes of "
+                      "those three");
       }
       TFRecordIndex index;
       try {
         index = scan_tfrecord(path);
       } catch (const Error& e) {
-        throw Error(std::string(e.what()) + " (sluice index builds the indexes of TFRecord and JSON lines files; "
+        throw Error(std::string(e.what()) + " (sluice index builds the indexes of TFRecord, tar and JSON lines files; "
                     "is this one of them?)");
       }
       const std::string out = tfrecord_index_path(path, index_dir);

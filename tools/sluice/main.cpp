@@ -38,7 +38,7 @@ commands:
   write PIPELINE.lua  the pipeline's samples as shards in a folder (--to DIR):
                       WebDataset tars or TFRecords, with a manifest of
                       checksums; resumes where a killed run stopped
-  index FILE...       build the offset indexes of TFRecord and JSON lines files
+  index FILE...       build the offset indexes of TFRecord, tar and JSON lines files
                       (FILE.idx; FILE.plain for compressed JSON lines) ahead of
                       a run, for random access
   verify A B          whether two run records (run --record) saw identical data;

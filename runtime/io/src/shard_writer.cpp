@@ -11,6 +11,7 @@
 #include "publisher.h"
 #include "sample_encoding.h"
 #include "sluice/error.h"
+#include "sluice/io/tar_index.h"
 #include "sluice/io/tfrecord.h"
 #include "sluice/remote/cache.h"
 #include "sluice/remote/s3_listing.h"
@@ -85,8 +86,10 @@ struct ShardWriter::Impl {
   }
 
   // Ends the shard being written and hands its publication to the
-  // Publisher: fsync, rename, the TFRecord index, the upload (index first, so
-  // a shard in the store has its index), then the manifest that lists it. So
+  // Publisher: fsync, rename, the index (a TFRecord's from the offsets
+  // written; a tar's by scanning the renamed shard's headers, as a reader
+  // would, tar_index.h), the upload (index first, so a shard in the store has
+  // its index), then the manifest that lists it. So
   // the manifest, local or in the store, never lists a shard that is not
   // whole where it says, while the next shard is already being written.
   void close_current() {
@@ -108,13 +111,14 @@ struct ShardWriter::Impl {
       file->finish();
       const std::string final_path = path(name);
       detail::publish_file(file->path(), final_path);
-      const std::string index_path = tfrecord_index_path(final_path, "");
+      const std::string index_path = final_path + ".idx";
       if (index) write_tfrecord_index(index_path, *index);
+      else write_tar_index(index_path, scan_tar(final_path));
       if (remote.empty()) return write_manifest(local, listed);
-      if (index) store().put_file(index_path, url(name + ".idx"));
+      store().put_file(index_path, url(name + ".idx"));
       store().put_file(final_path, url(name));
       fs::remove(final_path);
-      if (index) fs::remove(index_path);
+      fs::remove(index_path);
       store().put_text(listed.to_json(), url(kManifestName));
     });
     out.reset();

@@ -115,8 +115,8 @@ struct SLUICE_API ScriptRemoteStats {
   std::uint64_t wait_ns = 0;    // waiting on the network and on other processes' downloads
   std::uint64_t revalidated = 0;  // found in the cache and checked with the store (one HEAD each)
   std::uint64_t changed = 0;      // of those, changed in the store and downloaded again
-  // Shards the workers fetch themselves (indexed TFRecord with indexes
-  // beside it): how long the workers' reads waited for them, and the most
+  // Shards the workers fetch themselves (indexed TFRecord or tar with
+  // indexes beside it): how long the workers' reads waited for them, and the most
   // bytes the cache held past cache_limit_mb when a shard a batch needed
   // found everything else in use.
   std::uint64_t worker_shards = 0;   // shards left to the workers (0: all fetched at load)

@@ -4,8 +4,9 @@
 // A ShardWriter takes samples in plan order and writes them to DIR as
 // WebDataset tars (shard-NNNNNN.tar: one member per field, KEY.EXT, the key
 // the sample id as nine or more digits) or TFRecords of tf.train.Example
-// (shard-NNNNNN.tfrecord, one feature per field plus "__key__", with Sluice's
-// offset index FILE.idx beside each), and keeps DIR/manifest.json (manifest.h).
+// (shard-NNNNNN.tfrecord, one feature per field plus "__key__"), each with its
+// index FILE.idx beside it (a tar's: tar_index.h; a TFRecord's offsets:
+// tfrecord.h), and keeps DIR/manifest.json (manifest.h).
 //
 // Field encoding. A "bytes" field is written as it is: a .jpg stays the JPEG
 // it was (tar: member KEY.EXT, ext defaulting to the field name; TFRecord: a
@@ -42,8 +43,7 @@
 //
 // To a store: a DIR of s3://bucket/prefix/ writes each shard to a local
 // staging folder first (as above), then uploads it (remote/upload.h: one PUT,
-// or a multipart upload for large shards; a TFRecord's index before its
-// shard), deletes the local copy, and uploads the manifest that lists it, so
+// or a multipart upload for large shards; the shard's index before it), deletes the local copy, and uploads the manifest that lists it, so
 // a reader of the store never finds a manifest listing a missing shard. The
 // manifest in the store is the journal: a new ShardWriter on the same URL
 // keeps the shards it lists that the store holds with the listed size (one

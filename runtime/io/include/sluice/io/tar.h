@@ -7,9 +7,11 @@
 // POSIX (pax) and GNU long names are honoured.
 //
 // TarSource indexes uncompressed shards by reading their headers only (each
-// header's checksum is verified), then a sample is one read spanning its
-// members. Gzip-compressed shards cannot be read at random offsets: the
-// constructor refuses them and names TarStream (sluice/io/tar_stream.h).
+// header's checksum is verified; scan_tar in tar_index.h), or takes each
+// shard's index as given (a sidecar read beside a remote shard), then a sample
+// is one read spanning its members. Gzip-compressed shards cannot be read at
+// random offsets: the constructor refuses them and names TarStream
+// (sluice/io/tar_stream.h).
 //
 // Thread safety: immutable after construction (see record_source.h).
 #pragma once
@@ -22,6 +24,7 @@
 
 #include "sluice/io/skip_log.h"
 #include "sluice/io/record_source.h"
+#include "sluice/io/tar_index.h"
 
 namespace sluice::io {
 
@@ -33,7 +36,13 @@ struct SLUICE_API TarOptions {
 
 class SLUICE_API TarSource final : public RecordSource {
  public:
+  // Scans every shard. Throws sluice::Error for a missing shard, or a corrupt
+  // one under on_error = fail.
   explicit TarSource(std::vector<std::string> shards, TarOptions options = {});
+  // With every shard's index given (indexes[i] for shards[i]): touches no
+  // shard, which may not exist yet (a remote shard fetched later into the
+  // node cache). A sample read past a shard's actual end fails in decode.
+  TarSource(std::vector<std::string> shards, std::vector<TarIndex> indexes, TarOptions options);
 
   std::string_view format() const override { return "tar"; }
   std::uint64_t size() const override { return samples_.size(); }
@@ -56,7 +65,7 @@ class SLUICE_API TarSource final : public RecordSource {
     std::uint32_t first_member;   // members_[first_member, first_member + member_count)
     std::uint32_t member_count;
   };
-  void index_shard(std::uint32_t shard);
+  void add_shard(std::uint32_t shard, TarIndex index);
 
   std::vector<std::string> shards_;
   TarOptions options_;
