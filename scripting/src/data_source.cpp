@@ -197,7 +197,11 @@ bool DataSource::open_lazily(const std::vector<std::string>& urls, const remote:
   auto gzip_name = [](const std::string& url) { return url.ends_with(".gz") || url.ends_with(".tgz"); };
   if (tar && std::any_of(urls.begin(), urls.end(), gzip_name)) return false;  // streamed: no index
   const std::string what = "sluice." + spec_.kind;
-  remote::Cache cache(options);
+  // Small objects, one request latency each: more of them in flight than a
+  // shard download keeps (a store takes thousands at once).
+  remote::CacheOptions small = options;
+  small.transfer.max_in_flight = std::max(small.transfer.max_in_flight, 32u);
+  remote::Cache cache(small);
   std::vector<std::string> idx;
   for (const std::string& url : urls) idx.push_back(url + ".idx");
   std::vector<std::string> paths;

@@ -358,13 +358,13 @@ TEST_CASE("Write: --remote-retries is what the uploads retry with") {
   Nginx nginx(root);
   write_file(work + "/gen.lua", generator());
   {
-    // The manifest's GET passes; the first shard's PUT meets a 503.
+    // The manifest's GET passes; the first PUT (the first shard's index) meets a 503.
     FaultProxy proxy(nginx.port(), {Fault::pass, Fault::status_503});
     const Run r = sh(work, "SLUICE_CACHE_DIR=cache " + cli() + " write gen.lua --to " + proxy.url("a/") +
                                " --shard-samples 10 --remote-retries 0");
     INFO(r.out);
     CHECK(r.status == 1);
-    CHECK_THAT(r.out, Catch::Contains("a/shard-000000.tar: ") && Catch::Contains("(gave up after 0 retries)"));
+    CHECK_THAT(r.out, Catch::Contains("a/shard-000000.tar.idx: ") && Catch::Contains("(gave up after 0 retries)"));
   }
   {
     FaultProxy proxy(nginx.port(), {Fault::pass, Fault::status_503, Fault::status_503});

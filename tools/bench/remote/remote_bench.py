@@ -513,6 +513,9 @@ def main():
                     help="the shards Sluice reads: tar, or TFRecord with each shard's index beside it in the store "
                          "(written from the tar shards by `sluice write`; the workers fetch them as the plan needs "
                          "them); the boto3 baseline reads the tar shards either way")
+    ap.add_argument("--index", action="store_true",
+                    help="tar: publish each shard's index beside it (NAME.idx, by `sluice index`), so that the "
+                         "workers fetch the shards as the plan needs them instead of all at open")
     ap.add_argument("--shuffle-window", type=int, default=0,
                     help="Sluice's pipelines shuffle shards, then samples within windows of this many shards "
                          "(the locality shuffle); 0: one global shuffle, whose every batch draws on every shard")
@@ -551,6 +554,9 @@ def main():
 
     link = Link(work, s3rver_js)
     link.shape(0, "10gbit")
+    if args.format == "tar" and args.index:
+        sh(args.sluice, "index", *[os.path.join(local, n) for n in names])
+        upload(link.endpoint(), local, [n + ".idx" for n in names])
     upload(link.endpoint(), local, names)
     shards_lua = ", ".join('"%s"' % os.path.join(local, n) for n in names)
     url = "s3://%s/train-{%06d..%06d}.tar" % (BUCKET, 0, args.shards - 1)
