@@ -386,6 +386,16 @@ bool RecordFeed::take_parquet(std::uint64_t index, sluice_record& out) {
   return true;
 }
 
+namespace {
+
+// A slot that `run` (a column's rows) fills column by column: a fixed-size
+// field whose rows are the column's dense values, nothing else.
+bool by_column(const io::ParquetColumnRun& run, const sluice_parquet_slot& slot) {
+  return run.data != nullptr && slot.dtype >= 0 && run.width == slot.stride;
+}
+
+}  // namespace
+
 std::int32_t RecordFeed::fill_parquet(std::span<const std::uint64_t> samples,
                                       std::span<const sluice_parquet_slot> slots, std::uint8_t* done,
                                       const BatchContext* batch) noexcept {
@@ -400,12 +410,15 @@ std::int32_t RecordFeed::fill_parquet(std::span<const std::uint64_t> samples,
       const auto at = std::find(names.begin(), names.end(), std::string_view(slot.name));
       const auto c = static_cast<std::size_t>(at - names.begin());
       // What store() accepts without complaint: a view of the field's dtype
-      // and shape (a scalar column's row is 0-d, a list's 1-d).
-      const bool same = at != names.end() && slot.dtype >= 0 && infos[c].dtype &&
-                        static_cast<std::int32_t>(*infos[c].dtype) == slot.dtype &&
-                        slot.ndim == (infos[c].list ? 1 : 0) &&
-                        (infos[c].list ? slot.stride % dtype_size(*infos[c].dtype) == 0
-                                       : slot.stride == dtype_size(*infos[c].dtype)) &&
+      // and shape (a scalar column's row is 0-d, a list's 1-d), or a byte
+      // column's row into a bytes field (its length, then its bytes).
+      const bool bytes = slot.dtype < 0;
+      const bool same = at != names.end() &&
+                        (bytes ? !infos[c].dtype && !infos[c].list && slot.stride >= sizeof(std::uint64_t)
+                               : infos[c].dtype && static_cast<std::int32_t>(*infos[c].dtype) == slot.dtype &&
+                                     slot.ndim == (infos[c].list ? 1 : 0) &&
+                                     (infos[c].list ? slot.stride % dtype_size(*infos[c].dtype) == 0
+                                                    : slot.stride == dtype_size(*infos[c].dtype))) &&
                         std::count(slot_column_.begin(), slot_column_.end(), static_cast<int>(c)) == 0;
       if (!same) slot_plan_ = 0;
       slot_column_[k] = static_cast<int>(c);
@@ -433,7 +446,7 @@ std::int32_t RecordFeed::fill_parquet(std::span<const std::uint64_t> samples,
       std::size_t copied = 0;
       for (std::size_t k = 0; k < slots.size(); ++k) {
         const io::ParquetColumnRun& run = parquet_runs_[static_cast<std::size_t>(slot_column_[k])];
-        slot_copied_[k] = run.data != nullptr && run.width == slots[k].stride;
+        slot_copied_[k] = by_column(run, slots[k]);
         if (!slot_copied_[k]) continue;
         io::copy_run(run, m, static_cast<std::byte*>(slots[k].dst) + i * slots[k].stride, slots[k].stride);
         ++copied;
@@ -483,7 +496,7 @@ std::int32_t RecordFeed::gather_parquet(std::span<const std::uint64_t> samples,
     std::size_t copied = 0;
     for (std::size_t k = 0; k < slots.size(); ++k) {
       const io::ParquetColumnRun& run = parquet_runs_[static_cast<std::size_t>(slot_column_[k])];
-      slot_copied_[k] = run.data != nullptr && run.width == slots[k].stride;
+      slot_copied_[k] = by_column(run, slots[k]);
       if (!slot_copied_[k]) continue;
       io::gather_rows(run, group_rows_, group_at_, static_cast<std::byte*>(slots[k].dst), slots[k].stride);
       ++copied;
@@ -515,11 +528,18 @@ std::int32_t RecordFeed::fill_parquet_rows(std::span<const std::uint64_t> sample
     for (std::size_t k = 0; k < slots.size(); ++k) {
       if (slot_copied_[k]) continue;
       const io::ParquetValue& v = parquet_values_[static_cast<std::size_t>(slot_column_[k])];
-      if (v.bytes != slots[k].stride) {  // a null, or a list of another length: take()'s error
-        whole = false;
+      std::byte* dst = static_cast<std::byte*>(slots[k].dst) + j * slots[k].stride;
+      if (slots[k].dtype < 0 && v.bytes <= slots[k].stride - sizeof(std::uint64_t)) {  // bytes: as store_bytes
+        const std::uint64_t length = v.bytes;
+        std::memcpy(dst, &length, sizeof length);
+        if (length > 0) std::memcpy(dst + sizeof length, v.data, v.bytes);
         continue;
       }
-      std::memcpy(static_cast<std::byte*>(slots[k].dst) + j * slots[k].stride, v.data, v.bytes);
+      if (slots[k].dtype < 0 || v.bytes != slots[k].stride) {
+        whole = false;  // more bytes than the field holds, a null, a list of another length: take()'s error
+        continue;
+      }
+      std::memcpy(dst, v.data, v.bytes);
     }
     done[j] = whole ? 1 : 0;
     written += whole ? 1 : 0;

@@ -110,10 +110,10 @@ class RecordFeed {
   // the other rows gathered row group by row group, column by column
   // (read_group, io::gather_rows); columns that are not dense row by row; the bytes a row gets are those Lua's store() of
   // take()'s views would write. done[j] = 1 for each row written whole, 0
-  // for one left to take() (a null, a list of another length, a read error,
-  // whose message take() then gives). Returns the rows written, or -1 when
-  // the fields are not exactly the columns (by name, dtype and shape; a
-  // bytes field never is). `batch`, if not null, hears begin_sample.
+  // for one left to take() (a null, a list of another length, a string
+  // longer than its bytes field, a read error, whose message take() then
+  // gives). Returns the rows written, or -1 when the fields are not exactly
+  // the columns (by name, dtype and shape; a bytes field is a byte column's). `batch`, if not null, hears begin_sample.
   std::int32_t fill_parquet(std::span<const std::uint64_t> samples, std::span<const sluice_parquet_slot> slots,
                             std::uint8_t* done, const BatchContext* batch) noexcept;
   // parquet: row groups this feed's reader decoded so far (0 for other sources).

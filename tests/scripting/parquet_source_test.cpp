@@ -261,6 +261,18 @@ TEST_CASE("parquet: without a map, runs of rows go straight into the batch with 
        "batch_size = 16, shuffle = true, seed = 2, workers = 2, on_error = 'skip'"},
       {"sluice.parquet{ '" + kCorpus + "datapage_v2.snappy.parquet', columns = { 'b', 'c', 'd', 'e' } }",
        "batch_size = 2, shuffle = false, workers = 1, on_error = 'skip'"},
+      // Strings into bytes fields (length, then bytes): row by row, beside
+      // gathered columns; a null is empty; a string longer than its field
+      // is dropped by either path.
+      {"sluice.parquet{ '" + kCorpus + "alltypes_tiny_pages_plain.parquet', columns = { 'id', 'string_col', "
+       "'date_string_col' } }",
+       "fields = { { 'id', 'int32' }, { 'string_col', 'bytes', 4 }, { 'date_string_col', 'bytes', 16 } }, "
+       "batch_size = 100, shuffle = true, seed = 3, workers = 2", true},
+      {"sluice.parquet{ '" + kCorpus + "datapage_v2.snappy.parquet', columns = { 'a', 'b' } }",
+       "fields = { { 'a', 'bytes', 3 }, { 'b', 'int32' } }, batch_size = 2, shuffle = false, workers = 1"},
+      {"sluice.parquet{ '" + kCorpus + "datapage_v2.snappy.parquet', columns = { 'a', 'b' } }",
+       "fields = { { 'a', 'bytes', 2 }, { 'b', 'int32' } }, batch_size = 3, shuffle = true, seed = 1, workers = 1, "
+       "on_error = 'skip'"},
   };
   for (const Case& c : cases) {
     INFO(c.source << " " << c.options);
