@@ -292,3 +292,22 @@ TEST_CASE("parquet: without a map, runs of rows go straight into the batch with 
     if (c.options.find("shuffle = false") != std::string::npos) CHECK(gathered <= 2 * direct.size());
   }
 }
+
+TEST_CASE("parquet: without a map, a string longer than its bytes field fails the run with the field named",
+          "[sources][parquet]") {
+  // Only the null of column a fits: whichever row is made first (sample 0
+  // at load, or a batch in the worker) fails with the field and its size.
+  TempDir dir;
+  const std::string path = dir.write("p.lua", "local sluice = require('sluice')\nreturn sluice.pipeline { source = "
+                                              "sluice.parquet{ '" + kCorpus + "datapage_v2.snappy.parquet', columns = "
+                                              "{ 'a', 'b' } }, fields = { { 'a', 'bytes', 2 }, { 'b', 'int32' } }, "
+                                              "batch_size = 2, shuffle = true, seed = 1, workers = 1 }\n");
+  auto run = [&] {
+    sluice::Script script = sluice::load_script({.path = path});
+    sluice::Loader loader(script.options);
+    while (loader.next()) {
+    }
+  };
+  CHECK_THROWS_WITH(run(), Catch::Matchers::Contains("field 'a'") &&
+                               Catch::Matchers::Contains("more than the 2 its declaration allows"));
+}
