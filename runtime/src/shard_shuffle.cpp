@@ -97,9 +97,12 @@ void ShardShuffle::Epoch::samples(std::span<std::uint64_t> positions) const {
     const std::span<std::uint64_t> run = positions.subspan(i, n - i);
     for (std::uint64_t& q : run) q -= begin;
     Permutation(end - begin, owner_->window_key(epoch_, w)).apply(run);
+    // A permuted position stays in the window: its slot is among [first, last).
+    const auto slots_begin = prefix_.begin() + static_cast<std::ptrdiff_t>(first);
+    const auto slots_end = prefix_.begin() + static_cast<std::ptrdiff_t>(last) + 1;
     for (std::uint64_t& q : run) {
       const std::uint64_t at = begin + q;
-      const std::uint32_t j = slot_at(at);
+      const auto j = static_cast<std::size_t>(std::upper_bound(slots_begin, slots_end, at) - prefix_.begin() - 1);
       q = owner_->starts_[order_[j]] + (at - prefix_[j]);
     }
     i = n;
