@@ -13,6 +13,24 @@ using detail::mix64;
 
 constexpr int kFeistelRounds = 6;
 
+// Round r of the network: a file-local function, so that it is inlined into
+// the loops (an exported member may be interposed, and is called instead).
+inline std::uint64_t feistel_round(std::uint64_t half, std::uint64_t key, int r, std::uint64_t mask) {
+  return mix64(half ^ key ^ (static_cast<std::uint64_t>(r) * 0x9e3779b97f4a7c15ULL)) & mask;
+}
+
+// One pass of the network over x (< 4^half_bits, as a bijection of that domain).
+inline std::uint64_t encrypt(std::uint64_t x, std::uint64_t key, int half_bits, std::uint64_t mask) {
+  std::uint64_t left = x >> half_bits;
+  std::uint64_t right = x & mask;
+  for (int r = 0; r < kFeistelRounds; ++r) {
+    const std::uint64_t next = left ^ feistel_round(right, key, r, mask);
+    left = right;
+    right = next;
+  }
+  return (left << half_bits) | right;
+}
+
 }  // namespace
 
 // A balanced Feistel network over 2 * half_bits_ bits is a bijection of
@@ -26,23 +44,40 @@ Permutation::Permutation(std::uint64_t n, std::uint64_t key) : n_(n), key_(mix64
   half_mask_ = half_bits_ >= 64 ? ~0ULL : ((1ULL << half_bits_) - 1);
 }
 
-std::uint64_t Permutation::round(std::uint64_t half, int r) const {
-  return mix64(half ^ key_ ^ (static_cast<std::uint64_t>(r) * 0x9e3779b97f4a7c15ULL)) & half_mask_;
-}
-
 std::uint64_t Permutation::operator()(std::uint64_t i) const {
   std::uint64_t x = i;
   do {
-    std::uint64_t left = x >> half_bits_;
-    std::uint64_t right = x & half_mask_;
-    for (int r = 0; r < kFeistelRounds; ++r) {
-      std::uint64_t next = left ^ round(right, r);
-      left = right;
-      right = next;
-    }
-    x = (left << half_bits_) | right;
+    x = encrypt(x, key_, half_bits_, half_mask_);
   } while (x >= n_);
   return x;
+}
+
+// The first pass of kLanes values at a time, round by round across them: one
+// value's rounds are a chain of dependent multiplies, several values' chains
+// overlap in the core. A value that walks on (x >= n) continues alone, as
+// operator() would from there.
+void Permutation::apply(std::span<std::uint64_t> values) const {
+  constexpr std::size_t kLanes = 8;
+  std::size_t i = 0;
+  for (; i + kLanes <= values.size(); i += kLanes) {
+    std::uint64_t left[kLanes], right[kLanes];
+    for (std::size_t l = 0; l < kLanes; ++l) {
+      left[l] = values[i + l] >> half_bits_;
+      right[l] = values[i + l] & half_mask_;
+    }
+    for (int r = 0; r < kFeistelRounds; ++r) {
+      for (std::size_t l = 0; l < kLanes; ++l) {
+        const std::uint64_t next = left[l] ^ feistel_round(right[l], key_, r, half_mask_);
+        left[l] = right[l];
+        right[l] = next;
+      }
+    }
+    for (std::size_t l = 0; l < kLanes; ++l) {
+      const std::uint64_t x = (left[l] << half_bits_) | right[l];
+      values[i + l] = x < n_ ? x : (*this)(x);
+    }
+  }
+  for (; i < values.size(); ++i) values[i] = (*this)(values[i]);
 }
 
 EpochPlan::EpochPlan(const Options& o)
@@ -124,12 +159,12 @@ void EpochPlan::batch_samples(std::uint64_t epoch, std::uint64_t batch,
     return;
   }
   if (locality_) {
-    const auto order = locality_->epoch(epoch);
-    for (std::uint32_t j = 0; j < len; ++j) out[j] = order->sample(global_index(start + j));
+    for (std::uint32_t j = 0; j < len; ++j) out[j] = global_index(start + j);
+    locality_->epoch(epoch)->samples(out.first(len));
     return;
   }
-  Permutation perm = epoch_permutation(epoch);
-  for (std::uint32_t j = 0; j < len; ++j) out[j] = perm(global_index(start + j));
+  for (std::uint32_t j = 0; j < len; ++j) out[j] = global_index(start + j);
+  epoch_permutation(epoch).apply(out.first(len));
 }
 
 }  // namespace sluice

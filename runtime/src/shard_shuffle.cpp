@@ -76,18 +76,37 @@ std::uint32_t ShardShuffle::Epoch::slot_at(std::uint64_t p) const {
 }
 
 std::uint64_t ShardShuffle::Epoch::sample(std::uint64_t p) const {
-  if (p >= prefix_.back())
-    throw Error("ShardShuffle: position " + std::to_string(p) + " is past the epoch's " +
-                std::to_string(prefix_.back()) + " samples");
-  const std::uint32_t k = owner_->window_;
-  const std::uint64_t w = slot_at(p) / k;
-  const std::uint64_t first = w * k;
-  const std::uint64_t last = std::min<std::uint64_t>(first + k, order_.size());  // slots [first, last)
-  const std::uint64_t begin = prefix_[first], end = prefix_[last];
-  const std::uint64_t q = begin + Permutation(end - begin, owner_->window_key(epoch_, w))(p - begin);
-  const std::uint32_t j = slot_at(q);
-  const std::uint32_t s = order_[j];
-  return owner_->starts_[s] + (q - prefix_[j]);
+  samples({&p, 1});
+  return p;
+}
+
+void ShardShuffle::Epoch::samples(std::span<std::uint64_t> positions) const {
+  for (std::size_t i = 0; i < positions.size();) {
+    const std::uint64_t p = positions[i];
+    if (p >= prefix_.back())
+      throw Error("ShardShuffle: position " + std::to_string(p) + " is past the epoch's " +
+                  std::to_string(prefix_.back()) + " samples");
+    const std::uint32_t k = owner_->window_;
+    const std::uint64_t w = slot_at(p) / k;
+    const std::uint64_t first = w * k;
+    const std::uint64_t last = std::min<std::uint64_t>(first + k, order_.size());  // slots [first, last)
+    const std::uint64_t begin = prefix_[first], end = prefix_[last];
+    // The positions from i on that lie in this window, permuted together.
+    std::size_t n = i + 1;
+    while (n < positions.size() && positions[n] >= begin && positions[n] < end) ++n;
+    const std::span<std::uint64_t> run = positions.subspan(i, n - i);
+    for (std::uint64_t& q : run) q -= begin;
+    Permutation(end - begin, owner_->window_key(epoch_, w)).apply(run);
+    // A permuted position stays in the window: its slot is among [first, last).
+    const auto slots_begin = prefix_.begin() + static_cast<std::ptrdiff_t>(first);
+    const auto slots_end = prefix_.begin() + static_cast<std::ptrdiff_t>(last) + 1;
+    for (std::uint64_t& q : run) {
+      const std::uint64_t at = begin + q;
+      const auto j = static_cast<std::size_t>(std::upper_bound(slots_begin, slots_end, at) - prefix_.begin() - 1);
+      q = owner_->starts_[order_[j]] + (at - prefix_[j]);
+    }
+    i = n;
+  }
 }
 
 std::uint32_t ShardShuffle::Epoch::shard_at(std::uint64_t p) const {

@@ -166,6 +166,8 @@ void record_fill(TraceRing& ring, std::uint64_t start_ns, std::uint64_t end_ns, 
 // The tasks a worker holds: what it has popped from its ring and not filled
 // yet. Each batch is announced to the producer (Producer::upcoming) once, when
 // it is popped, so reads for later batches start before the current fill.
+// Its samples are found in the plan then, once: a shuffled plan costs a
+// keyed permutation per sample, as much as copying a small one.
 class TaskQueue {
  public:
   TaskQueue(WorkerChannel& ch, const ArenaHeader& header, pid_t parent, const WorkerEnv& env, Producer& producer,
@@ -173,8 +175,9 @@ class TaskQueue {
       : ch_(ch), header_(header), parent_(parent), env_(env), producer_(producer), skipped_(skipped),
         ids_(env.options.batch_size) {}
 
-  // The next task to fill; false when the worker must stop.
-  bool next(Task& task) {
+  // The next task to fill and its samples as the plan lists them (no skip
+  // filtered out); false when the worker must stop.
+  bool next(Task& task, std::vector<std::uint64_t>& planned) {
     if (held_.empty()) {
       Task t;
       if (!wait_for_task(ch_, header_, parent_, t)) return false;
@@ -183,18 +186,32 @@ class TaskQueue {
     Task more;
     while (ch_.tasks.try_pop(more)) take(more);  // everything already queued, for read-ahead
     if (header_.stop.load(std::memory_order_relaxed)) return false;
-    task = held_.front();
+    task = held_.front().task;
+    planned.swap(held_.front().ids);
+    spare_.push_back(std::move(held_.front().ids));  // the caller's last buffer, for a later task
     held_.pop_front();
     return true;
   }
 
  private:
+  struct Held {
+    Task task;
+    std::vector<std::uint64_t> ids;  // the batch's samples, as planned
+  };
+
   void take(const Task& t) {
-    held_.push_back(t);
+    Held& held = held_.emplace_back();
+    held.task = t;
+    if (!spare_.empty()) {
+      held.ids = std::move(spare_.back());
+      spare_.pop_back();
+    }
     const std::uint64_t per_epoch = env_.plan.batches_per_epoch();
     const std::uint64_t batch = t.seq % per_epoch;
     std::uint32_t size = env_.plan.batch_length(batch);
-    env_.plan.batch_samples(t.seq / per_epoch, batch, {ids_.data(), size});
+    held.ids.resize(size);
+    env_.plan.batch_samples(t.seq / per_epoch, batch, held.ids);
+    std::copy(held.ids.begin(), held.ids.end(), ids_.begin());
     size = skipped_.filter(ids_.data(), size, SkipFill::shrink);  // a skipped sample is not announced again
     // Busy with the batch while the producer hears of it: a crash or a hang
     // in there is blamed on it (the parent names its samples from the plan).
@@ -214,7 +231,8 @@ class TaskQueue {
   const WorkerEnv& env_;
   Producer& producer_;
   SkippedSamples& skipped_;
-  std::deque<Task> held_;
+  std::deque<Held> held_;
+  std::vector<std::vector<std::uint64_t>> spare_;  // buffers of filled tasks, reused
   std::vector<std::uint64_t> ids_;
 };
 
@@ -284,7 +302,8 @@ void worker_main(const WorkerEnv& env, std::uint32_t id) {
   // measured, exactly.
   constexpr std::uint64_t kCpuSampleNs = 1'000'000;
   std::uint64_t last_measured_ns = 0, unmeasured_fill_ns = 0;
-  while (queue.next(task)) {
+  std::vector<std::uint64_t> planned;
+  while (queue.next(task, planned)) {
     const std::uint64_t fill_start = monotonic_ns();
     const bool measure = last_measured_ns == 0 || fill_start - last_measured_ns >= kCpuSampleNs;
     const std::uint64_t cpu_start = measure ? CpuClock::cpu_ns() : 0;
@@ -297,8 +316,8 @@ void worker_main(const WorkerEnv& env, std::uint32_t id) {
     const std::uint64_t batch = task.seq % per_epoch;
     publish_busy(ch, task.seq, fill_start);  // before anything of the batch is made: all of it is blamed on it
     auto* ids = reinterpret_cast<std::uint64_t*>(base + env.layout.ids_offset);
-    std::uint32_t size = env.plan.batch_length(batch);
-    env.plan.batch_samples(epoch, batch, {ids, size});
+    auto size = static_cast<std::uint32_t>(planned.size());  // env.plan.batch_samples, as TaskQueue took it
+    std::copy(planned.begin(), planned.end(), ids);
     size = skipped.filter(ids, size, env.options.skip_fill);
     describe_batch(h, env, id, task, epoch, batch, size);
     Status status = Status::ok;

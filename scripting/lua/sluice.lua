@@ -352,7 +352,8 @@ end
 -- Numeric columns are typed tensors (a row's value, shape {}; a list
 -- column's elements, shape {n}; a null, shape {0}); strings and other byte
 -- columns are uint8 tensors of their bytes. Without a map the sample's
--- fields are the pipeline's fields (fixed-size columns only). A row group is
+-- fields are the pipeline's fields (fixed-size columns; strings into fields
+-- declared { "name", "bytes", N }). A row group is
 -- decoded once per worker and kept while its rows are wanted (`row_groups`
 -- of them per worker, default 2), so shuffled reads stay fast. See
 -- runtime/io/include/sluice/io/parquet.h for the types, encodings and codecs

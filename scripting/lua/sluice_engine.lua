@@ -373,10 +373,12 @@ local function fill_packed(view, n)
 end
 
 -- Parquet rows without a map go straight into the slot when the fields are
--- the columns (RecordFeed::fill_parquet): runs of consecutive rows column by
--- column, other rows one by one; rows it leaves (a null, a read error) take
--- the path of every sample, which reports them. parquet_slots is nil when
--- the fields cannot be written that way.
+-- the columns (RecordFeed::fill_parquet; a bytes field takes a byte column):
+-- runs of consecutive rows column by column, a shuffled batch's rows
+-- gathered row group by row group, strings row by row; rows it leaves (a
+-- null, a string too long, a read error) take the path of every sample,
+-- which reports them. parquet_slots is nil when the fields cannot be
+-- written that way.
 local parquet_slots, parquet_done, parquet_done_size
 
 local function find_parquet_slots()
@@ -384,10 +386,10 @@ local function find_parquet_slots()
   if P.source.kind ~= "parquet" or P.map or #fields == 0 then return end
   local slots = ffi.new("sluice_parquet_slot[?]", #fields)
   for k, f in ipairs(fields) do
-    if f.bytes or #f.shape > 1 then return end
+    if #f.shape > 1 and not f.bytes then return end
     local slot = slots[k - 1]
     slot.name, slot.stride, slot.ndim = f.name, f.nbytes, #f.shape  -- f.name is kept alive by fields
-    slot.dtype = f.dtype.code
+    slot.dtype = f.bytes and -1 or f.dtype.code  -- -1: a bytes field (length, then bytes)
   end
   parquet_slots, parquet_done, parquet_done_size = slots, nil, 0
 end

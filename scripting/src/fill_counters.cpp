@@ -90,8 +90,9 @@ void FillCounters::add_fill(std::uint64_t ns, std::uint64_t samples) const {
   shared_->samples.fetch_add(samples, std::memory_order_relaxed);
 }
 
-void FillCounters::add_row_groups_decoded(std::uint64_t n) const {
-  if (n > 0) shared_->row_groups_decoded.fetch_add(n, std::memory_order_relaxed);
+void FillCounters::add_parquet(std::uint64_t groups_decoded, std::uint64_t rows_gathered) const {
+  if (groups_decoded > 0) shared_->row_groups_decoded.fetch_add(groups_decoded, std::memory_order_relaxed);
+  if (rows_gathered > 0) shared_->parquet_rows_gathered.fetch_add(rows_gathered, std::memory_order_relaxed);
 }
 
 ScriptWorkerTimes FillCounters::totals() const {
@@ -102,6 +103,7 @@ ScriptWorkerTimes FillCounters::totals() const {
   t.samples = shared_->samples.load(std::memory_order_relaxed);
   t.workers = static_cast<std::uint32_t>(shared_->workers.load(std::memory_order_relaxed));
   t.row_groups_decoded = shared_->row_groups_decoded.load(std::memory_order_relaxed);
+  t.parquet_rows_gathered = shared_->parquet_rows_gathered.load(std::memory_order_relaxed);
   return t;
 }
 

@@ -26,7 +26,8 @@ class FillCounters {
 
   void add_start(std::uint64_t ns) const;
   void add_fill(std::uint64_t ns, std::uint64_t samples) const;
-  void add_row_groups_decoded(std::uint64_t n) const;
+  // sluice.parquet: row groups decoded and rows gathered since the last report.
+  void add_parquet(std::uint64_t groups_decoded, std::uint64_t rows_gathered) const;
   ScriptWorkerTimes totals() const;
 
   // Lazy remote shards (record_feed.h): what a worker's fetching added since
@@ -46,6 +47,7 @@ class FillCounters {
     std::atomic<std::uint64_t> samples;
     std::atomic<std::uint64_t> workers;
     std::atomic<std::uint64_t> row_groups_decoded;
+    std::atomic<std::uint64_t> parquet_rows_gathered;
     // remote
     std::atomic<std::uint64_t> hits, misses, evictions, requests, retries, bytes, wait_ns, worker_wait_ns,
         over_budget;

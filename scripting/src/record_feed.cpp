@@ -390,6 +390,16 @@ bool RecordFeed::take_parquet(std::uint64_t index, sluice_record& out) {
   return true;
 }
 
+namespace {
+
+// A slot that `run` (a column's rows) fills column by column: a fixed-size
+// field whose rows are the column's dense values, nothing else.
+bool by_column(const io::ParquetColumnRun& run, const sluice_parquet_slot& slot) {
+  return run.data != nullptr && slot.dtype >= 0 && run.width == slot.stride;
+}
+
+}  // namespace
+
 std::int32_t RecordFeed::fill_parquet(std::span<const std::uint64_t> samples,
                                       std::span<const sluice_parquet_slot> slots, std::uint8_t* done,
                                       const BatchContext* batch) noexcept {
@@ -404,12 +414,15 @@ std::int32_t RecordFeed::fill_parquet(std::span<const std::uint64_t> samples,
       const auto at = std::find(names.begin(), names.end(), std::string_view(slot.name));
       const auto c = static_cast<std::size_t>(at - names.begin());
       // What store() accepts without complaint: a view of the field's dtype
-      // and shape (a scalar column's row is 0-d, a list's 1-d).
-      const bool same = at != names.end() && slot.dtype >= 0 && infos[c].dtype &&
-                        static_cast<std::int32_t>(*infos[c].dtype) == slot.dtype &&
-                        slot.ndim == (infos[c].list ? 1 : 0) &&
-                        (infos[c].list ? slot.stride % dtype_size(*infos[c].dtype) == 0
-                                       : slot.stride == dtype_size(*infos[c].dtype)) &&
+      // and shape (a scalar column's row is 0-d, a list's 1-d), or a byte
+      // column's row into a bytes field (its length, then its bytes).
+      const bool bytes = slot.dtype < 0;
+      const bool same = at != names.end() &&
+                        (bytes ? !infos[c].dtype && !infos[c].list && slot.stride >= sizeof(std::uint64_t)
+                               : infos[c].dtype && static_cast<std::int32_t>(*infos[c].dtype) == slot.dtype &&
+                                     slot.ndim == (infos[c].list ? 1 : 0) &&
+                                     (infos[c].list ? slot.stride % dtype_size(*infos[c].dtype) == 0
+                                                    : slot.stride == dtype_size(*infos[c].dtype))) &&
                         std::count(slot_column_.begin(), slot_column_.end(), static_cast<int>(c)) == 0;
       if (!same) slot_plan_ = 0;
       slot_column_[k] = static_cast<int>(c);
@@ -419,55 +432,121 @@ std::int32_t RecordFeed::fill_parquet(std::span<const std::uint64_t> samples,
   }
   if (slot_plan_ == 0 || slots.size() != slot_column_.size()) return -1;
 
-  constexpr std::size_t kAhead = 8;  // rows prefetched ahead of the one read, for shuffled batches
   const std::size_t n = samples.size();
   std::fill(done, done + n, std::uint8_t{0});
   std::int32_t written = 0;
+  gather_at_.clear();
   try {
     for (std::size_t i = 0; i < n;) {
       std::size_t consecutive = 1;
       while (i + consecutive < n && samples[i + consecutive] == samples[i] + consecutive) ++consecutive;
+      if (consecutive == 1) {  // gathered below with the other rows of its row group
+        gather_at_.push_back(static_cast<std::uint32_t>(i++));
+        continue;
+      }
+      // rows [i, i + m) are consecutive rows of one row group
       if (batch != nullptr) batch->begin_sample(i);
-      std::uint64_t m = consecutive;
-      std::fill(slot_copied_.begin(), slot_copied_.end(), 0);
+      const std::uint64_t m = parquet_->read_run(samples[i], consecutive, parquet_runs_);
       std::size_t copied = 0;
-      if (consecutive > 1) {  // rows [i, i + m) are consecutive rows of one row group
-        m = parquet_->read_run(samples[i], consecutive, parquet_runs_);
-        for (std::size_t k = 0; k < slots.size(); ++k) {
-          const io::ParquetColumnRun& run = parquet_runs_[static_cast<std::size_t>(slot_column_[k])];
-          if (run.data == nullptr || run.width != slots[k].stride) continue;
-          io::copy_run(run, m, static_cast<std::byte*>(slots[k].dst) + i * slots[k].stride, slots[k].stride);
-          slot_copied_[k] = 1;
-          ++copied;
-        }
+      for (std::size_t k = 0; k < slots.size(); ++k) {
+        const io::ParquetColumnRun& run = parquet_runs_[static_cast<std::size_t>(slot_column_[k])];
+        slot_copied_[k] = by_column(run, slots[k]);
+        if (!slot_copied_[k]) continue;
+        io::copy_run(run, m, static_cast<std::byte*>(slots[k].dst) + i * slots[k].stride, slots[k].stride);
+        ++copied;
       }
       if (copied == slots.size()) {
         std::fill(done + i, done + i + m, std::uint8_t{1});
         written += static_cast<std::int32_t>(m);
-        i += m;
-        continue;
-      }
-      for (std::size_t j = i; j < i + m; ++j) {  // the columns not copied, row by row
-        if (j + kAhead < n) parquet_->prefetch(samples[j + kAhead]);
-        parquet_->read(samples[j], parquet_values_);
-        bool whole = true;
-        for (std::size_t k = 0; k < slots.size(); ++k) {
-          if (slot_copied_[k]) continue;
-          const io::ParquetValue& v = parquet_values_[static_cast<std::size_t>(slot_column_[k])];
-          if (v.bytes != slots[k].stride) {  // a null, or a list of another length: take()'s error
-            whole = false;
-            continue;
-          }
-          std::memcpy(static_cast<std::byte*>(slots[k].dst) + j * slots[k].stride, v.data, v.bytes);
-        }
-        done[j] = whole ? 1 : 0;
-        written += whole ? 1 : 0;
+      } else {
+        group_at_.resize(m);
+        for (std::uint64_t r = 0; r < m; ++r) group_at_[r] = static_cast<std::uint32_t>(i + r);
+        written += fill_parquet_rows(samples, slots, group_at_, done);
       }
       i += m;
     }
+    written += gather_parquet(samples, slots, done, batch);
   } catch (...) {
-    // A row group that fails to read: its rows stay at 0, for take() to
-    // report the error as it does for any row.
+    // A row group that fails to read: its rows (and those not reached yet)
+    // stay at 0, for take() to report the error as it does for any row.
+  }
+  return written;
+}
+
+// The rows of gather_at_ (batch positions), row group by row group: each
+// fixed-size column's values for all of the group's rows with one loop
+// (io::gather_rows), the other columns row by row. One group is decoded (or
+// found cached) at a time, so the reader keeps no more groups than it would
+// reading the rows one by one.
+std::int32_t RecordFeed::gather_parquet(std::span<const std::uint64_t> samples,
+                                        std::span<const sluice_parquet_slot> slots, std::uint8_t* done,
+                                        const BatchContext* batch) {
+  std::int32_t written = 0;
+  while (!gather_at_.empty()) {
+    if (batch != nullptr) batch->begin_sample(gather_at_.front());
+    const auto [first, end] = parquet_->read_group(samples[gather_at_.front()], parquet_runs_);
+    group_rows_.clear();
+    group_at_.clear();
+    std::size_t left = 0;
+    for (const std::uint32_t j : gather_at_) {
+      if (samples[j] >= first && samples[j] < end) {
+        group_rows_.push_back(samples[j] - first);
+        group_at_.push_back(j);
+      } else {
+        gather_at_[left++] = j;
+      }
+    }
+    gather_at_.resize(left);
+    std::size_t copied = 0;
+    for (std::size_t k = 0; k < slots.size(); ++k) {
+      const io::ParquetColumnRun& run = parquet_runs_[static_cast<std::size_t>(slot_column_[k])];
+      slot_copied_[k] = by_column(run, slots[k]);
+      if (!slot_copied_[k]) continue;
+      io::gather_rows(run, group_rows_, group_at_, static_cast<std::byte*>(slots[k].dst), slots[k].stride);
+      ++copied;
+    }
+    if (copied > 0) rows_gathered_ += group_at_.size();
+    if (copied == slots.size()) {
+      for (const std::uint32_t j : group_at_) done[j] = 1;
+      written += static_cast<std::int32_t>(group_at_.size());
+    } else {
+      written += fill_parquet_rows(samples, slots, group_at_, done);
+    }
+  }
+  return written;
+}
+
+// Rows `at` (batch positions) one by one, the fields slot_copied_ does not
+// mark: a row whose value does not fill its slot (a null, a list of another
+// length) is left to take(), done[j] 0.
+std::int32_t RecordFeed::fill_parquet_rows(std::span<const std::uint64_t> samples,
+                                           std::span<const sluice_parquet_slot> slots,
+                                           std::span<const std::uint32_t> at, std::uint8_t* done) {
+  constexpr std::size_t kAhead = 8;  // rows prefetched ahead of the one read
+  std::int32_t written = 0;
+  for (std::size_t t = 0; t < at.size(); ++t) {
+    if (t + kAhead < at.size()) parquet_->prefetch(samples[at[t + kAhead]]);
+    const std::uint32_t j = at[t];
+    parquet_->read(samples[j], parquet_values_);
+    bool whole = true;
+    for (std::size_t k = 0; k < slots.size(); ++k) {
+      if (slot_copied_[k]) continue;
+      const io::ParquetValue& v = parquet_values_[static_cast<std::size_t>(slot_column_[k])];
+      std::byte* dst = static_cast<std::byte*>(slots[k].dst) + j * slots[k].stride;
+      if (slots[k].dtype < 0 && v.bytes <= slots[k].stride - sizeof(std::uint64_t)) {  // bytes: as store_bytes
+        const std::uint64_t length = v.bytes;
+        std::memcpy(dst, &length, sizeof length);
+        if (length > 0) std::memcpy(dst + sizeof length, v.data, v.bytes);
+        continue;
+      }
+      if (slots[k].dtype < 0 || v.bytes != slots[k].stride) {
+        whole = false;  // more bytes than the field holds, a null, a list of another length: take()'s error
+        continue;
+      }
+      std::memcpy(dst, v.data, v.bytes);
+    }
+    done[j] = whole ? 1 : 0;
+    written += whole ? 1 : 0;
   }
   return written;
 }

@@ -107,16 +107,20 @@ class RecordFeed {
   // parquet: the samples of the batch straight into their slots (see
   // sluice_ffi_api::feed_fill_parquet): a run of consecutive rows of one
   // row group column by column (io::ParquetReader::read_run, io::copy_run),
-  // other rows one by one; the bytes a row gets are those Lua's store() of
+  // the other rows gathered row group by row group, column by column
+  // (read_group, io::gather_rows); columns that are not dense row by row; the bytes a row gets are those Lua's store() of
   // take()'s views would write. done[j] = 1 for each row written whole, 0
-  // for one left to take() (a null, a list of another length, a read error,
-  // whose message take() then gives). Returns the rows written, or -1 when
-  // the fields are not exactly the columns (by name, dtype and shape; a
-  // bytes field never is). `batch`, if not null, hears begin_sample.
+  // for one left to take() (a null, a list of another length, a string
+  // longer than its bytes field, a read error, whose message take() then
+  // gives). Returns the rows written, or -1 when the fields are not exactly
+  // the columns (by name, dtype and shape; a bytes field is a byte column's). `batch`, if not null, hears begin_sample.
   std::int32_t fill_parquet(std::span<const std::uint64_t> samples, std::span<const sluice_parquet_slot> slots,
                             std::uint8_t* done, const BatchContext* batch) noexcept;
   // parquet: row groups this feed's reader decoded so far (0 for other sources).
   std::uint64_t row_groups_decoded() const { return parquet_ ? parquet_->groups_decoded() : 0; }
+  // parquet: rows fill_parquet gathered from a row group read out of order
+  // (not from a run of consecutive rows), for tests and benchmarks.
+  std::uint64_t parquet_rows_gathered() const { return rows_gathered_; }
 
  private:
   struct Announced {
@@ -138,6 +142,10 @@ class RecordFeed {
   bool take_stream(std::uint64_t index, sluice_record& out);
   bool take_npy(std::uint64_t index, sluice_record& out);
   bool take_parquet(std::uint64_t index, sluice_record& out);
+  std::int32_t gather_parquet(std::span<const std::uint64_t> samples, std::span<const sluice_parquet_slot> slots,
+                              std::uint8_t* done, const BatchContext* batch);
+  std::int32_t fill_parquet_rows(std::span<const std::uint64_t> samples, std::span<const sluice_parquet_slot> slots,
+                                 std::span<const std::uint32_t> at, std::uint8_t* done);
   bool take_tokens(std::uint64_t index, sluice_record& out);
   bool take_window(std::uint64_t index, sluice_record& out);
   bool take_packed(std::uint64_t index, sluice_record& out);
@@ -181,6 +189,10 @@ class RecordFeed {
   std::vector<int> slot_column_;  // fill_parquet: field k's column; empty until planned
   std::vector<char> slot_copied_; // fill_parquet: field k of the current run copied column-wise
   int slot_plan_ = -1;            // fill_parquet: -1 not planned, 0 the fields are not the columns, 1 they are
+  std::vector<std::uint32_t> gather_at_;   // fill_parquet: batch positions of the rows not in a run
+  std::vector<std::uint32_t> group_at_;    // fill_parquet: batch positions of one row group's rows
+  std::vector<std::uint64_t> group_rows_;  // fill_parquet: those rows within the group
+  std::uint64_t rows_gathered_ = 0;
   // packed
   std::uint64_t epoch_ = 0;        // of the batch being filled (begin_batch)
   std::vector<std::int64_t> tokens_, targets_;

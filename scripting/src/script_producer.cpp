@@ -126,8 +126,9 @@ void ScriptProducer::fill(BatchContext& batch) {
   if (counters_) {
     counters_->add_fill(elapsed_ns(started), batch.size());
     if (feed_) {
-      const std::uint64_t decoded = feed_->row_groups_decoded();
-      counters_->add_row_groups_decoded(decoded - std::exchange(decoded_reported_, decoded));
+      const std::uint64_t decoded = feed_->row_groups_decoded(), gathered = feed_->parquet_rows_gathered();
+      counters_->add_parquet(decoded - std::exchange(decoded_reported_, decoded),
+                             gathered - std::exchange(gathered_reported_, gathered));
     }
   }
 }

@@ -66,6 +66,7 @@ class ScriptProducer final : public Producer {
   std::vector<void*> data_;  // per fill: each field's base pointer in the slot
   std::unique_ptr<RecordFeed> feed_;  // native sources: this worker's reads
   std::uint64_t decoded_reported_ = 0;  // feed_'s row groups decoded, as added to counters_
+  std::uint64_t gathered_reported_ = 0; // feed_'s Parquet rows gathered, as added to counters_
   FeedHost host_;
   remote::CacheStats remote_reported_;  // what report_remote() last sent
   std::uint64_t wait_reported_ = 0;

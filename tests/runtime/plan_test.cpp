@@ -153,3 +153,16 @@ TEST_CASE("impossible plans are refused with the option named", "[plan]") {
   o.shard_policy = ShardPolicy::drop;
   REQUIRE_THROWS_WITH(EpochPlan(o), Catch::Contains("world_size"));
 }
+
+TEST_CASE("a permutation applied to many values at once gives each value's image", "[plan]") {
+  // Domains just above a power of four walk cycles most; 8 values go
+  // through the network together, the rest one by one.
+  for (std::uint64_t n : {1ull, 2ull, 7ull, 17ull, 65ull, 1000ull, 262145ull}) {
+    const Permutation p(n, n ^ 99);
+    std::vector<std::uint64_t> values;
+    for (std::uint64_t i = 0; i < std::min<std::uint64_t>(n, 1000); ++i) values.push_back((i * 7919) % n);
+    std::vector<std::uint64_t> applied = values;
+    p.apply(applied);
+    for (std::size_t i = 0; i < values.size(); ++i) REQUIRE(applied[i] == p(values[i]));
+  }
+}

@@ -268,3 +268,17 @@ TEST_CASE("shard shuffle: a state names its window and shard layout, and another
   CHECK_THROWS_WITH(EpochPlan(o), Catch::Contains("options.shard_sizes add up to 3 samples"));
   REQUIRE(test::descendants(getpid()).empty());
 }
+
+TEST_CASE("shard shuffle: a batch's samples at once are its samples one by one", "[shard_shuffle]") {
+  // Positions that cross windows, go back, repeat and stand alone.
+  const ShardShuffle shuffle({10, 0, 33, 7, 100, 1, 64}, 2, 3);
+  const auto epoch = shuffle.epoch(4);
+  std::vector<std::uint64_t> positions(shuffle.size());
+  std::iota(positions.begin(), positions.end(), 0);
+  for (std::uint64_t p : {200ull, 3ull, 3ull, 150ull, 0ull}) positions.push_back(p);
+  std::vector<std::uint64_t> samples = positions;
+  epoch->samples(samples);
+  for (std::size_t i = 0; i < positions.size(); ++i) CHECK(samples[i] == epoch->sample(positions[i]));
+  std::vector<std::uint64_t> past = {shuffle.size()};
+  CHECK_THROWS_WITH(epoch->samples(past), Catch::Contains("past the epoch"));
+}

@@ -205,11 +205,13 @@ return sluice.pipeline {
 namespace {
 
 // Every batch of a run of `script` as text: epoch, index, sample ids, then
-// each field's bytes, in delivery order.
-std::vector<std::string> batch_bytes(const std::string& script) {
+// each field's bytes, in delivery order; *gathered: the rows the workers
+// gathered from row groups read out of order.
+std::vector<std::string> batch_bytes(const std::string& script, std::uint64_t* gathered = nullptr) {
   sluice::Script loaded = sluice::load_script({.path = script});
-  sluice::Loader loader(loaded.options);
   std::vector<std::string> out;
+  {
+  sluice::Loader loader(loaded.options);
   while (auto batch = loader.next()) {
     std::string text = std::to_string(batch->epoch()) + "/" + std::to_string(batch->index()) + ":";
     for (const std::uint64_t id : batch->sample_ids()) text += std::to_string(id) + ",";
@@ -219,6 +221,8 @@ std::vector<std::string> batch_bytes(const std::string& script) {
     }
     out.push_back(std::move(text));
   }
+  }
+  if (gathered != nullptr) *gathered = loaded.worker_times().parquet_rows_gathered;
   return out;
 }
 
@@ -228,7 +232,8 @@ TEST_CASE("parquet: without a map, runs of rows go straight into the batch with 
           "[sources][parquet]") {
   // The same pipeline with and without an identity map: with it every row
   // takes the path of every sample (views, map, store); without it runs of
-  // consecutive rows are copied column by column. Row groups of 10 rows
+  // consecutive rows are copied column by column, and a shuffled batch's
+  // other rows gathered from their row group column by column. Row groups of 10 rows
   // (4 copies of a file of 5), batches of 7 that straddle them, in order and
   // shuffled, on 1 and 2 workers; a table of nullable columns without
   // nulls; a column with nulls and one of lists of several lengths, whose
@@ -238,6 +243,7 @@ TEST_CASE("parquet: without a map, runs of rows go straight into the batch with 
 
   struct Case {
     std::string source, options;
+    bool gathers = false;  // a shuffled batch whose dense columns are gathered
   };
   const std::string tiny = "sluice.parquet{ '" + kCorpus + "alltypes_tiny_pages_plain.parquet', columns = { 'id', "
                            "'bool_col', 'tinyint_col', 'smallint_col', 'bigint_col', 'float_col', 'double_col', "
@@ -245,16 +251,28 @@ TEST_CASE("parquet: without a map, runs of rows go straight into the batch with 
   const std::vector<Case> cases = {
       {"sluice.parquet{ 'part-*.parquet' }", "batch_size = 7, shuffle = false, workers = 1, epochs = 2"},
       {"sluice.parquet{ 'part-*.parquet' }", "batch_size = 7, shuffle = false, workers = 2"},
-      {"sluice.parquet{ 'part-*.parquet' }", "batch_size = 7, shuffle = true, seed = 4, workers = 1"},
-      {"sluice.parquet{ 'part-*.parquet' }", "batch_size = 7, shuffle = true, seed = 4, workers = 2, shuffle_window = 2"},
+      {"sluice.parquet{ 'part-*.parquet' }", "batch_size = 7, shuffle = true, seed = 4, workers = 1", true},
+      {"sluice.parquet{ 'part-*.parquet' }", "batch_size = 7, shuffle = true, seed = 4, workers = 2, shuffle_window = 2", true},
       {tiny, "batch_size = 100, shuffle = false, workers = 2"},
-      {tiny, "batch_size = 100, shuffle = true, seed = 9, workers = 1"},
+      {tiny, "batch_size = 100, shuffle = true, seed = 9, workers = 1", true},
       {"sluice.parquet{ '" + kCorpus + "int32_with_null_pages.parquet' }",
        "batch_size = 16, shuffle = false, workers = 1, on_error = 'skip'"},
       {"sluice.parquet{ '" + kCorpus + "int32_with_null_pages.parquet' }",
        "batch_size = 16, shuffle = true, seed = 2, workers = 2, on_error = 'skip'"},
       {"sluice.parquet{ '" + kCorpus + "datapage_v2.snappy.parquet', columns = { 'b', 'c', 'd', 'e' } }",
        "batch_size = 2, shuffle = false, workers = 1, on_error = 'skip'"},
+      // Strings into bytes fields (length, then bytes): row by row, beside
+      // gathered columns; a null is empty; a string longer than its field
+      // is dropped by either path.
+      {"sluice.parquet{ '" + kCorpus + "alltypes_tiny_pages_plain.parquet', columns = { 'id', 'string_col', "
+       "'date_string_col' } }",
+       "fields = { { 'id', 'int32' }, { 'string_col', 'bytes', 4 }, { 'date_string_col', 'bytes', 16 } }, "
+       "batch_size = 100, shuffle = true, seed = 3, workers = 2", true},
+      {"sluice.parquet{ '" + kCorpus + "datapage_v2.snappy.parquet', columns = { 'a', 'b' } }",
+       "fields = { { 'a', 'bytes', 3 }, { 'b', 'int32' } }, batch_size = 2, shuffle = false, workers = 1"},
+      {"sluice.parquet{ '" + kCorpus + "datapage_v2.snappy.parquet', columns = { 'a', 'b' } }",
+       "fields = { { 'a', 'bytes', 2 }, { 'b', 'int32' } }, batch_size = 3, shuffle = true, seed = 1, workers = 1, "
+       "on_error = 'skip'"},
   };
   for (const Case& c : cases) {
     INFO(c.source << " " << c.options);
@@ -262,9 +280,34 @@ TEST_CASE("parquet: without a map, runs of rows go straight into the batch with 
       return dir.write(name, "local sluice = require('sluice')\nreturn sluice.pipeline { source = " + c.source +
                                  ", " + map + c.options + " }\n");
     };
-    const auto direct = batch_bytes(script("direct.lua", ""));
-    const auto mapped = batch_bytes(script("mapped.lua", "map = function(s) return s.fields end, "));
+    std::uint64_t gathered = 0, gathered_mapped = 0;
+    const auto direct = batch_bytes(script("direct.lua", ""), &gathered);
+    const auto mapped = batch_bytes(script("mapped.lua", "map = function(s) return s.fields end, "), &gathered_mapped);
     CHECK(!direct.empty());
     CHECK(direct == mapped);
+    CHECK(gathered_mapped == 0);
+    // Shuffled, most rows are gathered (a few fall in runs by chance); in
+    // order only a row alone at a batch's or a row group's edge.
+    if (c.gathers) CHECK(gathered > 100);
+    if (c.options.find("shuffle = false") != std::string::npos) CHECK(gathered <= 2 * direct.size());
   }
+}
+
+TEST_CASE("parquet: without a map, a string longer than its bytes field fails the run with the field named",
+          "[sources][parquet]") {
+  // Only the null of column a fits: whichever row is made first (sample 0
+  // at load, or a batch in the worker) fails with the field and its size.
+  TempDir dir;
+  const std::string path = dir.write("p.lua", "local sluice = require('sluice')\nreturn sluice.pipeline { source = "
+                                              "sluice.parquet{ '" + kCorpus + "datapage_v2.snappy.parquet', columns = "
+                                              "{ 'a', 'b' } }, fields = { { 'a', 'bytes', 2 }, { 'b', 'int32' } }, "
+                                              "batch_size = 2, shuffle = true, seed = 1, workers = 1 }\n");
+  auto run = [&] {
+    sluice::Script script = sluice::load_script({.path = path});
+    sluice::Loader loader(script.options);
+    while (loader.next()) {
+    }
+  };
+  CHECK_THROWS_WITH(run(), Catch::Matchers::Contains("field 'a'") &&
+                               Catch::Matchers::Contains("more than the 2 its declaration allows"));
 }

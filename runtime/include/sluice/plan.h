@@ -42,10 +42,12 @@ class SLUICE_API Permutation {
  public:
   Permutation(std::uint64_t n, std::uint64_t key);
   std::uint64_t operator()(std::uint64_t i) const;  // i < n
+  // operator() of each value (< n), in place: the same values, several at a
+  // time (a batch's samples).
+  void apply(std::span<std::uint64_t> values) const;
   std::uint64_t size() const { return n_; }
 
  private:
-  std::uint64_t round(std::uint64_t half, int r) const;
   std::uint64_t n_;
   std::uint64_t key_;
   int half_bits_;  // the domain is 2^(2 * half_bits_) >= n

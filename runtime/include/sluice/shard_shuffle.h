@@ -46,6 +46,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 namespace sluice {
@@ -74,6 +75,9 @@ class SLUICE_API ShardShuffle {
    public:
     // The dataset index at global position p (< size()).
     std::uint64_t sample(std::uint64_t p) const;
+    // sample(p) for each p of `positions`, in place: a batch's positions
+    // mostly share a window, whose permutation is then made once for them.
+    void samples(std::span<std::uint64_t> positions) const;
     // The shard of that sample.
     std::uint32_t shard_at(std::uint64_t p) const;
     // The window of shard s, as positions.

@@ -13,18 +13,23 @@
 // sum(...)` or `sum(length(s))`, of Sluice reading every row in order into
 // batches of 256 rows (consecutive rows of fixed-size columns copied column
 // by column, ParquetReader::read_run), and of Sluice reading them shuffled
-// within a window of 2 row groups (each group decoded once, rows read one by
-// one), with the ratios (targets: >= 0.8
+// within a window of 2 row groups (each group decoded once, a batch's rows
+// gathered group by group, column by column: read_group, gather_rows;
+// strings row by row), with the ratios (targets: >= 0.8
 // of DuckDB, shuffled >= 0.7 of sequential) and this machine's first-touch
 // cost per page.
-// For the numeric tables it also times the real pipeline: rows/s out of a
+// For every table it also times the real pipeline: rows/s out of a
 // sluice::Loader with 1 worker over `source = sluice.parquet{...}` without a
 // map (load_script of a generated pipeline.lua, batches of 256, in order,
 // the consumer touching every page of every batch), where the worker copies
 // runs of rows column by column (RecordFeed::fill_parquet), and the same
 // pipeline with an identity map (`map = function(s) return s.fields end`),
 // which takes every row through Lua's per-sample path as every pipeline
-// did before; both against the same DuckDB runs (target >= 0.8).
+// did before; both against the same DuckDB runs (target >= 0.8); and the
+// pipeline without a map shuffled in a window of 2 row groups
+// (shuffle_window = 2: the worker gathers each batch's rows from their row
+// groups), against the one in order (target >= 0.7). The text tables'
+// pipelines declare the string a bytes field of 4096 bytes.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -93,11 +98,18 @@ void copy_row(sluice::io::ParquetReader& reader, std::uint64_t row, std::span<sl
   if (from != nullptr) std::memcpy(dst, from, bytes);
 }
 
+bool dense(const std::vector<sluice::io::ParquetColumnRun>& runs) {
+  return std::all_of(runs.begin(), runs.end(), [](const auto& r) { return r.data != nullptr; });
+}
+
 // Reads `order`'s rows into batches of kBatch rows: each row's values copied
 // into its slot (numeric: 16 float32; text: the string into a 4 KiB slot).
 // Where a batch's rows are consecutive rows of a row group whose columns are
 // all fixed-size without nulls, each column's run is copied into the slots
-// with one strided loop (ParquetReader::read_run); other rows one by one.
+// with one strided loop (ParquetReader::read_run); the batch's other rows
+// are gathered row group by row group, each column's values for all of the
+// group's rows with one loop (read_group, gather_rows), or read one by one
+// where a column is not dense (strings), as RecordFeed::fill_parquet does.
 // The reader lives as long as a worker's would: its decoded groups are
 // dropped before each run, its buffers kept. Returns seconds.
 double read_rows(sluice::io::ParquetReader& reader, const std::vector<std::uint64_t>& order, std::uint64_t* checksum) {
@@ -107,30 +119,60 @@ double read_rows(sluice::io::ParquetReader& reader, const std::vector<std::uint6
   std::vector<std::byte> batch(kBatch * slot);
   std::vector<sluice::io::ParquetValue> values(columns);
   std::vector<sluice::io::ParquetColumnRun> runs(columns);
+  std::vector<std::uint32_t> scattered, at;  // rows of the batch not in a run; those of one group
+  std::vector<std::uint64_t> rows;           // theirs, within the group
   std::uint64_t sum = 0;
   const Stopwatch clock;
   for (std::size_t first = 0; first < order.size(); first += kBatch) {
     const std::size_t last = std::min(first + kBatch, order.size());
+    scattered.clear();
     for (std::size_t i = first; i < last;) {
       std::size_t consecutive = 1;
       while (i + consecutive < last && order[i + consecutive] == order[i] + consecutive) ++consecutive;
       std::byte* dst = batch.data() + (i - first) * slot;
-      if (consecutive > 1) {
-        const std::uint64_t n = reader.read_run(order[i], consecutive, runs);
-        const bool dense = std::all_of(runs.begin(), runs.end(), [](const auto& r) { return r.data != nullptr; });
-        if (dense) {
-          std::size_t at = 0;
-          for (const sluice::io::ParquetColumnRun& run : runs) {
-            sluice::io::copy_run(run, n, dst + at, slot);
-            at += run.width;
-          }
-          i += n;
-          continue;
+      if (consecutive == 1) {
+        scattered.push_back(static_cast<std::uint32_t>(i++ - first));
+        continue;
+      }
+      const std::uint64_t n = reader.read_run(order[i], consecutive, runs);
+      if (dense(runs)) {
+        std::size_t offset = 0;
+        for (const sluice::io::ParquetColumnRun& run : runs) {
+          sluice::io::copy_run(run, n, dst + offset, slot);
+          offset += run.width;
+        }
+      } else {
+        for (std::uint64_t k = 0; k < n; ++k) copy_row(reader, order[i + k], values, dst + k * slot, slot);
+      }
+      i += n;
+    }
+    while (!scattered.empty()) {
+      const auto [begin, end] = reader.read_group(order[first + scattered.front()], runs);
+      rows.clear();
+      at.clear();
+      std::size_t left = 0;
+      for (const std::uint32_t j : scattered) {
+        const std::uint64_t row = order[first + j];
+        if (row >= begin && row < end) {
+          rows.push_back(row - begin);
+          at.push_back(j);
+        } else {
+          scattered[left++] = j;
         }
       }
-      if (i + kAhead < order.size()) reader.prefetch(order[i + kAhead]);  // the batch's rows are known
-      copy_row(reader, order[i], values, dst, slot);
-      ++i;
+      scattered.resize(left);
+      if (dense(runs)) {
+        std::size_t offset = 0;
+        for (const sluice::io::ParquetColumnRun& run : runs) {
+          sluice::io::gather_rows(run, rows, at, batch.data() + offset, slot);
+          offset += run.width;
+        }
+        continue;
+      }
+      for (std::size_t k = 0; k < at.size(); ++k) {
+        if (k + kAhead < at.size()) reader.prefetch(begin + rows[k + kAhead]);  // the group's rows are known
+        copy_row(reader, begin + rows[k], values, batch.data() + at[k] * slot, slot);
+      }
     }
     sum += static_cast<std::uint64_t>(batch[0]);
   }
@@ -156,14 +198,17 @@ std::vector<std::uint64_t> window_shuffle(const sluice::io::ParquetFile& file, s
   return order;
 }
 
-// A pipeline.lua over `table` (every column a field, batches of 256, in
-// order, 1 worker, 1 epoch), with `map` ("" for none).
-std::string write_pipeline(const fs::path& dir, const fs::path& table, const std::string& name, const std::string& map) {
+// A pipeline.lua over `table` (every column a field, batches of 256, 1
+// worker, 1 epoch), with `parts` (fields, map; "" for none), in order or
+// shuffled in a window of 2 row groups.
+std::string write_pipeline(const fs::path& dir, const fs::path& table, const std::string& name, const std::string& parts,
+                           bool shuffled = false) {
   const fs::path path = dir / (name + ".lua");
   std::ofstream out(path);
   out << "local sluice = require('sluice')\nreturn sluice.pipeline {\n  source = sluice.parquet{ '"
-      << fs::absolute(table).string() << "' },\n" << map << "  batch_size = " << kBatch
-      << ", shuffle = false, workers = 1, epochs = 1,\n}\n";
+      << fs::absolute(table).string() << "' },\n" << parts << "  batch_size = " << kBatch
+      << (shuffled ? ", shuffle = true, shuffle_window = 2, seed = 7" : ", shuffle = false")
+      << ", workers = 1, epochs = 1,\n}\n";
   return path.string();
 }
 
@@ -201,8 +246,8 @@ int main(int argc, char** argv) {
     std::unique_ptr<sluice::io::ParquetReader> seq, shuf;
     std::vector<std::uint64_t> in_order;
     std::vector<double> duck, in_order_rate, shuffled_rate;
-    std::string direct, mapped;                      // pipeline.lua files (numeric tables)
-    std::vector<double> direct_rate, mapped_rate;    // rows/s out of a Loader
+    std::string direct, mapped, shuffled;                          // pipeline.lua files
+    std::vector<double> direct_rate, mapped_rate, shuffled_direct;  // rows/s out of a Loader
   };
   std::map<std::string, Table> tables;
   std::uint64_t checksum = 0;
@@ -217,10 +262,12 @@ int main(int argc, char** argv) {
       // Warm-up: the file in the page cache, each reader's buffers grown.
       read_rows(*t.seq, t.in_order, &checksum);
       read_rows(*t.shuf, window_shuffle(*t.file, 99), &checksum);
-      if (name.rfind("numeric", 0) == 0) {
-        t.direct = write_pipeline(data, data / (name + ".parquet"), name + "_direct", "");
+      {
+        const std::string fields = name.rfind("text", 0) == 0 ? "  fields = { { 's', 'bytes', 4096 } },\n" : "";
+        t.direct = write_pipeline(data, data / (name + ".parquet"), name + "_direct", fields);
         t.mapped = write_pipeline(data, data / (name + ".parquet"), name + "_mapped",
-                                  "  map = function(s) return s.fields end,\n");
+                                  fields + "  map = function(s) return s.fields end,\n");
+        t.shuffled = write_pipeline(data, data / (name + ".parquet"), name + "_shuffled", fields, true);
       }
     }
     // Runs alternate between DuckDB and Sluice, so that both see the same
@@ -233,16 +280,19 @@ int main(int argc, char** argv) {
         t.in_order_rate.push_back(rows / read_rows(*t.seq, t.in_order, &checksum));
         t.shuffled_rate.push_back(
             rows / read_rows(*t.shuf, window_shuffle(*t.file, static_cast<std::uint64_t>(r)), &checksum));
-        if (!t.direct.empty()) {
-          t.direct_rate.push_back(pipeline_rate(t.direct));
-          t.mapped_rate.push_back(pipeline_rate(t.mapped));
-        }
+        t.direct_rate.push_back(pipeline_rate(t.direct));
+        t.mapped_rate.push_back(pipeline_rate(t.mapped));
+        t.shuffled_direct.push_back(pipeline_rate(t.shuffled));
       }
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "sluice_parquet_bench: %s\n", e.what());
     return 1;
   }
+  auto millions = [](std::vector<double> v) {
+    for (double& x : v) x /= 1e6;
+    return sluice::bench::format_values(v, 2);
+  };
   const double touch = sluice::bench::first_touch_us();
   std::printf("first-touch cost: %.2f us per 4 KiB page\n", touch);
   for (const auto& [name, t] : tables) {
@@ -252,19 +302,25 @@ int main(int argc, char** argv) {
                 ">= 0.7); medians of %d; first touch %.2f us/page\n",
                 name.c_str(), static_cast<unsigned long long>(t.file->rows()), t.file->row_groups().size(), duck / 1e6,
                 seq / 1e6, seq / duck, shuf / 1e6, shuf / seq, runs, touch);
+    std::printf("  runs: in order %s, shuffled %s M rows/s\n", millions(t.in_order_rate).c_str(),
+                millions(t.shuffled_rate).c_str());
   }
   for (const auto& [name, t] : tables) {
-    if (t.direct.empty()) continue;
     const double duck = median(t.duck), direct = median(t.direct_rate), mapped = median(t.mapped_rate);
+    // A text table is one row group: the Loader's first batch, untimed,
+    // decodes all of it, so its pipeline rates are the copies alone.
+    if (name.rfind("text", 0) == 0) std::printf("%-15s (one row group, decoded in the untimed first batch)\n", name.c_str());
     std::printf("%-15s pipeline (Loader, 1 worker, batches of %zu, in order, pages touched): no map %.2fM rows/s "
                 "(ratio %.2f of DuckDB 1 thread, target >= 0.8), identity map (the per-sample path) %.2fM rows/s "
                 "(ratio %.2f); no map / map %.2f; medians of %d; first touch %.2f us/page\n",
                 name.c_str(), kBatch, direct / 1e6, direct / duck, mapped / 1e6, mapped / duck, direct / mapped, runs,
                 touch);
-    std::printf("  runs: DuckDB %s, no map %s, map %s M rows/s\n",
-                sluice::bench::format_values([&] { auto v = t.duck; for (auto& x : v) x /= 1e6; return v; }(), 2).c_str(),
-                sluice::bench::format_values([&] { auto v = t.direct_rate; for (auto& x : v) x /= 1e6; return v; }(), 2).c_str(),
-                sluice::bench::format_values([&] { auto v = t.mapped_rate; for (auto& x : v) x /= 1e6; return v; }(), 2).c_str());
+    const double shuffled = median(t.shuffled_direct);
+    std::printf("%-15s pipeline shuffled in a 2-group window (shuffle_window = 2, no map): %.2fM rows/s (%.2f of in "
+                "order, target >= 0.7; %.2f of DuckDB 1 thread); medians of %d; first touch %.2f us/page\n",
+                name.c_str(), shuffled / 1e6, shuffled / direct, shuffled / duck, runs, touch);
+    std::printf("  runs: DuckDB %s, no map %s, map %s, shuffled %s M rows/s\n", millions(t.duck).c_str(),
+                millions(t.direct_rate).c_str(), millions(t.mapped_rate).c_str(), millions(t.shuffled_direct).c_str());
   }
   std::printf("(checksum %llu)\n", static_cast<unsigned long long>(checksum));
   return 0;

@@ -92,6 +92,10 @@ struct SLUICE_API ScriptWorkerTimes {
   // sluice.parquet: row groups decoded (each worker decodes the groups its
   // batches read; a group read again after leaving its reader's cache counts again)
   std::uint64_t row_groups_decoded = 0;
+  // sluice.parquet without a map: rows copied into batches by gathering them
+  // from their row group column by column (rows not in a run of consecutive
+  // rows: a shuffled batch's)
+  std::uint64_t parquet_rows_gathered = 0;
 };
 
 // One remote object downloaded at load or by a worker (steady_clock times), for --trace.

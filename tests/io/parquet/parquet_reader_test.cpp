@@ -1,7 +1,8 @@
 // ParquetReader's own contract: rows across files and row groups, each group
 // decoded once while a shuffled window wants it, the same values in any
 // order (in order they stream, out of order they are interleaved), clear(),
-// runs of consecutive rows copied column by column.
+// runs of consecutive rows copied column by column, rows gathered from a
+// whole row group column by column.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -143,5 +144,57 @@ TEST_CASE("parquet reader: runs of consecutive rows equal rows read one by one, 
     auto file = std::make_shared<const ParquetFile>(corpus("data/int32_with_null_pages.parquet"));
     ParquetReader reader({file}, {}), by_row({file}, {});
     CHECK(check_runs(reader, by_row, 0, 256) == std::set<std::size_t>{0});
+  }
+}
+
+TEST_CASE("parquet reader: rows gathered from a whole row group equal rows read one by one", "[parquet]") {
+  // Two files of five groups of 10 rows (cached_row_groups = 2), and a table
+  // of 7300 rows whose string columns are not dense; rows in a shuffled
+  // order, gathered group by group into slots wider than the value.
+  for (const char* name : {"data/floating_orders_nan_count.parquet", "data/alltypes_tiny_pages_plain.parquet"}) {
+    INFO(name);
+    auto file = std::make_shared<const ParquetFile>(corpus(name));
+    ParquetReader reader({file, file}, {}, {.cached_row_groups = 2}), by_row({file, file}, {});
+    const std::size_t columns = reader.column_names().size();
+    std::vector<std::uint64_t> order(reader.rows());
+    std::iota(order.begin(), order.end(), 0);
+    std::mt19937_64 rng(11);
+    std::shuffle(order.begin(), order.end(), rng);
+    order.resize(std::min<std::size_t>(order.size(), 300));
+    std::vector<ParquetColumnRun> runs(columns);
+    std::vector<ParquetValue> values(columns);
+    std::vector<bool> done(order.size(), false);
+    std::size_t gathered = 0, dense = 0;
+    for (std::size_t first = 0; first < order.size(); ++first) {
+      if (done[first]) continue;
+      const auto [begin, end] = reader.read_group(order[first], runs);
+      REQUIRE(begin <= order[first]);
+      REQUIRE(order[first] < end);
+      std::vector<std::uint64_t> rows;
+      std::vector<std::uint32_t> at;
+      for (std::size_t j = first; j < order.size(); ++j) {
+        if (done[j] || order[j] < begin || order[j] >= end) continue;
+        rows.push_back(order[j] - begin);
+        at.push_back(static_cast<std::uint32_t>(j));
+        done[j] = true;
+      }
+      gathered += rows.size();
+      for (std::size_t c = 0; c < columns; ++c) {
+        if (runs[c].data == nullptr) continue;
+        ++dense;
+        const std::size_t stride = runs[c].width + 3;
+        std::vector<std::byte> slots(order.size() * stride, std::byte{0x5a});
+        gather_rows(runs[c], rows, at, slots.data(), stride);
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+          by_row.read(order[at[i]], values);
+          INFO("row " << order[at[i]] << ", column " << reader.column_names()[c]);
+          REQUIRE(values[c].bytes == runs[c].width);
+          CHECK(std::memcmp(slots.data() + at[i] * stride, values[c].data, values[c].bytes) == 0);
+          CHECK(slots[at[i] * stride + runs[c].width] == std::byte{0x5a});
+        }
+      }
+    }
+    CHECK(gathered == order.size());
+    CHECK(dense > 0);
   }
 }

@@ -282,7 +282,32 @@ std::uint64_t ParquetReader::read_run(std::uint64_t row, std::uint64_t count, st
   return n;
 }
 
+std::pair<std::uint64_t, std::uint64_t> ParquetReader::read_group(std::uint64_t row,
+                                                                  std::span<ParquetColumnRun> out) {
+  Group& g = group_of(row);
+  if (!g.interleaved) interleave(g);
+  g.last = UINT64_MAX;  // the next read() is not the continuation of a run
+  const std::size_t columns = std::min(out.size(), names_.size());
+  for (std::size_t c = 0; c < columns; ++c) {
+    const std::size_t w = g.types[c].width;
+    if (g.offset[c] >= 0) {
+      out[c] = {g.rows.data() + g.offset[c], w, g.stride};
+    } else if (g.columns[c].dense) {
+      out[c] = {g.columns[c].data.data(), w, w};
+    } else {
+      out[c] = {nullptr, w, 0};
+    }
+  }
+  return {g.first, g.end};
+}
+
 namespace {
+
+template <std::size_t W>
+void gather_fixed(const std::byte* src, std::size_t src_stride, const std::uint64_t* rows, const std::uint32_t* at,
+                  std::size_t n, std::byte* dst, std::size_t dst_stride) noexcept {
+  for (std::size_t i = 0; i < n; ++i) std::memcpy(dst + at[i] * dst_stride, src + rows[i] * src_stride, W);
+}
 
 template <std::size_t W>
 void copy_fixed(const std::byte* src, std::size_t src_stride, std::uint64_t rows, std::byte* dst,
@@ -305,6 +330,21 @@ void copy_run(const ParquetColumnRun& run, std::uint64_t rows, std::byte* dst, s
     case 8: return copy_fixed<8>(run.data, run.stride, rows, dst, dst_stride);
     default:
       for (std::uint64_t i = 0; i < rows; ++i) std::memcpy(dst + i * dst_stride, run.data + i * run.stride, run.width);
+  }
+}
+
+void gather_rows(const ParquetColumnRun& run, std::span<const std::uint64_t> rows, std::span<const std::uint32_t> at,
+                 std::byte* dst, std::size_t dst_stride) noexcept {
+  const std::size_t n = std::min(rows.size(), at.size());
+  if (run.data == nullptr || n == 0) return;
+  switch (run.width) {
+    case 1: return gather_fixed<1>(run.data, run.stride, rows.data(), at.data(), n, dst, dst_stride);
+    case 2: return gather_fixed<2>(run.data, run.stride, rows.data(), at.data(), n, dst, dst_stride);
+    case 4: return gather_fixed<4>(run.data, run.stride, rows.data(), at.data(), n, dst, dst_stride);
+    case 8: return gather_fixed<8>(run.data, run.stride, rows.data(), at.data(), n, dst, dst_stride);
+    default:
+      for (std::size_t i = 0; i < n; ++i)
+        std::memcpy(dst + at[i] * dst_stride, run.data + rows[i] * run.stride, run.width);
   }
 }
 

@@ -13,7 +13,9 @@
 // read_run() hands out a run of consecutive rows column by column, for a
 // batch filler to copy each column's run with one loop (copy_run) instead of
 // reading row by row; rows read out of order are served from a row-major
-// copy of the fixed-size columns, one cache line per row of up to 64 bytes.
+// copy of the fixed-size columns, one cache line per row of up to 64 bytes,
+// and read_group() hands out a whole group for a batch filler to gather the
+// rows of it that a batch holds, column by column (gather_rows).
 //
 // What is read: physical types BOOLEAN, INT32, INT64, INT96 (Spark's
 // timestamps: int64 microseconds since the epoch, as Spark means them), FLOAT, DOUBLE, BYTE_ARRAY,
@@ -129,6 +131,14 @@ struct ParquetColumnRun {
 SLUICE_API void copy_run(const ParquetColumnRun& run, std::uint64_t rows, std::byte* dst,
                          std::size_t dst_stride) noexcept;
 
+// Copies row rows[i] of `run` (its data not null: a whole row group's
+// column as read_group() gives it) to dst + at[i] * dst_stride, for each
+// i < rows.size() (at has as many): one tight loop for the column, as
+// copy_run. How a batch filler puts rows read out of order into its slots
+// without reading them one by one.
+SLUICE_API void gather_rows(const ParquetColumnRun& run, std::span<const std::uint64_t> rows,
+                            std::span<const std::uint32_t> at, std::byte* dst, std::size_t dst_stride) noexcept;
+
 struct ParquetReaderOptions {
   std::size_t cached_row_groups = 2;  // decoded row groups kept, at least 1
   // A column chunk (one column of one row group) that decodes to more bytes
@@ -166,6 +176,15 @@ class SLUICE_API ParquetReader {
   // column (copy_run) instead of row by row. Returns n, at least 1; throws
   // as read() does (past the last row, when count is 0: nothing read, 0).
   std::uint64_t read_run(std::uint64_t row, std::uint64_t count, std::span<ParquetColumnRun> out);
+
+  // Every row of `row`'s row group, column by column (out[c] for column c,
+  // from the group's first row; data null where the column is not dense, as
+  // read_run()), for gathering rows read out of order (gather_rows). Decodes
+  // the group unless it is cached, and interleaves its dense columns as a
+  // read() out of order does, so that the rows a batch gathers lie on one
+  // or two cache lines each. Returns the group's rows [first, end) as global
+  // row numbers; throws as read() does.
+  std::pair<std::uint64_t, std::uint64_t> read_group(std::uint64_t row, std::span<ParquetColumnRun> out);
 
   // Forgets the decoded row groups, keeping their memory for the next ones
   // (a long-lived reader stops allocating once its buffers have grown).
