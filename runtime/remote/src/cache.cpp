@@ -338,6 +338,14 @@ bool Cache::get_within_budget(const std::vector<std::string>& urls, std::uint64_
   return true;
 }
 
+bool Cache::downloading_elsewhere(const std::string& url) const {
+  const std::string lock_path = path_of(url) + ".lock";
+  const LockedFd lock(::open(lock_path.c_str(), O_RDWR | O_CLOEXEC));
+  if (lock.fd < 0) return false;  // never downloaded here
+  if (flock_retry(lock.fd, LOCK_EX | LOCK_NB) == 0) return false;  // free: dropped as `lock` closes
+  return errno == EWOULDBLOCK;
+}
+
 bool Cache::get_if_room(const std::string& url, std::uint64_t size) {
   const bool missing = size > 0 && !holds(url) && file_size_or_zero(path_of(url)) == 0;
   return get_within_budget({url}, missing ? size : 0, path_of(url));

@@ -131,9 +131,18 @@ void Prefetcher::run() {
       std::vector<std::uint64_t> group_sizes;
       for (std::size_t i = first; i < order.size() && group.size() < in_flight; ++i) {
         if ((i < needed) != (first < needed) || pinned[order[i]]) break;
+        // Another worker fetches it already: this one takes the next ones,
+        // so that the workers of a node fetch different shards at once (the
+        // walk pins it, found whole, once it is published).
+        if (i >= needed && cache.downloading_elsewhere(urls_[order[i]])) continue;
         group.push_back(order[i]);
         group_urls.push_back(urls_[order[i]]);
         group_sizes.push_back(sizes_[order[i]]);
+      }
+      if (group.empty()) {  // all of them fetched elsewhere: wait for the first
+        group.push_back(order[first]);
+        group_urls.push_back(urls_[order[first]]);
+        group_sizes.push_back(sizes_[order[first]]);
       }
       if (options_.limit > 0) {
         // Belady: what is used after the group may make room for it. Unpinned, those

@@ -158,6 +158,8 @@ class Cache {
   bool get_all_if_room(const std::vector<std::string>& urls, const std::vector<std::uint64_t>& sizes);
   // Whether this Cache pins the object.
   bool holds(const std::string& url) const { return pins_.count(url) != 0; }
+  // Whether another process (or Cache) is downloading it now (holds NAME.lock).
+  bool downloading_elsewhere(const std::string& url) const;
 
   // Drops the pin: the object may be evicted from now on.
   void release(const std::string& url);
