@@ -45,7 +45,7 @@ std::string text_file(const std::string& path) {
 
 }  // namespace
 
-TEST_CASE("tar index: written and read back, it is the scan; a TarSource from it reads what the scanning one reads", "[tar]") {
+TEST_CASE("tar index: written and read back, it is the scan, and a TarSource from it reads what the scanning one reads", "[tar]") {
   SLUICE_REQUIRE_SHARED_DATA(data);
   test::TempDir tmp;
   for (const char* name : kShards) {
