@@ -273,21 +273,7 @@ bool DataSource::open_lazily(const std::vector<std::string>& urls, const remote:
   return true;
 }
 
-void DataSource::add_remote_stats(const remote::CacheStats& r) {
-  remote_.hits += r.hits;
-  remote_.misses += r.misses;
-  remote_.evictions += r.evictions;
-  remote_.over_budget = std::max(remote_.over_budget, r.over_budget);
-  remote_.revalidated += r.revalidated;
-  remote_.changed += r.changed;
-  remote_.revalidation_requests += r.revalidation_requests;
-  remote_.wait_ns += r.wait_ns;
-  remote_.transfer.requests += r.transfer.requests;
-  remote_.transfer.bytes += r.transfer.bytes;
-  remote_.transfer.retries += r.transfer.retries;
-  remote_.transfer.failures += r.transfer.failures;
-  remote_.downloads.insert(remote_.downloads.end(), r.downloads.begin(), r.downloads.end());
-}
+void DataSource::add_remote_stats(const remote::CacheStats& r) { remote::add_stats(remote_, r); }
 
 std::string DataSource::origin(std::uint64_t id) const {
   if (id >= size_) return "";

@@ -333,14 +333,20 @@ TEST_CASE("Prefetch: with the locality shuffle and a cache of its windows, an ep
   Nginx http(shards, "8m");
   // Windows of 2 shards, a cache of about 6: every window's shards fit with
   // the next window's, and nothing is fetched for an epoch the run will not
-  // read (the plan goes on past the run's end).
+  // read (the plan goes on past the run's end). At most one shard twice:
+  // the one the launching process fetched to check sample 0, which no
+  // worker pins until its window comes, may be evicted for a needed one
+  // while both workers pin theirs (Belady: its next use is the furthest).
   const std::string extra = "  batch_size = 4, workers = 2, epochs = 1, shuffle = true, shuffle_window = 2,\n";
   write_file(work + "/http.lua", pipeline(http_glob(http), extra));
   const Run r = sh(work, "SLUICE_CACHE_DIR=cache " + cli() + " run http.lua --quiet --cache-limit-mb 2");
   INFO(r.out);
   REQUIRE(r.status == 0);
+  int all = 0;
   for (int s = 0; s < kShards; ++s) {
     INFO(shard_name(s));
-    CHECK(gets(http, s) == 1);
+    CHECK(gets(http, s) >= 1);
+    all += gets(http, s);
   }
+  CHECK(all <= kShards + 1);
 }

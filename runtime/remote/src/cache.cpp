@@ -338,6 +338,24 @@ bool Cache::get_within_budget(const std::vector<std::string>& urls, std::uint64_
   return true;
 }
 
+void add_stats(CacheStats& into, const CacheStats& r) {
+  into.hits += r.hits;
+  into.misses += r.misses;
+  into.evictions += r.evictions;
+  into.over_budget = std::max(into.over_budget, r.over_budget);
+  into.revalidated += r.revalidated;
+  into.changed += r.changed;
+  into.revalidation_requests += r.revalidation_requests;
+  into.wait_ns += r.wait_ns;
+  into.transfer.requests += r.transfer.requests;
+  into.transfer.bytes += r.transfer.bytes;
+  into.transfer.retries += r.transfer.retries;
+  into.transfer.failures += r.transfer.failures;
+  into.downloads.insert(into.downloads.end(), r.downloads.begin(), r.downloads.end());
+}
+
+bool Cache::whole(const std::string& url) const { return file_size_or_zero(path_of(url)) > 0; }
+
 bool Cache::downloading_elsewhere(const std::string& url) const {
   const std::string lock_path = path_of(url) + ".lock";
   const LockedFd lock(::open(lock_path.c_str(), O_RDWR | O_CLOEXEC));

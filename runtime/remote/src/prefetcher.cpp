@@ -13,9 +13,11 @@
 namespace sluice::remote {
 
 Prefetcher::Prefetcher(CacheOptions options, std::vector<std::string> urls, std::vector<std::uint64_t> sizes)
-    : options_(std::move(options)), urls_(std::move(urls)), sizes_(std::move(sizes)), ready_(urls_.size(), 0) {
+    : options_(std::move(options)), urls_(std::move(urls)), sizes_(std::move(sizes)), ready_(urls_.size(), 0),
+      claimed_(urls_.size(), 0) {
   sizes_.resize(urls_.size(), 0);
   thread_ = std::thread([this] { run(); });
+  lane_ = std::thread([this] { lane(); });
 }
 
 Prefetcher::~Prefetcher() {
@@ -25,6 +27,17 @@ Prefetcher::~Prefetcher() {
   }
   changed_.notify_all();
   thread_.join();
+  lane_.join();
+}
+
+// Downloads at once per thread: without a budget a few, so that the workers
+// of a node keep about the transfer engine's requests in flight between
+// them; with one, one at a time in order of use, so that what is fetched
+// and what that evicts follow the plan's order exactly (Belady), whatever
+// the workers' pins squeeze.
+std::size_t Prefetcher::in_flight() const {
+  if (options_.limit > 0) return 1;
+  return std::clamp<std::size_t>(options_.transfer.max_in_flight / 2, 1, 4);
 }
 
 void Prefetcher::want(std::vector<std::uint32_t> order, std::size_t needed) {
@@ -54,7 +67,9 @@ void Prefetcher::wait(std::uint32_t object) {
 
 CacheStats Prefetcher::stats() {
   std::lock_guard lock(mu_);
-  return stats_;
+  CacheStats both = stats_;
+  add_stats(both, lane_stats_);
+  return both;
 }
 
 std::vector<DownloadSpan> Prefetcher::take_downloads() {
@@ -75,9 +90,7 @@ void Prefetcher::run() {
   std::size_t needed = 0;
   std::uint64_t seen = 0;
   bool blocked = false;  // the first object ahead did not fit
-  // Downloads at once: a few per process, so that the workers of a node
-  // keep about the transfer engine's requests in flight between them.
-  const std::size_t in_flight = std::clamp<std::size_t>(options_.transfer.max_in_flight / 2, 1, 4);
+  const std::size_t in_flight = this->in_flight();
   std::size_t spans_seen = 0;  // of cache.stats().downloads, copied to spans_
   try {
     Cache cache(options_);
@@ -126,15 +139,29 @@ void Prefetcher::run() {
       // Several at once (the link's latency paid once for them): the run of
       // objects not pinned from `first` on, all needed or all ahead; a run,
       // so that everything used before its last one stays pinned (Belady).
+      auto claimed = [&](std::uint32_t k) {
+        std::lock_guard lock(mu_);
+        return claimed_[k] != 0;
+      };
       std::vector<std::uint32_t> group;
       std::vector<std::string> group_urls;
       std::vector<std::uint64_t> group_sizes;
       for (std::size_t i = first; i < order.size() && group.size() < in_flight; ++i) {
         if ((i < needed) != (first < needed) || pinned[order[i]]) break;
+        // One in the cache already (the lane's, another worker's): pinned
+        // and ready at once, not after the downloads of a group.
+        if (cache.whole(urls_[order[i]])) {
+          if (group.empty()) {
+            group.push_back(order[i]);
+            group_urls.push_back(urls_[order[i]]);
+            group_sizes.push_back(sizes_[order[i]]);
+          }
+          break;
+        }
         // Another worker fetches it already: this one takes the next ones,
         // so that the workers of a node fetch different shards at once (the
         // walk pins it, found whole, once it is published).
-        if (i >= needed && cache.downloading_elsewhere(urls_[order[i]])) continue;
+        if (i >= needed && (claimed(order[i]) || cache.downloading_elsewhere(urls_[order[i]]))) continue;
         group.push_back(order[i]);
         group_urls.push_back(urls_[order[i]]);
         group_sizes.push_back(sizes_[order[i]]);
@@ -204,6 +231,86 @@ void Prefetcher::run() {
     fetched_.notify_all();
   }
   // Failed: nothing more is fetched; wait until the destructor.
+  std::unique_lock lock(mu_);
+  changed_.wait(lock, [&] { return stop_; });
+}
+
+void Prefetcher::lane() {
+  const std::size_t in_flight = this->in_flight();
+  if (options_.limit > 0) {  // a budget: fetching ahead stays the first thread's, in order of use
+    std::unique_lock lock(mu_);
+    changed_.wait(lock, [&] { return stop_; });
+    return;
+  }
+  std::vector<std::uint64_t> next(urls_.size(), UINT64_MAX);
+  std::uint64_t seen = 0;
+  bool idle = true;  // nothing to take, or no room for it: until the next want()
+  std::size_t spans_seen = 0;
+  try {
+    Cache cache(options_);
+    std::unordered_map<std::string, std::uint32_t> number;
+    for (std::uint32_t k = 0; k < urls_.size(); ++k) number[urls_[k]] = k;
+    cache.set_next_use(urls_, [&](const std::string& url) {
+      const auto it = number.find(url);
+      return it == number.end() ? UINT64_MAX : next[it->second];
+    });
+    for (;;) {
+      std::vector<std::uint32_t> group;
+      {
+        std::unique_lock lock(mu_);
+        changed_.wait(lock, [&] { return stop_ || !error_.empty() || generation_ != seen || !idle; });
+        if (stop_ || !error_.empty()) return;
+        if (generation_ != seen) {
+          seen = generation_;
+          std::fill(next.begin(), next.end(), UINT64_MAX);
+          for (std::size_t i = 0; i < order_.size(); ++i) next[order_[i]] = i;
+        }
+        // Past the first thread's next group: the objects ahead it has not
+        // made ready, that no one fetches and the cache lacks.
+        std::size_t left_to_it = in_flight;
+        for (std::size_t i = needed_; i < order_.size() && group.size() < in_flight; ++i) {
+          const std::uint32_t k = order_[i];
+          if (ready_[k] || claimed_[k]) continue;
+          if (left_to_it > 0) {
+            --left_to_it;
+            continue;
+          }
+          if (cache.whole(urls_[k])) continue;
+          group.push_back(k);
+          claimed_[k] = 1;
+        }
+      }
+      std::vector<std::string> group_urls;
+      std::vector<std::uint64_t> group_sizes;
+      for (const std::uint32_t k : group) {
+        group_urls.push_back(urls_[k]);
+        group_sizes.push_back(sizes_[k]);
+      }
+      bool fetched = false, failed = false;
+      if (!group.empty()) {
+        try {
+          fetched = cache.get_all(group_urls).size() == group_urls.size();
+        } catch (const Error&) {
+          failed = true;  // the first thread meets it again and reports it
+        }
+        for (const std::string& url : group_urls) cache.release(url);
+      }
+      {
+        std::lock_guard lock(mu_);
+        for (const std::uint32_t k : group) claimed_[k] = 0;
+        const CacheStats& now = cache.stats();
+        for (std::size_t i = spans_seen; i < now.downloads.size(); ++i) spans_.push_back(now.downloads[i]);
+        spans_seen = now.downloads.size();
+        lane_stats_ = now;
+        lane_stats_.downloads.clear();
+        idle = !fetched;
+      }
+      changed_.notify_all();  // the first thread finds them whole
+      if (failed) break;
+    }
+  } catch (const std::exception&) {
+    // A cache that cannot be made or used: the first thread meets the same.
+  }
   std::unique_lock lock(mu_);
   changed_.wait(lock, [&] { return stop_; });
 }

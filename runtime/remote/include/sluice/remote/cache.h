@@ -108,6 +108,9 @@ struct CacheStats {
   std::vector<DownloadSpan> downloads;  // the first 100000 downloads
 };
 
+// Adds `from`'s counters to `into` (over_budget: the larger; downloads appended).
+void add_stats(CacheStats& into, const CacheStats& from);
+
 // $SLUICE_CACHE_DIR, else $XDG_CACHE_HOME/sluice, else $HOME/.cache/sluice.
 std::string default_cache_dir();
 
@@ -158,6 +161,8 @@ class Cache {
   bool get_all_if_room(const std::vector<std::string>& urls, const std::vector<std::uint64_t>& sizes);
   // Whether this Cache pins the object.
   bool holds(const std::string& url) const { return pins_.count(url) != 0; }
+  // Whether the object lies whole in the cache now (pinned or not).
+  bool whole(const std::string& url) const;
   // Whether another process (or Cache) is downloading it now (holds NAME.lock).
   bool downloading_elsewhere(const std::string& url) const;
 

@@ -8,8 +8,9 @@
 // Objects are numbered by their place in the list given at construction.
 // want() names the objects the coming reads need, in the order of their next
 // use, the first `needed` of them for reads about to start: a thread with its
-// own Cache (cache.h) downloads them front to back, a few at once (the run of
-// missing objects at the front: up to max_in_flight / 2, at most 4; ahead,
+// own Cache (cache.h) downloads them front to back, a few at once without a
+// cache limit, one at a time with one (the run of missing objects at the
+// front: up to max_in_flight / 2, at most 4; ahead,
 // skipping those another process of the node is downloading, so that the
 // workers of a node fetch different shards at once), and keeps
 // each pinned until a later want() leaves it out. Objects after the needed
@@ -31,8 +32,17 @@
 // descriptors); its methods are for one thread (the reader), the fetching
 // thread is its own. The destructor waits for a download under way to end
 // (a transfer retries and times out per TransferOptions), then joins.
-// Ordering: every field shared with the thread is read and written under
-// mu_; ready_ turns true only after the object is published and pinned.
+// A second thread, the lane, keeps downloads going further ahead while the
+// first waits for the last of its group: it takes the next objects ahead
+// (not ready, not claimed, not in the cache, after the first thread's next
+// group), fetches them, and lets go of them once published; the first
+// thread's walk then finds them whole. Only without a budget (cache limit
+// 0): with one, what is fetched ahead and what it evicts stay in the first
+// thread's order of use. Its failures are left to the first thread, which meets them
+// again and reports them.
+// Ordering: every field shared with the threads is read and written under
+// mu_; ready_ turns true only after the object is published and pinned by
+// the first thread; claimed_ marks the lane's objects while it fetches.
 #pragma once
 
 #include <condition_variable>
@@ -72,6 +82,8 @@ class Prefetcher {
 
  private:
   void run();
+  void lane();
+  std::size_t in_flight() const;
 
   CacheOptions options_;
   std::vector<std::string> urls_;
@@ -84,11 +96,14 @@ class Prefetcher {
   std::size_t needed_ = 0;
   std::uint64_t generation_ = 0;     // of want(): the thread's copy is stale when it differs
   std::vector<char> ready_;
+  std::vector<char> claimed_;        // by the lane, while it fetches them
   std::string error_;
   bool stop_ = false;
   CacheStats stats_;                 // downloads left empty
+  CacheStats lane_stats_;            // the lane's, likewise
   std::vector<DownloadSpan> spans_;  // not taken yet
   std::thread thread_;  // last: started once everything above exists
+  std::thread lane_;
 };
 
 }  // namespace sluice::remote
