@@ -5,12 +5,28 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <unordered_map>
 #include <utility>
 
 #include "sluice/error.h"
 
 namespace sluice::remote {
+
+namespace {
+
+// Eviction by the wish list: next[k] is object k's place in it (UINT64_MAX:
+// not in it); `next` is read when the cache makes room, on its thread.
+void evict_by(Cache& cache, const std::vector<std::string>& urls, const std::vector<std::uint64_t>& next) {
+  auto number = std::make_shared<std::unordered_map<std::string, std::uint32_t>>();
+  for (std::uint32_t k = 0; k < urls.size(); ++k) (*number)[urls[k]] = k;
+  cache.set_next_use(urls, [number, &next](const std::string& url) {
+    const auto it = number->find(url);
+    return it == number->end() ? UINT64_MAX : next[it->second];
+  });
+}
+
+}  // namespace
 
 Prefetcher::Prefetcher(CacheOptions options, std::vector<std::string> urls, std::vector<std::uint64_t> sizes)
     : options_(std::move(options)), urls_(std::move(urls)), sizes_(std::move(sizes)), ready_(urls_.size(), 0),
@@ -72,6 +88,15 @@ CacheStats Prefetcher::stats() {
   return both;
 }
 
+// Under mu_: a thread's counters into `into`, its new downloads into spans_.
+void Prefetcher::copy_stats(const Cache& cache, std::size_t& spans_seen, CacheStats& into) {
+  const CacheStats& now = cache.stats();
+  for (std::size_t i = spans_seen; i < now.downloads.size(); ++i) spans_.push_back(now.downloads[i]);
+  spans_seen = now.downloads.size();
+  into = now;  // the counters; the downloads travel through spans_
+  into.downloads.clear();
+}
+
 std::vector<DownloadSpan> Prefetcher::take_downloads() {
   std::lock_guard lock(mu_);
   return std::exchange(spans_, {});
@@ -94,12 +119,7 @@ void Prefetcher::run() {
   std::size_t spans_seen = 0;  // of cache.stats().downloads, copied to spans_
   try {
     Cache cache(options_);
-    std::unordered_map<std::string, std::uint32_t> number;
-    for (std::uint32_t k = 0; k < urls_.size(); ++k) number[urls_[k]] = k;
-    cache.set_next_use(urls_, [&](const std::string& url) {
-      const auto it = number.find(url);
-      return it == number.end() ? UINT64_MAX : next[it->second];
-    });
+    evict_by(cache, urls_, next);
     for (;;) {
       std::size_t first = order.size();  // the first object of the list not pinned
       for (std::size_t i = 0; i < order.size(); ++i)
@@ -216,11 +236,7 @@ void Prefetcher::run() {
       {
         std::lock_guard lock(mu_);
         for (const std::uint32_t k : got) ready_[k] = 1;
-        const CacheStats& now = cache.stats();
-        for (std::size_t i = spans_seen; i < now.downloads.size(); ++i) spans_.push_back(now.downloads[i]);
-        spans_seen = now.downloads.size();
-        stats_ = now;  // the counters; the downloads travel through spans_
-        stats_.downloads.clear();
+        copy_stats(cache, spans_seen, stats_);
         fetched_.notify_all();
       }
       if (!failed.empty()) throw Error(failed);
@@ -248,12 +264,7 @@ void Prefetcher::lane() {
   std::size_t spans_seen = 0;
   try {
     Cache cache(options_);
-    std::unordered_map<std::string, std::uint32_t> number;
-    for (std::uint32_t k = 0; k < urls_.size(); ++k) number[urls_[k]] = k;
-    cache.set_next_use(urls_, [&](const std::string& url) {
-      const auto it = number.find(url);
-      return it == number.end() ? UINT64_MAX : next[it->second];
-    });
+    evict_by(cache, urls_, next);
     for (;;) {
       std::vector<std::uint32_t> group;
       {
@@ -298,11 +309,7 @@ void Prefetcher::lane() {
       {
         std::lock_guard lock(mu_);
         for (const std::uint32_t k : group) claimed_[k] = 0;
-        const CacheStats& now = cache.stats();
-        for (std::size_t i = spans_seen; i < now.downloads.size(); ++i) spans_.push_back(now.downloads[i]);
-        spans_seen = now.downloads.size();
-        lane_stats_ = now;
-        lane_stats_.downloads.clear();
+        copy_stats(cache, spans_seen, lane_stats_);
         idle = !fetched;
       }
       changed_.notify_all();  // the first thread finds them whole

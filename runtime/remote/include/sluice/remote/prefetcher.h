@@ -84,6 +84,7 @@ class Prefetcher {
   void run();
   void lane();
   std::size_t in_flight() const;
+  void copy_stats(const Cache& cache, std::size_t& spans_seen, CacheStats& into);
 
   CacheOptions options_;
   std::vector<std::string> urls_;
