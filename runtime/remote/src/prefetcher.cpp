@@ -166,31 +166,26 @@ void Prefetcher::run() {
       std::vector<std::uint32_t> group;
       std::vector<std::string> group_urls;
       std::vector<std::uint64_t> group_sizes;
+      auto add = [&](std::uint32_t k) {
+        group.push_back(k);
+        group_urls.push_back(urls_[k]);
+        group_sizes.push_back(sizes_[k]);
+      };
       for (std::size_t i = first; i < order.size() && group.size() < in_flight; ++i) {
         if ((i < needed) != (first < needed) || pinned[order[i]]) break;
         // One in the cache already (the lane's, another worker's): pinned
         // and ready at once, not after the downloads of a group.
         if (cache.whole(urls_[order[i]])) {
-          if (group.empty()) {
-            group.push_back(order[i]);
-            group_urls.push_back(urls_[order[i]]);
-            group_sizes.push_back(sizes_[order[i]]);
-          }
+          if (group.empty()) add(order[i]);
           break;
         }
         // Another worker fetches it already: this one takes the next ones,
         // so that the workers of a node fetch different shards at once (the
         // walk pins it, found whole, once it is published).
         if (i >= needed && (claimed(order[i]) || cache.downloading_elsewhere(urls_[order[i]]))) continue;
-        group.push_back(order[i]);
-        group_urls.push_back(urls_[order[i]]);
-        group_sizes.push_back(sizes_[order[i]]);
+        add(order[i]);
       }
-      if (group.empty()) {  // all of them fetched elsewhere: wait for the first
-        group.push_back(order[first]);
-        group_urls.push_back(urls_[order[first]]);
-        group_sizes.push_back(sizes_[order[first]]);
-      }
+      if (group.empty()) add(order[first]);  // all of them fetched elsewhere: wait for the first
       if (options_.limit > 0) {
         // Belady: what is used after the group may make room for it. Unpinned, those
         // objects are evicted furthest next use first (make_room), and the
@@ -265,8 +260,12 @@ void Prefetcher::lane() {
   try {
     Cache cache(options_);
     evict_by(cache, urls_, next);
+    std::vector<char> whole(urls_.size(), 0);  // found in the cache: not looked at again
     for (;;) {
-      std::vector<std::uint32_t> group;
+      // Past the first thread's next group: the objects ahead it has not
+      // made ready and no one fetches (chosen under the lock), of which the
+      // first the cache lacks (looked at outside it) are claimed.
+      std::vector<std::uint32_t> candidates, group;
       {
         std::unique_lock lock(mu_);
         changed_.wait(lock, [&] { return stop_ || !error_.empty() || generation_ != seen || !idle; });
@@ -276,41 +275,49 @@ void Prefetcher::lane() {
           std::fill(next.begin(), next.end(), UINT64_MAX);
           for (std::size_t i = 0; i < order_.size(); ++i) next[order_[i]] = i;
         }
-        // Past the first thread's next group: the objects ahead it has not
-        // made ready, that no one fetches and the cache lacks.
         std::size_t left_to_it = in_flight;
-        for (std::size_t i = needed_; i < order_.size() && group.size() < in_flight; ++i) {
+        for (std::size_t i = needed_; i < order_.size(); ++i) {
           const std::uint32_t k = order_[i];
-          if (ready_[k] || claimed_[k]) continue;
+          if (ready_[k] || claimed_[k] || whole[k]) continue;
           if (left_to_it > 0) {
             --left_to_it;
             continue;
           }
-          if (cache.whole(urls_[k])) continue;
-          group.push_back(k);
-          claimed_[k] = 1;
+          candidates.push_back(k);
         }
       }
       std::vector<std::string> group_urls;
-      std::vector<std::uint64_t> group_sizes;
-      for (const std::uint32_t k : group) {
-        group_urls.push_back(urls_[k]);
-        group_sizes.push_back(sizes_[k]);
+      for (const std::uint32_t k : candidates) {
+        if (group.size() == in_flight) break;
+        if (cache.whole(urls_[k])) {
+          whole[k] = 1;
+          continue;
+        }
+        group.push_back(k);
       }
-      bool fetched = false, failed = false;
+      {
+        std::lock_guard lock(mu_);
+        std::erase_if(group, [&](std::uint32_t k) { return ready_[k] || claimed_[k]; });  // taken meanwhile
+        for (const std::uint32_t k : group) {
+          claimed_[k] = 1;
+          group_urls.push_back(urls_[k]);
+        }
+      }
+      bool failed = false;
       if (!group.empty()) {
         try {
-          fetched = cache.get_all(group_urls).size() == group_urls.size();
+          cache.get_all(group_urls);
         } catch (const Error&) {
           failed = true;  // the first thread meets it again and reports it
         }
         for (const std::string& url : group_urls) cache.release(url);
+        for (const std::uint32_t k : group) whole[k] = !failed;
       }
       {
         std::lock_guard lock(mu_);
         for (const std::uint32_t k : group) claimed_[k] = 0;
         copy_stats(cache, spans_seen, lane_stats_);
-        idle = !fetched;
+        idle = group.empty() || failed;
       }
       changed_.notify_all();  // the first thread finds them whole
       if (failed) break;
