@@ -1,6 +1,8 @@
 import os
 import pathlib
 import shutil
+import socket
+import time
 
 import pytest
 
@@ -11,6 +13,24 @@ PIPELINES = HERE / "pipelines"
 
 def pipeline(name):
     return str(PIPELINES / name)
+
+
+def free_port():
+    """A TCP port on 127.0.0.1 that nothing listens on now, for a test's server."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port, seconds=10):
+    """Returns once a server accepts connections on 127.0.0.1:port (or after `seconds`)."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.01)
 
 
 def sluice_cli():

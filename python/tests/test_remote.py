@@ -4,22 +4,15 @@ and stats()["remote"] counts the downloads, then the warm cache's hits."""
 import os
 import pathlib
 import shutil
-import socket
 import subprocess
 import tarfile
-import time
 
 import pytest
 
 import sluice
+from conftest import free_port, wait_for_port
 
 NGINX = "/usr/sbin/nginx"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
@@ -44,12 +37,7 @@ def http_root(tmp_path):
         + f"  server {{ listen 127.0.0.1:{port}; root {root}; location / {{ }} }}\n}}\n")
     server = subprocess.Popen([NGINX, "-e", f"{t}/error.log", "-p", t, "-c", str(conf)])
     try:
-        for _ in range(500):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.01)
+        wait_for_port(port)
         yield root, f"http://127.0.0.1:{port}"
     finally:
         server.terminate()

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import sluice
-from conftest import REPO
+from conftest import REPO, free_port, wait_for_port
 
 PHOTOS = REPO.parent / "shared" / "data" / "images" / "pillow-tests"
 NAMES = ["hopper.jpg", "flower.jpg", "flower2.jpg", "rgb.jpg", "hopper.png", "pil168.png", "ftex_uncompressed.png"]
@@ -204,19 +204,11 @@ def s3rver(tmp_path):
     found = sorted(REPO.glob("build*/npm/node_modules/s3rver/bin/s3rver.js"))
     if not found or not os.path.exists("/usr/bin/node"):
         pytest.skip("s3rver is not installed under build*/npm (remote_tests installs it with npm) or node is missing")
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     (tmp_path / "s3").mkdir()
     server = subprocess.Popen(["/usr/bin/node", "--openssl-legacy-provider", str(found[0]), "-d", str(tmp_path / "s3"),
                                "-p", str(port), "-a", "127.0.0.1", "--silent", "--configure-bucket", "bkt"])
-    for _ in range(1000):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            time.sleep(0.01)
+    wait_for_port(port)
     return server, "http://127.0.0.1:%d" % port
 
 
