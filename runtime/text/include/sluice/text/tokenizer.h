@@ -3,6 +3,12 @@
 // python3-sentencepiece wraps: for the same model file and text, encode()
 // gives the ids SentencePieceProcessor.encode(text) gives in Python.
 //
+// Unigram models are encoded by Sluice's own encoder (runtime/text/src/
+// unigram_encoder.h), the library's algorithm without its per-call protobuf
+// and allocations: the same ids, checked against the library on probe texts
+// at load (the library encodes where they differ, and for BPE models, models
+// with user-defined symbols, and texts holding a NUL byte).
+//
 // A model is loaded once per process that encodes (each worker, lazily; see
 // sluice.sentencepiece in scripting/lua/sluice.lua) and encodes any bytes: the
 // text may come from any source (files, tar members, JSON lines, ...).
@@ -25,7 +31,8 @@ namespace sluice::text {
 
 class SentencePiece {
  public:
-  static std::shared_ptr<const SentencePiece> open(const std::string& model_path);
+  // library_only: every text through libsentencepiece (for comparisons).
+  static std::shared_ptr<const SentencePiece> open(const std::string& model_path, bool library_only = false);
   ~SentencePiece();
 
   // The ids of `text`, appended to *ids (cleared first).
@@ -36,6 +43,9 @@ class SentencePiece {
   std::int32_t pad_id() const;
   std::int32_t unk_id() const;
   const std::string& path() const { return path_; }
+  // Which encoder runs: "sluice unigram", or "libsentencepiece" with the
+  // reason Sluice's does not.
+  const std::string& encoder() const;
 
  private:
   SentencePiece() = default;
