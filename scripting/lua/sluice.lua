@@ -144,7 +144,8 @@ end
 -- map, on each worker's own libuv loop. The launching process opens the data
 -- set once (expands globs, loads or builds indexes, maps arrays); workers
 -- share what it found. A spec table lists paths (relative to pipeline.lua;
--- `*`, `?`, `[...]` and a recursive `**` expand, sorted) plus options. A path
+-- `*`, `?`, `[...]` and a recursive `**` expand, sorted; WebDataset brace
+-- ranges {000..127} and lists {a,b} expand in order) plus options. A path
 -- may be remote: s3://bucket/key, https://host/path or http://, with brace
 -- ranges (s3://b/train-{000000..000127}.tar) and, on S3, globs over the
 -- listing; the objects are downloaded once per node into the cache

@@ -41,14 +41,20 @@ bool has_wildcard(const std::string& path) {
 // Every entry, with patterns expanded (each must match at least one file).
 std::vector<std::string> expand(const std::string& what, const std::vector<std::string>& entries) {
   std::vector<std::string> paths;
-  for (const std::string& entry : entries) {
-    if (!has_wildcard(entry)) {
-      paths.push_back(entry);
-      continue;
+  for (const std::string& given : entries) {
+    // WebDataset's brace ranges (shards/train-{000000..000127}.tar), as for
+    // remote paths; a file whose name holds a brace is taken as it is.
+    struct stat st{};
+    const bool braces = given.find('{') != std::string::npos && ::stat(given.c_str(), &st) != 0;
+    for (const std::string& entry : braces ? remote::expand_braces(given) : std::vector<std::string>{given}) {
+      if (!has_wildcard(entry)) {
+        paths.push_back(entry);
+        continue;
+      }
+      std::vector<std::string> matched = io::glob(entry);
+      if (matched.empty()) throw Error(what + ": no file matches " + entry);
+      paths.insert(paths.end(), matched.begin(), matched.end());
     }
-    std::vector<std::string> matched = io::glob(entry);
-    if (matched.empty()) throw Error(what + ": no file matches " + entry);
-    paths.insert(paths.end(), matched.begin(), matched.end());
   }
   if (paths.empty()) throw Error(what + ": the list of files is empty");
   return paths;

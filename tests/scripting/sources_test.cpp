@@ -196,6 +196,27 @@ TEST_CASE("tar: WebDataset members grouped into samples with fields by extension
   CHECK(seen.size() == 10);
 }
 
+TEST_CASE("local shards by WebDataset brace ranges; a file whose name holds braces is taken as it is", "[sources]") {
+  const std::string data = shared_data();
+  if (data.empty()) return;
+  TempDir dir;
+  const std::string tar = data + "/webdataset/pytorch-data/wds.tar";  // 10 samples
+  for (const char* name : {"shard-000.tar", "shard-001.tar", "shard-002.tar", "odd{1}.tar"})
+    fs::copy_file(tar, dir.path() + "/" + name);
+  const std::string rest = R"(
+  fields = { { "n", "int32" } },
+  map = function(s, ctx) return { n = tonumber(s.key:match("^data/(%d+)$")) } end,
+  batch_size = 4,
+)";
+  sluice::Script script = sluice::load_script(
+      {.path = dir.write("braces.lua", pipeline("sluice.tar { 'shard-{000..001}.tar', 'odd{1}.tar' }", rest))});
+  CHECK(script.options.dataset_size == 30);
+  script = sluice::load_script({.path = dir.write("list.lua", pipeline("sluice.tar { 'shard-{000,002}.tar' }", rest))});
+  CHECK(script.options.dataset_size == 20);
+  CHECK_THROWS_WITH(sluice::load_script({.path = dir.write("bad.lua", pipeline("sluice.tar { 'shard-{002..000}.tar' }", rest))}),
+                    Contains("bad brace range {002..000}") && Contains("runs backwards"));
+}
+
 TEST_CASE("tar: a gzip-compressed shard streams its 90 png + cls samples", "[sources]") {
   const std::string data = shared_data();
   if (data.empty()) return;
