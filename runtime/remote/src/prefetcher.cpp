@@ -234,6 +234,7 @@ void Prefetcher::run() {
         copy_stats(cache, spans_seen, stats_);
         fetched_.notify_all();
       }
+      changed_.notify_all();  // the lane starts once the first reads' objects are ready
       if (!failed.empty()) throw Error(failed);
     }
   } catch (const std::exception& e) {
@@ -256,6 +257,7 @@ void Prefetcher::lane() {
   std::vector<std::uint64_t> next(urls_.size(), UINT64_MAX);
   std::uint64_t seen = 0;
   bool idle = true;  // nothing to take, or no room for it: until the next want()
+  bool started = false;
   std::size_t spans_seen = 0;
   try {
     Cache cache(options_);
@@ -268,8 +270,19 @@ void Prefetcher::lane() {
       std::vector<std::uint32_t> candidates, group;
       {
         std::unique_lock lock(mu_);
-        changed_.wait(lock, [&] { return stop_ || !error_.empty() || generation_ != seen || !idle; });
+        // Not before the first thread's first objects are ready (those the
+        // reads need, or its first group ahead): at the start every download
+        // shares the link, and the lane's would delay the first batch.
+        const auto first_reads_ready = [&] {
+          for (std::size_t i = 0; i < needed_ && i < order_.size(); ++i)
+            if (!ready_[order_[i]]) return false;
+          return std::any_of(ready_.begin(), ready_.end(), [](char r) { return r != 0; });
+        };
+        changed_.wait(lock, [&] {
+          return stop_ || !error_.empty() || ((generation_ != seen || !idle) && (started || first_reads_ready()));
+        });
         if (stop_ || !error_.empty()) return;
+        started = true;
         if (generation_ != seen) {
           seen = generation_;
           std::fill(next.begin(), next.end(), UINT64_MAX);

@@ -36,7 +36,8 @@
 // first waits for the last of its group: it takes the next objects ahead
 // (not ready, not claimed, not in the cache, after the first thread's next
 // group), fetches them, and lets go of them once published; the first
-// thread's walk then finds them whole. Only without a budget (cache limit
+// thread's walk then finds them whole. It starts once the objects of the
+// first reads are ready, so that they do not share the link with it. Only without a budget (cache limit
 // 0): with one, what is fetched ahead and what it evicts stay in the first
 // thread's order of use. Its failures are left to the first thread, which meets them
 // again and reports them.
