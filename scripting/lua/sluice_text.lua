@@ -9,7 +9,9 @@
 --
 -- The ids equal python3-sentencepiece's SentencePieceProcessor.encode(text)
 -- for the same model and UTF-8 text (unigram and BPE models, byte fallback).
--- tok.vocab_size, tok.bos_id, tok.eos_id, tok.pad_id, tok.unk_id (-1: none).
+-- tok.vocab_size, tok.bos_id, tok.eos_id, tok.pad_id, tok.unk_id (-1: none);
+-- tok.encoder: "sluice unigram" (unigram models: Sluice's own encoder, the
+-- same ids) or "libsentencepiece" with the reason.
 local ffi = require("ffi")
 local tensor = require("sluice.tensor")
 
@@ -20,6 +22,7 @@ typedef struct sluice_text_api {
   int (*sp_encode)(void* model, const void* data, uint64_t size, const int32_t** ids, uint64_t* count,
                    char* err, uint64_t err_size);
   int32_t (*sp_info)(void* model, int32_t what);
+  const char* (*sp_encoder)(void* model);
 } sluice_text_api;
 ]]
 
@@ -49,6 +52,7 @@ function M.sentencepiece(path, level)
   local tok = setmetatable({ handle = ffi.gc(handle, C.sp_free), path = path }, SentencePiece)
   tok.vocab_size, tok.bos_id, tok.eos_id = C.sp_info(handle, 0), C.sp_info(handle, 1), C.sp_info(handle, 2)
   tok.pad_id, tok.unk_id = C.sp_info(handle, 3), C.sp_info(handle, 4)
+  tok.encoder = ffi.string(C.sp_encoder(handle))
   return tok
 end
 

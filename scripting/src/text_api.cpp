@@ -65,7 +65,9 @@ std::int32_t sp_info(void* handle, std::int32_t what) noexcept {
   return -1;
 }
 
-constexpr sluice_text_api kApi = {sp_open, sp_free, sp_encode, sp_info};
+const char* sp_encoder(void* handle) noexcept { return static_cast<Model*>(handle)->sp->encoder().c_str(); }
+
+constexpr sluice_text_api kApi = {sp_open, sp_free, sp_encode, sp_info, sp_encoder};
 
 }  // namespace
 

@@ -26,6 +26,8 @@ struct sluice_text_api {
                    std::uint64_t* count, char* err, std::uint64_t err_size);
   // what: 0 vocabulary size, 1 bos id, 2 eos id, 3 pad id, 4 unk id (-1: none).
   std::int32_t (*sp_info)(void* model, std::int32_t what);
+  // Which encoder runs (tokenizer.h encoder()), valid while the model lives.
+  const char* (*sp_encoder)(void* model);
 };
 
 }  // extern "C"

@@ -233,6 +233,7 @@ TEST_CASE("sluice.sentencepiece tokenizes any source's bytes in the workers, as 
   const std::string path = dir.write("t.lua", R"(
 local sluice = require("sluice")
 local tok = sluice.sentencepiece("m.model")
+assert(tok.encoder == "sluice unigram", tok.encoder)  -- a unigram model: Sluice's encoder, in each worker
 local MAX = 16384
 return sluice.pipeline {
   source = sluice.files{ "/usr/share/common-licenses/[A-M]*" },
