@@ -333,7 +333,9 @@ void UnigramEncoder::normalize(std::string_view input, std::string& out) const {
 // PopulateSentencePieceText's ids.
 bool UnigramEncoder::encode(std::string_view text, std::vector<std::int32_t>* ids) const {
   ids->clear();
-  if (text.find('\0') != std::string_view::npos) return false;
+  // NUL: see the header; past 512 MiB the normalized text (up to 3 bytes a
+  // byte) could pass the int positions the library works in.
+  if (text.size() > (std::size_t{1} << 29) || text.find('\0') != std::string_view::npos) return false;
   Scratch& s = scratch();
   normalize(text, s.normalized);
   const std::string_view normalized = s.normalized;
