@@ -52,7 +52,6 @@ Prefetcher::~Prefetcher() {
 // and what that evicts follow the plan's order exactly (Belady), whatever
 // the workers' pins squeeze.
 std::size_t Prefetcher::in_flight() const {
-  if (options_.limit > 0) return 1;
   return std::clamp<std::size_t>(options_.transfer.max_in_flight / 2, 1, 4);
 }
 

@@ -8,15 +8,15 @@
 // Objects are numbered by their place in the list given at construction.
 // want() names the objects the coming reads need, in the order of their next
 // use, the first `needed` of them for reads about to start: a thread with its
-// own Cache (cache.h) downloads them front to back, a few at once without a
-// cache limit, one at a time with one (the run of missing objects at the
-// front: up to max_in_flight / 2, at most 4; ahead,
+// own Cache (cache.h) downloads them front to back, a few at once (the run
+// of missing objects at the front: up to max_in_flight / 2, at most 4; ahead,
 // skipping those another process of the node is downloading, so that the
 // workers of a node fetch different shards at once), and keeps
 // each pinned until a later want() leaves it out. Objects after the needed
 // ones are fetched ahead only while they fit within the cache's limit once
-// unpinned objects are evicted (Cache::get_if_room); the thread stops at the
-// first that does not fit and tries again at the next want(). So the
+// unpinned objects are evicted (Cache::get_all_if_room for a run, else
+// get_if_room for its first alone); the thread stops at the first that does
+// not fit and tries again at the next want(). So the
 // directory passes `limit` only by needed objects: with every process on the
 // node asking through a Prefetcher, by at most the objects the reads about to
 // start need, per process, that no one had fetched ahead. The eviction order
