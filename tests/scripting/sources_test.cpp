@@ -196,7 +196,7 @@ TEST_CASE("tar: WebDataset members grouped into samples with fields by extension
   CHECK(seen.size() == 10);
 }
 
-TEST_CASE("local shards by WebDataset brace ranges; a file whose name holds braces is taken as it is", "[sources]") {
+TEST_CASE("local shards by WebDataset brace ranges, and a file whose name holds braces taken as it is", "[sources]") {
   const std::string data = shared_data();
   if (data.empty()) return;
   TempDir dir;

@@ -165,13 +165,20 @@ void Prefetcher::run() {
       std::vector<std::uint32_t> group;
       std::vector<std::string> group_urls;
       std::vector<std::uint64_t> group_sizes;
+      std::uint64_t group_bytes = 0;
       auto add = [&](std::uint32_t k) {
         group.push_back(k);
         group_urls.push_back(urls_[k]);
         group_sizes.push_back(sizes_[k]);
+        group_bytes += sizes_[k];
       };
       for (std::size_t i = first; i < order.size() && group.size() < in_flight; ++i) {
         if ((i < needed) != (first < needed) || pinned[order[i]]) break;
+        // With a budget, a run ahead holds at most a quarter of it: room made
+        // for a larger one unpins and evicts what the other workers fetched
+        // ahead, fetched again later (one object always goes).
+        if (options_.limit > 0 && i >= needed && !group.empty() && group_bytes + sizes_[order[i]] > options_.limit / 4)
+          break;
         // One in the cache already (the lane's, another worker's): pinned
         // and ready at once, not after the downloads of a group.
         if (cache.whole(urls_[order[i]])) {
