@@ -15,7 +15,8 @@
 // reading row by row; rows read out of order are served from a row-major
 // copy of the fixed-size columns, one cache line per row of up to 64 bytes,
 // and read_group() hands out a whole group for a batch filler to gather the
-// rows of it that a batch holds, column by column (gather_rows).
+// rows of it that a batch holds, column by column (gather_rows), or a row's
+// side-by-side columns with one copy (join_runs).
 //
 // What is read: physical types BOOLEAN, INT32, INT64, INT96 (Spark's
 // timestamps: int64 microseconds since the epoch, as Spark means them), FLOAT, DOUBLE, BYTE_ARRAY,
@@ -136,8 +137,18 @@ SLUICE_API void copy_run(const ParquetColumnRun& run, std::uint64_t rows, std::b
 // i < rows.size() (at has as many): one tight loop for the column, as
 // copy_run. How a batch filler puts rows read out of order into its slots
 // without reading them one by one.
+// Rows are prefetched a few ahead (the batch's rows are known), and widths
+// 16, 32 and 64 (joined runs, below) also copy without a call per value.
 SLUICE_API void gather_rows(const ParquetColumnRun& run, std::span<const std::uint64_t> rows,
                             std::span<const std::uint32_t> at, std::byte* dst, std::size_t dst_stride) noexcept;
+
+// Joins, in place, each run that starts where the one before it ends in
+// every row (data == before's data + width, the same stride: the
+// interleaved columns read_group() gives) into that one, its width the sum;
+// returns how many runs are left, runs[0, that). A batch filler whose slots
+// hold those columns side by side too then gathers or copies a row's values
+// with one copy instead of one per column. Null runs are never joined.
+SLUICE_API std::size_t join_runs(std::span<ParquetColumnRun> runs) noexcept;
 
 struct ParquetReaderOptions {
   std::size_t cached_row_groups = 2;  // decoded row groups kept, at least 1
