@@ -134,7 +134,8 @@ std::uint32_t EpochPlan::batch_length(std::uint64_t batch) const {
 // order, so ranks are disjoint and interleaved. With ShardPolicy::pad the
 // positions past N wrap around to the start of the same epoch's order.
 std::uint64_t EpochPlan::global_index(std::uint64_t position) const {
-  return (position * world_ + rank_) % n_;
+  const std::uint64_t global = position * world_ + rank_;
+  return global < n_ ? global : global % n_;  // the division only past the end (padding)
 }
 
 // One permutation per (seed, epoch); building one is a handful of multiplies,

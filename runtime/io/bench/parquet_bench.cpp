@@ -151,19 +151,7 @@ double read_rows(sluice::io::ParquetReader& reader, const std::vector<std::uint6
     }
     while (!scattered.empty()) {
       const auto [begin, end] = reader.read_group(order[first + scattered.front()], runs);
-      rows.clear();
-      at.clear();
-      std::size_t left = 0;
-      for (const std::uint32_t j : scattered) {
-        const std::uint64_t row = order[first + j];
-        if (row >= begin && row < end) {
-          rows.push_back(row - begin);
-          at.push_back(j);
-        } else {
-          scattered[left++] = j;
-        }
-      }
-      scattered.resize(left);
+      sluice::io::take_group_rows(std::span(order).subspan(first, last - first), begin, end, scattered, rows, at);
       if (dense(runs)) {
         // The slot holds the columns side by side, as the group's
         // interleaved rows do: one copy of each row (join_runs).

@@ -422,6 +422,27 @@ void gather_rows(const ParquetColumnRun& run, std::span<const std::uint64_t> row
   }
 }
 
+void take_group_rows(std::span<const std::uint64_t> samples, std::uint64_t begin, std::uint64_t end,
+                     std::vector<std::uint32_t>& pending, std::vector<std::uint64_t>& rows,
+                     std::vector<std::uint32_t>& at) {
+  rows.resize(pending.size());
+  at.resize(pending.size());
+  std::size_t in = 0, left = 0;
+  for (std::size_t t = 0; t < pending.size(); ++t) {
+    const std::uint32_t j = pending[t];
+    const std::uint64_t r = samples[j] - begin;  // wraps for rows before begin
+    const bool inside = r < end - begin;
+    rows[in] = r;
+    at[in] = j;
+    in += inside;
+    pending[left] = j;
+    left += !inside;
+  }
+  rows.resize(in);
+  at.resize(in);
+  pending.resize(left);
+}
+
 std::size_t join_runs(std::span<ParquetColumnRun> runs) noexcept {
   std::size_t kept = 0;
   for (std::size_t k = 0; k < runs.size(); ++k) {
@@ -434,6 +455,52 @@ std::size_t join_runs(std::span<ParquetColumnRun> runs) noexcept {
     runs[kept++] = run;
   }
   return kept;
+}
+
+void split_rows(const std::byte* rows, std::size_t stride, std::size_t n, const std::uint8_t* mark,
+                std::span<const ParquetRowField> fields) noexcept {
+  for (std::size_t k = 0; k < fields.size();) {
+#if defined(__SSE2__)
+    // fields [k, k + 4) of 4 bytes side by side: transposed four rows at a time
+    bool quad = k + 4 <= fields.size();
+    for (std::size_t j = k; quad && j < k + 4; ++j)
+      quad = fields[j].width == 4 && fields[j].offset == fields[k].offset + (j - k) * 4;
+    if (quad) {
+      const std::byte* src = rows + fields[k].offset;
+      float* d[4];
+      for (std::size_t j = 0; j < 4; ++j) d[j] = reinterpret_cast<float*>(fields[k + j].dst);
+      std::size_t i = 0;
+      for (; i + 4 <= n; i += 4) {
+        std::uint32_t marks;
+        std::memcpy(&marks, mark + i, 4);
+        if (marks == 0) continue;
+        if (marks != 0x01010101u) {  // some rows of the four not marked (or marks other than 1): one by one
+          for (std::size_t r = i; r < i + 4; ++r)
+            if (mark[r] != 0)
+              for (std::size_t j = 0; j < 4; ++j) std::memcpy(d[j] + r, src + r * stride + j * 4, 4);
+          continue;
+        }
+        __m128 r0 = _mm_loadu_ps(reinterpret_cast<const float*>(src + i * stride));
+        __m128 r1 = _mm_loadu_ps(reinterpret_cast<const float*>(src + (i + 1) * stride));
+        __m128 r2 = _mm_loadu_ps(reinterpret_cast<const float*>(src + (i + 2) * stride));
+        __m128 r3 = _mm_loadu_ps(reinterpret_cast<const float*>(src + (i + 3) * stride));
+        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+        _mm_storeu_ps(d[0] + i, r0);
+        _mm_storeu_ps(d[1] + i, r1);
+        _mm_storeu_ps(d[2] + i, r2);
+        _mm_storeu_ps(d[3] + i, r3);
+      }
+      for (; i < n; ++i)
+        if (mark[i] != 0)
+          for (std::size_t j = 0; j < 4; ++j) std::memcpy(d[j] + i, src + i * stride + j * 4, 4);
+      k += 4;
+      continue;
+    }
+#endif
+    const ParquetRowField& f = fields[k++];
+    for (std::size_t i = 0; i < n; ++i)
+      if (mark[i] != 0) std::memcpy(f.dst + i * f.width, rows + i * stride + f.offset, f.width);
+  }
 }
 
 }  // namespace sluice::io
