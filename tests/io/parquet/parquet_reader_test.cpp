@@ -12,6 +12,7 @@
 #include <random>
 #include <set>
 
+#include "parquet/byte_buffer.h"
 #include "parquet_test_support.h"
 #include "sluice/error.h"
 #include "sluice/io/parquet.h"
@@ -315,4 +316,26 @@ TEST_CASE("parquet reader: 4-byte columns side by side interleave to the rows re
       REQUIRE(row_text(backward, r) == in_order[r]);
     }
   }
+}
+
+TEST_CASE("parquet reader's buffers: grown past huge-page size they keep their bytes and alignment", "[parquet]") {
+  // A decoded group's buffer of 4 MiB or more is 2 MiB aligned (asked for
+  // huge pages); smaller ones start on a cache line; growing keeps the bytes.
+  sluice::io::parquet::ByteBuffer buffer;
+  buffer.resize(1000);
+  for (std::size_t i = 0; i < buffer.size(); ++i) buffer.data()[i] = static_cast<std::byte>(i * 7);
+  CHECK(reinterpret_cast<std::uintptr_t>(buffer.data()) % sluice::io::parquet::ByteBuffer::kAlign == 0);
+  const std::size_t big = 9 * (std::size_t{1} << 20) + 13;
+  buffer.resize(big);
+  CHECK(reinterpret_cast<std::uintptr_t>(buffer.data()) % sluice::io::parquet::ByteBuffer::kHuge == 0);
+  for (std::size_t i = 0; i < 1000; ++i) REQUIRE(buffer.data()[i] == static_cast<std::byte>(i * 7));
+  buffer.data()[big - 1] = std::byte{0x42};  // the last byte is ours
+  std::byte* at = buffer.data();
+  buffer.clear();
+  buffer.resize(big);  // capacity kept: no new allocation
+  CHECK(buffer.data() == at);
+  CHECK(buffer.data()[big - 1] == std::byte{0x42});
+  buffer.resize(big * 2);
+  CHECK(buffer.data()[999] == static_cast<std::byte>(999 * 7));
+  CHECK(buffer.data()[big - 1] == std::byte{0x42});
 }
