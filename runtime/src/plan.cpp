@@ -54,11 +54,11 @@ void encrypt_lanes(std::uint64_t* x, std::uint64_t key, int half_bits, std::uint
   Lanes left = v >> half_bits;
   Lanes right = v & mask;
   for (int r = 0; r < kFeistelRounds; ++r) {
-    Lanes h = right ^ (key ^ (static_cast<std::uint64_t>(r) * 0x9e3779b97f4a7c15ULL));
+    Lanes h = right ^ static_cast<std::uint64_t>(key ^ (static_cast<std::uint64_t>(r) * 0x9e3779b97f4a7c15ULL));
     h ^= h >> 30;
-    h *= 0xbf58476d1ce4e5b9ULL;
+    h *= std::uint64_t{0xbf58476d1ce4e5b9ULL};
     h ^= h >> 27;
-    h *= 0x94d049bb133111ebULL;
+    h *= std::uint64_t{0x94d049bb133111ebULL};
     h ^= h >> 31;
     const Lanes next = left ^ (h & mask);
     left = right;
