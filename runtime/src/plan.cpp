@@ -1,6 +1,8 @@
 #include "sluice/plan.h"
 
+#include <algorithm>
 #include <bit>
+#include <cstring>
 #include <string>
 
 #include "mix64.h"
@@ -31,6 +33,41 @@ inline std::uint64_t encrypt(std::uint64_t x, std::uint64_t key, int half_bits, 
   return (left << half_bits) | right;
 }
 
+constexpr std::size_t kLanes = 8;
+
+#if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__)
+// Built twice, the one for the CPU chosen when the library loads: with
+// AVX-512 (x86-64-v4) a lane's 64-bit multiplies are one instruction for all 8.
+#define SLUICE_LANE_CLONES __attribute__((target_clones("arch=x86-64-v4", "default")))
+#else
+#define SLUICE_LANE_CLONES
+#endif
+
+// encrypt() of the kLanes values at x, in place, as vector code (GCC's
+// vector extension): the same rounds, feistel_round's mix64 spelled out
+// for a vector.
+SLUICE_LANE_CLONES
+void encrypt_lanes(std::uint64_t* x, std::uint64_t key, int half_bits, std::uint64_t mask) {
+  using Lanes = std::uint64_t __attribute__((vector_size(kLanes * sizeof(std::uint64_t))));
+  Lanes v;
+  std::memcpy(&v, x, sizeof v);
+  Lanes left = v >> half_bits;
+  Lanes right = v & mask;
+  for (int r = 0; r < kFeistelRounds; ++r) {
+    Lanes h = right ^ static_cast<std::uint64_t>(key ^ (static_cast<std::uint64_t>(r) * 0x9e3779b97f4a7c15ULL));
+    h ^= h >> 30;
+    h *= std::uint64_t{0xbf58476d1ce4e5b9ULL};
+    h ^= h >> 27;
+    h *= std::uint64_t{0x94d049bb133111ebULL};
+    h ^= h >> 31;
+    const Lanes next = left ^ (h & mask);
+    left = right;
+    right = next;
+  }
+  v = (left << half_bits) | right;
+  std::memcpy(x, &v, sizeof v);
+}
+
 }  // namespace
 
 // A balanced Feistel network over 2 * half_bits_ bits is a bijection of
@@ -52,32 +89,40 @@ std::uint64_t Permutation::operator()(std::uint64_t i) const {
   return x;
 }
 
-// The first pass of kLanes values at a time, round by round across them: one
-// value's rounds are a chain of dependent multiplies, several values' chains
-// overlap in the core. A value that walks on (x >= n) continues alone, as
-// operator() would from there.
+// kLanes values at a time through the network (encrypt_lanes). The values
+// that walk on (x >= n, about 1 in 4^half_bits / n - 1) are collected, a
+// chunk's at a time, and walk on together, kLanes at a time too: the same
+// walk as operator()'s, without a chain of dependent rounds for each.
 void Permutation::apply(std::span<std::uint64_t> values) const {
-  constexpr std::size_t kLanes = 8;
-  std::size_t i = 0;
-  for (; i + kLanes <= values.size(); i += kLanes) {
-    std::uint64_t left[kLanes], right[kLanes];
-    for (std::size_t l = 0; l < kLanes; ++l) {
-      left[l] = values[i + l] >> half_bits_;
-      right[l] = values[i + l] & half_mask_;
+  constexpr std::size_t kChunk = 8 * kLanes;
+  for (std::size_t first = 0; first < values.size(); first += kChunk) {
+    const std::size_t n = std::min(kChunk, values.size() - first);
+    std::uint64_t* chunk = values.data() + first;
+    std::size_t i = 0;
+    for (; i + kLanes <= n; i += kLanes) encrypt_lanes(chunk + i, key_, half_bits_, half_mask_);
+    for (; i < n; ++i) chunk[i] = encrypt(chunk[i], key_, half_bits_, half_mask_);
+    std::uint32_t walking[kChunk];  // positions in the chunk still at or past n_
+    std::size_t count = 0;
+    for (std::size_t k = 0; k < n; ++k) {
+      walking[count] = static_cast<std::uint32_t>(k);
+      count += chunk[k] >= n_ ? 1 : 0;
     }
-    for (int r = 0; r < kFeistelRounds; ++r) {
-      for (std::size_t l = 0; l < kLanes; ++l) {
-        const std::uint64_t next = left[l] ^ feistel_round(right[l], key_, r, half_mask_);
-        left[l] = right[l];
-        right[l] = next;
+    while (count > 0) {
+      std::size_t left = 0;
+      for (std::size_t k = 0; k < count; k += kLanes) {
+        const std::size_t m = std::min(kLanes, count - k);
+        std::uint64_t lanes[kLanes] = {};
+        for (std::size_t l = 0; l < m; ++l) lanes[l] = chunk[walking[k + l]];
+        encrypt_lanes(lanes, key_, half_bits_, half_mask_);
+        for (std::size_t l = 0; l < m; ++l) {
+          chunk[walking[k + l]] = lanes[l];
+          walking[left] = walking[k + l];
+          left += lanes[l] >= n_ ? 1 : 0;
+        }
       }
-    }
-    for (std::size_t l = 0; l < kLanes; ++l) {
-      const std::uint64_t x = (left[l] << half_bits_) | right[l];
-      values[i + l] = x < n_ ? x : (*this)(x);
+      count = left;
     }
   }
-  for (; i < values.size(); ++i) values[i] = (*this)(values[i]);
 }
 
 EpochPlan::EpochPlan(const Options& o)
@@ -134,7 +179,8 @@ std::uint32_t EpochPlan::batch_length(std::uint64_t batch) const {
 // order, so ranks are disjoint and interleaved. With ShardPolicy::pad the
 // positions past N wrap around to the start of the same epoch's order.
 std::uint64_t EpochPlan::global_index(std::uint64_t position) const {
-  return (position * world_ + rank_) % n_;
+  const std::uint64_t global = position * world_ + rank_;
+  return global < n_ ? global : global % n_;  // the division only past the end (padding)
 }
 
 // One permutation per (seed, epoch); building one is a handful of multiplies,

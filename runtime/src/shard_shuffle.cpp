@@ -15,6 +15,10 @@ using detail::mix64;
 
 std::atomic<std::uint64_t> next_id{1};
 
+// Windows of at most this many shards find a position's shard by counting
+// (Epoch::samples), larger ones by binary search.
+constexpr std::uint64_t kCountedSlots = 16;
+
 // The last epoch table this thread asked for. A thread-local, not a shared
 // cache behind a lock: workers are forked, and a child must not inherit a
 // lock another thread of its parent held.
@@ -100,10 +104,22 @@ void ShardShuffle::Epoch::samples(std::span<std::uint64_t> positions) const {
     // A permuted position stays in the window: its slot is among [first, last).
     const auto slots_begin = prefix_.begin() + static_cast<std::ptrdiff_t>(first);
     const auto slots_end = prefix_.begin() + static_cast<std::ptrdiff_t>(last) + 1;
-    for (std::uint64_t& q : run) {
-      const std::uint64_t at = begin + q;
-      const auto j = static_cast<std::size_t>(std::upper_bound(slots_begin, slots_end, at) - prefix_.begin() - 1);
-      q = owner_->starts_[order_[j]] + (at - prefix_[j]);
+    if (last - first <= kCountedSlots) {
+      // The slot is the last one starting at or before the position: with
+      // a few slots, counted without a branch (a binary search mispredicts
+      // about once a position, the positions being permuted).
+      for (std::uint64_t& q : run) {
+        const std::uint64_t at = begin + q;
+        std::size_t j = first;
+        for (std::uint64_t s = first + 1; s < last; ++s) j += prefix_[s] <= at;
+        q = owner_->starts_[order_[j]] + (at - prefix_[j]);
+      }
+    } else {
+      for (std::uint64_t& q : run) {
+        const std::uint64_t at = begin + q;
+        const auto j = static_cast<std::size_t>(std::upper_bound(slots_begin, slots_end, at) - prefix_.begin() - 1);
+        q = owner_->starts_[order_[j]] + (at - prefix_[j]);
+      }
     }
     i = n;
   }

@@ -481,29 +481,94 @@ std::int32_t RecordFeed::fill_parquet(std::span<const std::uint64_t> samples,
 std::int32_t RecordFeed::gather_parquet(std::span<const std::uint64_t> samples,
                                         std::span<const sluice_parquet_slot> slots, std::uint8_t* done,
                                         const BatchContext* batch) {
+  split_fields_.clear();
+  split_stride_ = 0;
+  // The rows gathered whole go to their fields when the batch's groups are
+  // all gathered, or when a group fails to read (done[] already says 1 for them).
+  auto split = [&]() noexcept {
+    if (split_stride_ == 0) return;
+    io::split_rows(split_scratch_.data(), split_stride_, samples.size(), split_mark_.data(), split_fields_);
+    split_stride_ = 0;
+  };
+  try {
+    const std::int32_t written = gather_parquet_groups(samples, slots, done, batch);
+    split();
+    return written;
+  } catch (...) {
+    split();
+    throw;
+  }
+}
+
+// Whether the fields that `slot_copied_` marks lie side by side in one row
+// of the current group's runs (its interleaved columns): then group_fields_
+// holds their places in a row of `*span` bytes from `*first`.
+bool RecordFeed::fields_in_row(std::span<const sluice_parquet_slot> slots, const std::byte** first,
+                               std::size_t* span, std::size_t* stride) {
+  group_fields_.clear();
+  const std::byte* lo = nullptr;
+  const std::byte* hi = nullptr;
+  std::size_t s = 0;
+  for (std::size_t k = 0; k < slots.size(); ++k) {
+    if (!slot_copied_[k]) continue;
+    const io::ParquetColumnRun& run = parquet_runs_[static_cast<std::size_t>(slot_column_[k])];
+    if (s == 0) s = run.stride;
+    if (run.stride != s) return false;
+    lo = lo == nullptr ? run.data : std::min(lo, run.data);
+    hi = hi == nullptr ? run.data + run.width : std::max(hi, run.data + run.width);
+  }
+  if (lo == nullptr || static_cast<std::size_t>(hi - lo) > s) return false;  // not one row: not interleaved
+  for (std::size_t k = 0; k < slots.size(); ++k) {
+    if (!slot_copied_[k]) continue;
+    const io::ParquetColumnRun& run = parquet_runs_[static_cast<std::size_t>(slot_column_[k])];
+    group_fields_.push_back({static_cast<std::size_t>(run.data - lo), run.width, static_cast<std::byte*>(slots[k].dst)});
+  }
+  *first = lo;
+  *span = static_cast<std::size_t>(hi - lo);
+  *stride = s;
+  return group_fields_.size() >= 2;
+}
+
+std::int32_t RecordFeed::gather_parquet_groups(std::span<const std::uint64_t> samples,
+                                               std::span<const sluice_parquet_slot> slots, std::uint8_t* done,
+                                               const BatchContext* batch) {
   std::int32_t written = 0;
   while (!gather_at_.empty()) {
     if (batch != nullptr) batch->begin_sample(gather_at_.front());
     const auto [first, end] = parquet_->read_group(samples[gather_at_.front()], parquet_runs_);
-    group_rows_.clear();
-    group_at_.clear();
-    std::size_t left = 0;
-    for (const std::uint32_t j : gather_at_) {
-      if (samples[j] >= first && samples[j] < end) {
-        group_rows_.push_back(samples[j] - first);
-        group_at_.push_back(j);
-      } else {
-        gather_at_[left++] = j;
-      }
-    }
-    gather_at_.resize(left);
+    io::take_group_rows(samples, first, end, gather_at_, group_rows_, group_at_);
     std::size_t copied = 0;
     for (std::size_t k = 0; k < slots.size(); ++k) {
       const io::ParquetColumnRun& run = parquet_runs_[static_cast<std::size_t>(slot_column_[k])];
       slot_copied_[k] = by_column(run, slots[k]);
-      if (!slot_copied_[k]) continue;
-      io::gather_rows(run, group_rows_, group_at_, static_cast<std::byte*>(slots[k].dst), slots[k].stride);
-      ++copied;
+      copied += slot_copied_[k] ? 1 : 0;
+    }
+    // Fields side by side in the group's interleaved rows, laid out as in
+    // the rows gathered whole so far this batch: each row copied once into
+    // the scratch, split into the fields at the end. Otherwise field by field.
+    const std::byte* first_byte = nullptr;
+    std::size_t span = 0, stride = 0;
+    const bool whole = copied > 0 && fields_in_row(slots, &first_byte, &span, &stride) &&
+                       (split_stride_ == 0 || (span == split_stride_ && group_fields_.size() == split_fields_.size() &&
+                                               std::equal(group_fields_.begin(), group_fields_.end(), split_fields_.begin(),
+                                                          [](const io::ParquetRowField& a, const io::ParquetRowField& b) {
+                                                            return a.offset == b.offset && a.width == b.width && a.dst == b.dst;
+                                                          })));
+    if (whole) {
+      if (split_stride_ == 0) {
+        split_fields_ = group_fields_;
+        split_stride_ = span;
+        split_scratch_.resize(samples.size() * span);
+        split_mark_.assign(samples.size(), 0);
+      }
+      io::gather_rows({first_byte, span, stride}, group_rows_, group_at_, split_scratch_.data(), span);
+      for (const std::uint32_t j : group_at_) split_mark_[j] = 1;
+    } else {
+      for (std::size_t k = 0; k < slots.size(); ++k) {
+        if (!slot_copied_[k]) continue;
+        const io::ParquetColumnRun& run = parquet_runs_[static_cast<std::size_t>(slot_column_[k])];
+        io::gather_rows(run, group_rows_, group_at_, static_cast<std::byte*>(slots[k].dst), slots[k].stride);
+      }
     }
     if (copied > 0) rows_gathered_ += group_at_.size();
     if (copied == slots.size()) {

@@ -144,6 +144,10 @@ class RecordFeed {
   bool take_parquet(std::uint64_t index, sluice_record& out);
   std::int32_t gather_parquet(std::span<const std::uint64_t> samples, std::span<const sluice_parquet_slot> slots,
                               std::uint8_t* done, const BatchContext* batch);
+  std::int32_t gather_parquet_groups(std::span<const std::uint64_t> samples, std::span<const sluice_parquet_slot> slots,
+                                     std::uint8_t* done, const BatchContext* batch);
+  bool fields_in_row(std::span<const sluice_parquet_slot> slots, const std::byte** first, std::size_t* span,
+                     std::size_t* stride);
   std::int32_t fill_parquet_rows(std::span<const std::uint64_t> samples, std::span<const sluice_parquet_slot> slots,
                                  std::span<const std::uint32_t> at, std::uint8_t* done);
   bool take_tokens(std::uint64_t index, sluice_record& out);
@@ -192,6 +196,13 @@ class RecordFeed {
   std::vector<std::uint32_t> gather_at_;   // fill_parquet: batch positions of the rows not in a run
   std::vector<std::uint32_t> group_at_;    // fill_parquet: batch positions of one row group's rows
   std::vector<std::uint64_t> group_rows_;  // fill_parquet: those rows within the group
+  // gather_parquet: the batch's gathered rows whole, row-major at their batch
+  // positions (split_stride_ bytes a row), marked, and split into the fields
+  // (io::split_rows) once the batch's groups are gathered.
+  std::vector<std::byte> split_scratch_;
+  std::vector<std::uint8_t> split_mark_;
+  std::vector<io::ParquetRowField> split_fields_, group_fields_;
+  std::size_t split_stride_ = 0;
   std::uint64_t rows_gathered_ = 0;
   // packed
   std::uint64_t epoch_ = 0;        // of the batch being filled (begin_batch)

@@ -268,6 +268,21 @@ TEST_CASE("parquet: without a map, runs of rows go straight into the batch with 
        "'date_string_col' } }",
        "fields = { { 'id', 'int32' }, { 'string_col', 'bytes', 4 }, { 'date_string_col', 'bytes', 16 } }, "
        "batch_size = 100, shuffle = true, seed = 3, workers = 2", true},
+      // Shuffled rows gathered whole from the interleaved row and split into
+      // the fields (four 4-byte fields side by side transposed at once):
+      // fields in the columns' order, in another order, and beside a string.
+      {"sluice.parquet{ '" + kCorpus + "alltypes_tiny_pages_plain.parquet', columns = { 'id', 'int_col', 'year', "
+       "'month', 'float_col' } }",
+       "batch_size = 100, shuffle = true, seed = 6, workers = 1", true},
+      {"sluice.parquet{ '" + kCorpus + "alltypes_tiny_pages_plain.parquet', columns = { 'id', 'int_col', 'year', "
+       "'month', 'float_col' } }",
+       "fields = { { 'month', 'int32' }, { 'float_col', 'float32' }, { 'id', 'int32' }, { 'int_col', 'int32' }, "
+       "{ 'year', 'int32' } }, batch_size = 37, shuffle = true, seed = 8, workers = 2", true},
+      {"sluice.parquet{ '" + kCorpus + "alltypes_tiny_pages_plain.parquet', columns = { 'id', 'string_col', "
+       "'int_col', 'year', 'month', 'float_col' } }",
+       "fields = { { 'id', 'int32' }, { 'string_col', 'bytes', 4 }, { 'int_col', 'int32' }, { 'year', 'int32' }, "
+       "{ 'month', 'int32' }, { 'float_col', 'float32' } }, batch_size = 64, shuffle = true, seed = 3, workers = 1",
+       true},
       {"sluice.parquet{ '" + kCorpus + "datapage_v2.snappy.parquet', columns = { 'a', 'b' } }",
        "fields = { { 'a', 'bytes', 3 }, { 'b', 'int32' } }, batch_size = 2, shuffle = false, workers = 1"},
       {"sluice.parquet{ '" + kCorpus + "datapage_v2.snappy.parquet', columns = { 'a', 'b' } }",

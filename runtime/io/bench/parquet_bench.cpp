@@ -14,8 +14,9 @@
 // batches of 256 rows (consecutive rows of fixed-size columns copied column
 // by column, ParquetReader::read_run), and of Sluice reading them shuffled
 // within a window of 2 row groups (each group decoded once, a batch's rows
-// gathered group by group, column by column: read_group, gather_rows;
-// strings row by row), with the ratios (targets: >= 0.8
+// gathered group by group, the columns that lie side by side in the group's
+// interleaved rows and in the slot with one copy a row: read_group,
+// join_runs, gather_rows; strings row by row), with the ratios (targets: >= 0.8
 // of DuckDB, shuffled >= 0.7 of sequential) and this machine's first-touch
 // cost per page.
 // For every table it also times the real pipeline: rows/s out of a
@@ -108,7 +109,9 @@ bool dense(const std::vector<sluice::io::ParquetColumnRun>& runs) {
 // all fixed-size without nulls, each column's run is copied into the slots
 // with one strided loop (ParquetReader::read_run); the batch's other rows
 // are gathered row group by row group, each column's values for all of the
-// group's rows with one loop (read_group, gather_rows), or read one by one
+// group's rows with one loop (read_group, gather_rows; columns side by side
+// in the group's interleaved rows and in the slot joined, join_runs, so a
+// numeric row is one copy), or read one by one
 // where a column is not dense (strings), as RecordFeed::fill_parquet does.
 // The reader lives as long as a worker's would: its decoded groups are
 // dropped before each run, its buffers kept. Returns seconds.
@@ -118,7 +121,7 @@ double read_rows(sluice::io::ParquetReader& reader, const std::vector<std::uint6
   const std::size_t slot = columns == 1 ? 4096 : columns * 4;
   std::vector<std::byte> batch(kBatch * slot);
   std::vector<sluice::io::ParquetValue> values(columns);
-  std::vector<sluice::io::ParquetColumnRun> runs(columns);
+  std::vector<sluice::io::ParquetColumnRun> runs(columns), joined(columns);
   std::vector<std::uint32_t> scattered, at;  // rows of the batch not in a run; those of one group
   std::vector<std::uint64_t> rows;           // theirs, within the group
   std::uint64_t sum = 0;
@@ -148,24 +151,16 @@ double read_rows(sluice::io::ParquetReader& reader, const std::vector<std::uint6
     }
     while (!scattered.empty()) {
       const auto [begin, end] = reader.read_group(order[first + scattered.front()], runs);
-      rows.clear();
-      at.clear();
-      std::size_t left = 0;
-      for (const std::uint32_t j : scattered) {
-        const std::uint64_t row = order[first + j];
-        if (row >= begin && row < end) {
-          rows.push_back(row - begin);
-          at.push_back(j);
-        } else {
-          scattered[left++] = j;
-        }
-      }
-      scattered.resize(left);
+      sluice::io::take_group_rows(std::span(order).subspan(first, last - first), begin, end, scattered, rows, at);
       if (dense(runs)) {
+        // The slot holds the columns side by side, as the group's
+        // interleaved rows do: one copy of each row (join_runs).
+        joined = runs;
+        const std::size_t count = sluice::io::join_runs(joined);
         std::size_t offset = 0;
-        for (const sluice::io::ParquetColumnRun& run : runs) {
-          sluice::io::gather_rows(run, rows, at, batch.data() + offset, slot);
-          offset += run.width;
+        for (std::size_t k = 0; k < count; ++k) {
+          sluice::io::gather_rows(joined[k], rows, at, batch.data() + offset, slot);
+          offset += joined[k].width;
         }
         continue;
       }

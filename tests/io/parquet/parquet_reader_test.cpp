@@ -12,6 +12,7 @@
 #include <random>
 #include <set>
 
+#include "parquet/byte_buffer.h"
 #include "parquet_test_support.h"
 #include "sluice/error.h"
 #include "sluice/io/parquet.h"
@@ -197,4 +198,144 @@ TEST_CASE("parquet reader: rows gathered from a whole row group equal rows read 
     CHECK(gathered == order.size());
     CHECK(dense > 0);
   }
+}
+
+TEST_CASE("parquet reader: whole rows gathered through joined runs equal rows read one by one", "[parquet]") {
+  // The group's interleaved columns joined into runs as wide as the
+  // columns side by side (join_runs), each gathered with one copy a row into
+  // slots that hold every selected column side by side: rows in a shuffled
+  // order and in order, string columns (never joined, their place in the
+  // slot untouched) mixed with dense ones, and column selections whose
+  // joined width is 16, 32 and 64 bytes (gather_rows' wide cases) and others.
+  auto file = std::make_shared<const ParquetFile>(corpus("data/alltypes_tiny_pages_plain.parquet"));
+  const std::vector<std::vector<std::string>> selections = {
+      {},  // every column, strings among them
+      {"id", "int_col", "year", "month"},
+      {"bigint_col", "double_col", "id", "int_col", "year", "month", "float_col", "smallint_col"},
+      {"bigint_col", "double_col", "timestamp_col", "bigint_col", "double_col", "id", "int_col", "year", "month",
+       "float_col", "id"},
+      {"bigint_col", "double_col", "id", "int_col", "year", "month", "float_col", "smallint_col", "bigint_col",
+       "double_col", "timestamp_col", "tinyint_col", "id", "int_col", "year", "month"},
+      {"string_col", "id", "int_col", "year", "month", "date_string_col", "bigint_col"},
+  };
+  std::set<std::size_t> widths;
+  for (const auto& names : selections) {
+    ParquetReader reader({file}, names), by_row({file}, names);
+    const std::size_t columns = reader.column_names().size();
+    std::vector<std::size_t> offset(columns + 1, 0);
+    for (std::size_t c = 0; c < columns; ++c) {
+      std::vector<ParquetColumnRun> probe(columns);
+      reader.read_run(0, 1, probe);
+      offset[c + 1] = offset[c] + probe[c].width;
+    }
+    const std::size_t slot = offset[columns] + 5;  // wider than the row
+    for (const bool shuffled : {true, false}) {
+      INFO("columns " << columns << (shuffled ? ", shuffled" : ", in order"));
+      std::vector<std::uint64_t> order(reader.rows());
+      std::iota(order.begin(), order.end(), 0);
+      if (shuffled) {
+        std::mt19937_64 rng(5);
+        std::shuffle(order.begin(), order.end(), rng);
+      }
+      order.resize(std::min<std::size_t>(order.size(), 700));
+      reader.clear();
+      std::vector<ParquetColumnRun> runs(columns), joined;
+      std::vector<ParquetValue> values(columns);
+      std::vector<std::byte> slots(order.size() * slot, std::byte{0x5a});
+      std::vector<std::uint64_t> rows;
+      std::vector<std::uint32_t> at;
+      const auto [begin, end] = reader.read_group(order[0], runs);
+      for (std::size_t j = 0; j < order.size(); ++j) {
+        if (order[j] < begin || order[j] >= end) continue;
+        rows.push_back(order[j] - begin);
+        at.push_back(static_cast<std::uint32_t>(j));
+      }
+      REQUIRE(rows.size() > 1);
+      joined = runs;
+      const std::size_t count = join_runs(joined);
+      REQUIRE(count >= 1);
+      REQUIRE(count <= columns);
+      // Each joined run starts with column c (its place in the slot) and
+      // spans the columns whose widths it sums.
+      std::size_t c = 0;
+      for (std::size_t k = 0; k < count; ++k) {
+        REQUIRE(joined[k].data == runs[c].data);
+        std::size_t end_c = c, width = 0;
+        while (end_c < columns && width < joined[k].width) width += runs[end_c++].width;
+        REQUIRE(width == joined[k].width);
+        if (joined[k].data != nullptr) {
+          widths.insert(joined[k].width);
+          gather_rows(joined[k], rows, at, slots.data() + offset[c], slot);
+        }
+        c = end_c;
+      }
+      REQUIRE(c == columns);
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        by_row.read(order[at[i]], values);
+        const std::byte* row = slots.data() + at[i] * slot;
+        for (std::size_t col = 0; col < columns; ++col) {
+          INFO("row " << order[at[i]] << ", column " << reader.column_names()[col]);
+          if (runs[col].data == nullptr) {  // a string: left for read()
+            for (std::size_t b = offset[col]; b < offset[col + 1]; ++b) REQUIRE(row[b] == std::byte{0x5a});
+            continue;
+          }
+          REQUIRE(values[col].bytes == runs[col].width);
+          CHECK(std::memcmp(row + offset[col], values[col].data, values[col].bytes) == 0);
+        }
+        CHECK(row[offset[columns]] == std::byte{0x5a});
+      }
+    }
+  }
+  for (std::size_t w : {16u, 32u, 64u}) {
+    INFO("joined width " << w);
+    CHECK(widths.count(w) == 1);
+  }
+  CHECK(widths.size() > 3);
+}
+
+TEST_CASE("parquet reader: 4-byte columns side by side interleave to the rows read in order", "[parquet]") {
+  // Interleaving moves four 4-byte columns side by side four rows at a
+  // time: every 4-byte column selected five times (spans of four and the
+  // rest), in groups of 10 rows (rows left after the fours) and of 7300.
+  for (const char* name : {"data/floating_orders_nan_count.parquet", "data/alltypes_tiny_pages_plain.parquet"}) {
+    INFO(name);
+    auto file = std::make_shared<const ParquetFile>(corpus(name));
+    ParquetReader all({file}, {});
+    std::vector<std::string> names;
+    std::vector<ParquetColumnRun> probe(all.column_names().size());
+    all.read_run(0, 1, probe);
+    for (std::size_t c = 0; c < probe.size(); ++c)
+      if (probe[c].data != nullptr && probe[c].width == 4)
+        for (int k = 0; k < 5; ++k) names.push_back(all.column_names()[c]);
+    REQUIRE(names.size() >= 5);
+    ParquetReader forward({file}, names), backward({file}, names);
+    std::vector<std::vector<std::string>> in_order;
+    for (std::uint64_t r = 0; r < file->rows(); ++r) in_order.push_back(row_text(forward, r));
+    for (std::uint64_t r = file->rows(); r-- > 0;) {
+      INFO("row " << r);
+      REQUIRE(row_text(backward, r) == in_order[r]);
+    }
+  }
+}
+
+TEST_CASE("parquet reader's buffers: grown past huge-page size they keep their bytes and alignment", "[parquet]") {
+  // A decoded group's buffer of 4 MiB or more is 2 MiB aligned (asked for
+  // huge pages); smaller ones start on a cache line; growing keeps the bytes.
+  sluice::io::parquet::ByteBuffer buffer;
+  buffer.resize(1000);
+  for (std::size_t i = 0; i < buffer.size(); ++i) buffer.data()[i] = static_cast<std::byte>(i * 7);
+  CHECK(reinterpret_cast<std::uintptr_t>(buffer.data()) % sluice::io::parquet::ByteBuffer::kAlign == 0);
+  const std::size_t big = 9 * (std::size_t{1} << 20) + 13;
+  buffer.resize(big);
+  CHECK(reinterpret_cast<std::uintptr_t>(buffer.data()) % sluice::io::parquet::ByteBuffer::kHuge == 0);
+  for (std::size_t i = 0; i < 1000; ++i) REQUIRE(buffer.data()[i] == static_cast<std::byte>(i * 7));
+  buffer.data()[big - 1] = std::byte{0x42};  // the last byte is ours
+  std::byte* at = buffer.data();
+  buffer.clear();
+  buffer.resize(big);  // capacity kept: no new allocation
+  CHECK(buffer.data() == at);
+  CHECK(buffer.data()[big - 1] == std::byte{0x42});
+  buffer.resize(big * 2);
+  CHECK(buffer.data()[999] == static_cast<std::byte>(999 * 7));
+  CHECK(buffer.data()[big - 1] == std::byte{0x42});
 }

@@ -15,7 +15,8 @@
 // reading row by row; rows read out of order are served from a row-major
 // copy of the fixed-size columns, one cache line per row of up to 64 bytes,
 // and read_group() hands out a whole group for a batch filler to gather the
-// rows of it that a batch holds, column by column (gather_rows).
+// rows of it that a batch holds, column by column (gather_rows), or a row's
+// side-by-side columns with one copy (join_runs).
 //
 // What is read: physical types BOOLEAN, INT32, INT64, INT96 (Spark's
 // timestamps: int64 microseconds since the epoch, as Spark means them), FLOAT, DOUBLE, BYTE_ARRAY,
@@ -136,8 +137,44 @@ SLUICE_API void copy_run(const ParquetColumnRun& run, std::uint64_t rows, std::b
 // i < rows.size() (at has as many): one tight loop for the column, as
 // copy_run. How a batch filler puts rows read out of order into its slots
 // without reading them one by one.
+// Rows are prefetched a few ahead (the batch's rows are known), and widths
+// 16, 32 and 64 (joined runs, below) also copy without a call per value.
 SLUICE_API void gather_rows(const ParquetColumnRun& run, std::span<const std::uint64_t> rows,
                             std::span<const std::uint32_t> at, std::byte* dst, std::size_t dst_stride) noexcept;
+
+// What gather_rows takes from a batch: of the batch positions `pending`
+// (samples[j]: the global row at position j), those whose row lies in
+// [begin, end) (read_group's answer) go to rows (as row - begin) and at (the
+// positions), in pending's order; pending keeps the others. Without a branch
+// a row: a shuffled batch's rows fall in one group or another at random.
+SLUICE_API void take_group_rows(std::span<const std::uint64_t> samples, std::uint64_t begin, std::uint64_t end,
+                                std::vector<std::uint32_t>& pending, std::vector<std::uint64_t>& rows,
+                                std::vector<std::uint32_t>& at);
+
+// Joins, in place, each run that starts where the one before it ends in
+// every row (data == before's data + width, the same stride: the
+// interleaved columns read_group() gives) into that one, its width the sum;
+// returns how many runs are left, runs[0, that). A batch filler whose slots
+// hold those columns side by side too then gathers or copies a row's values
+// with one copy instead of one per column. Null runs are never joined.
+SLUICE_API std::size_t join_runs(std::span<ParquetColumnRun> runs) noexcept;
+
+// A field's place in rows of a row-major table (what gather_rows writes
+// from a run as wide as a row) and the array split_rows() copies it to.
+struct ParquetRowField {
+  std::size_t offset = 0, width = 0;
+  std::byte* dst = nullptr;
+};
+
+// For each row i < n whose mark[i] is not 0: each field's `width` bytes at
+// rows + i * stride + offset to dst + i * width. Four fields of 4 bytes side
+// by side in the row, over four marked rows, are one 4x4 transpose. For a
+// batch that keeps each field in its own array: its rows gathered whole
+// into a row-major scratch at their batch positions (one copy a row), then
+// split into the fields' arrays (contiguous stores) instead of gathered
+// field by field.
+SLUICE_API void split_rows(const std::byte* rows, std::size_t stride, std::size_t n, const std::uint8_t* mark,
+                           std::span<const ParquetRowField> fields) noexcept;
 
 struct ParquetReaderOptions {
   std::size_t cached_row_groups = 2;  // decoded row groups kept, at least 1
