@@ -35,19 +35,11 @@ inline std::uint64_t encrypt(std::uint64_t x, std::uint64_t key, int half_bits, 
 
 constexpr std::size_t kLanes = 8;
 
-#if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__)
-// Built twice, the one for the CPU chosen when the library loads: with
-// AVX-512 (x86-64-v4) a lane's 64-bit multiplies are one instruction for all 8.
-#define SLUICE_LANE_CLONES __attribute__((target_clones("arch=x86-64-v4", "default")))
-#else
-#define SLUICE_LANE_CLONES
-#endif
-
 // encrypt() of the kLanes values at x, in place, as vector code (GCC's
 // vector extension): the same rounds, feistel_round's mix64 spelled out
-// for a vector.
-SLUICE_LANE_CLONES
-void encrypt_lanes(std::uint64_t* x, std::uint64_t key, int half_bits, std::uint64_t mask) {
+// for a vector. Compiled twice on x86-64 (below); always inlined into each.
+[[gnu::always_inline]] inline void encrypt_lanes_body(std::uint64_t* x, std::uint64_t key, int half_bits,
+                                                      std::uint64_t mask) {
   using Lanes = std::uint64_t __attribute__((vector_size(kLanes * sizeof(std::uint64_t))));
   Lanes v;
   std::memcpy(&v, x, sizeof v);
@@ -67,6 +59,31 @@ void encrypt_lanes(std::uint64_t* x, std::uint64_t key, int half_bits, std::uint
   v = (left << half_bits) | right;
   std::memcpy(x, &v, sizeof v);
 }
+
+void encrypt_lanes_generic(std::uint64_t* x, std::uint64_t key, int half_bits, std::uint64_t mask) {
+  encrypt_lanes_body(x, key, half_bits, mask);
+}
+
+using EncryptLanes = void (*)(std::uint64_t*, std::uint64_t, int, std::uint64_t);
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// With AVX-512 a lane's 64-bit multiplies are one instruction for all 8. The
+// CPU is asked at the first use, not by an ifunc: a resolver runs while the
+// dynamic linker relocates, before a sanitizer's runtime is up (TSan crashed
+// there).
+[[gnu::target("avx512f,avx512dq")]] void encrypt_lanes_avx512(std::uint64_t* x, std::uint64_t key, int half_bits,
+                                                              std::uint64_t mask) {
+  encrypt_lanes_body(x, key, half_bits, mask);
+}
+
+EncryptLanes pick_encrypt_lanes() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") ? encrypt_lanes_avx512
+                                                                                 : encrypt_lanes_generic;
+}
+#else
+EncryptLanes pick_encrypt_lanes() { return encrypt_lanes_generic; }
+#endif
 
 }  // namespace
 
@@ -95,6 +112,7 @@ std::uint64_t Permutation::operator()(std::uint64_t i) const {
 // walk as operator()'s, without a chain of dependent rounds for each.
 void Permutation::apply(std::span<std::uint64_t> values) const {
   constexpr std::size_t kChunk = 8 * kLanes;
+  static const EncryptLanes encrypt_lanes = pick_encrypt_lanes();
   for (std::size_t first = 0; first < values.size(); first += kChunk) {
     const std::size_t n = std::min(kChunk, values.size() - first);
     std::uint64_t* chunk = values.data() + first;
