@@ -174,10 +174,10 @@ void Prefetcher::run() {
       };
       for (std::size_t i = first; i < order.size() && group.size() < in_flight; ++i) {
         if ((i < needed) != (first < needed) || pinned[order[i]]) break;
-        // With a budget, a run ahead holds at most a quarter of it: room made
+        // With a budget, a run ahead holds at most an eighth of it: room made
         // for a larger one unpins and evicts what the other workers fetched
         // ahead, fetched again later (one object always goes).
-        if (options_.limit > 0 && i >= needed && !group.empty() && group_bytes + sizes_[order[i]] > options_.limit / 4)
+        if (options_.limit > 0 && i >= needed && !group.empty() && group_bytes + sizes_[order[i]] > options_.limit / 8)
           break;
         // One in the cache already (the lane's, another worker's): pinned
         // and ready at once, not after the downloads of a group.
