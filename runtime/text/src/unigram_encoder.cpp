@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cfloat>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <span>
@@ -77,7 +78,15 @@ struct Scratch {
     std::int32_t starts_at;
   };
   std::vector<Best> best;
+  void release() {
+    std::string().swap(normalized);
+    std::vector<Best>().swap(best);
+  }
 };
+
+// Scratch above this (normalized bytes; the path array is 12 bytes a byte)
+// is given back after the text that needed it.
+constexpr std::size_t kKeptScratch = std::size_t{16} << 20;
 
 Scratch& scratch() {
   thread_local Scratch s;
@@ -93,7 +102,7 @@ std::unique_ptr<UnigramEncoder> UnigramEncoder::from_model(std::string_view mode
   std::vector<std::pair<std::string, std::int32_t>> trie_pieces;
   std::uint64_t model_type = kUnigram;
   std::int32_t unk = -1;
-  bool has_user_defined = false, has_nul = false;
+  bool has_user_defined = false, has_nul = false, has_unknown_type = false;
   float min_score = FLT_MAX;
   std::vector<std::pair<std::string, std::int32_t>> byte_pieces;
   std::string charsmap;
@@ -118,6 +127,9 @@ std::unique_ptr<UnigramEncoder> UnigramEncoder::from_model(std::string_view mode
       const auto id = static_cast<std::int32_t>(e->scores_.size());
       e->scores_.push_back(score);
       if (piece.find('\0') != std::string::npos) has_nul = true;
+      // A type the proto does not define is NORMAL to the library (proto2
+      // keeps the default and the number as an unknown field): declined.
+      if (type < kNormal || type > kByte) has_unknown_type = true;
       if (type == kNormal) min_score = std::min(min_score, score);
       if (type == kUserDefined) has_user_defined = true;
       if (type == kUnknown) unk = id;
@@ -156,6 +168,7 @@ std::unique_ptr<UnigramEncoder> UnigramEncoder::from_model(std::string_view mode
   if (model_type != kUnigram) return decline("not a unigram model");
   if (has_user_defined) return decline("user-defined symbols");
   if (has_nul) return decline("a piece holds a NUL byte");
+  if (has_unknown_type) return decline("a piece of a type the model format does not define");
   if (unk < 0 || trie_pieces.empty()) return decline("no <unk> or no pieces");
   e->unk_id_ = unk;
   e->unk_score_ = min_score - kUnkPenalty;
@@ -333,11 +346,15 @@ void UnigramEncoder::normalize(std::string_view input, std::string& out) const {
 // PopulateSentencePieceText's ids.
 bool UnigramEncoder::encode(std::string_view text, std::vector<std::int32_t>* ids) const {
   ids->clear();
-  // NUL: see the header; past 512 MiB the normalized text (up to 3 bytes a
-  // byte) could pass the int positions the library works in.
+  // NUL: see the header. Positions are ints, as in the library: a text
+  // whose normalized form could pass them goes to it.
   if (text.size() > (std::size_t{1} << 29) || text.find('\0') != std::string_view::npos) return false;
   Scratch& s = scratch();
   normalize(text, s.normalized);
+  if (s.normalized.size() >= static_cast<std::size_t>(INT32_MAX)) {
+    s.release();
+    return false;
+  }
   const std::string_view normalized = s.normalized;
   const auto size = static_cast<std::int32_t>(normalized.size());
   if (size == 0) return true;
@@ -395,6 +412,7 @@ bool UnigramEncoder::encode(std::string_view text, std::vector<std::int32_t>* id
     ends_at = node.starts_at;
   }
   std::reverse(ids->begin(), ids->end());
+  if (s.normalized.capacity() > kKeptScratch) s.release();  // a huge text's buffers are not kept
   return true;
 }
 

@@ -13,9 +13,11 @@
 //
 // What it declines (from_model returns nullptr, the library encodes): models
 // of another type (BPE, word, char), user-defined symbols, pieces holding a
-// NUL byte. encode() returns false for a text holding a NUL byte (the
-// library's double array follows empty units on NUL) or longer than 512 MiB;
-// the library encodes those. tokenizer.cpp also checks every model against the library on
+// NUL byte, pieces of a type the format does not define. encode() returns
+// false for a text holding a NUL byte (the library's double array follows
+// empty units on NUL), longer than 512 MiB, or whose normalized form passes
+// INT32_MAX bytes (a character map may expand a character tenfold); the
+// library encodes those. Scratch past 16 MiB is freed after the text. tokenizer.cpp also checks every model against the library on
 // a set of probe texts at load and keeps the library if one differs, so a
 // libsentencepiece that encodes differently is never silently diverged from.
 //
