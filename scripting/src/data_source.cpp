@@ -38,15 +38,34 @@ bool has_wildcard(const std::string& path) {
   return path.find_first_of("*?[") != std::string::npos;
 }
 
+// A {...} holding ".." or ",": a brace range or list to expand.
+bool has_brace_range(const std::string& path) {
+  for (std::size_t open = path.find('{'); open != std::string::npos; open = path.find('{', open + 1)) {
+    const std::size_t close = path.find('}', open);
+    if (close == std::string::npos) return false;
+    const std::string_view body(path.data() + open + 1, close - open - 1);
+    if (body.find("..") != std::string_view::npos || body.find(',') != std::string_view::npos) return true;
+  }
+  return false;
+}
+
 // Every entry, with patterns expanded (each must match at least one file).
 std::vector<std::string> expand(const std::string& what, const std::vector<std::string>& entries) {
   std::vector<std::string> paths;
   for (const std::string& given : entries) {
-    // WebDataset's brace ranges (shards/train-{000000..000127}.tar), as for
-    // remote paths; a file whose name holds a brace is taken as it is.
+    // WebDataset's brace ranges and lists (shards/train-{000000..000127}.tar,
+    // {a,b}), as for remote paths; a file whose name holds braces, or a brace
+    // without .. or , in it ({raw}), is taken as it is.
     struct stat st{};
-    const bool braces = given.find('{') != std::string::npos && ::stat(given.c_str(), &st) != 0;
-    for (const std::string& entry : braces ? remote::expand_braces(given) : std::vector<std::string>{given}) {
+    std::vector<std::string> entries{given};
+    if (has_brace_range(given) && ::stat(given.c_str(), &st) != 0) {
+      try {
+        entries = remote::expand_braces(given);
+      } catch (const Error& e) {
+        throw Error(what + ": " + e.what());
+      }
+    }
+    for (const std::string& entry : entries) {
       if (!has_wildcard(entry)) {
         paths.push_back(entry);
         continue;

@@ -203,6 +203,8 @@ TEST_CASE("local shards by WebDataset brace ranges, and a file whose name holds 
   const std::string tar = data + "/webdataset/pytorch-data/wds.tar";  // 10 samples
   for (const char* name : {"shard-000.tar", "shard-001.tar", "shard-002.tar", "odd{1}.tar"})
     fs::copy_file(tar, dir.path() + "/" + name);
+  fs::create_directories(dir.path() + "/{raw}");
+  fs::copy_file(tar, dir.path() + "/{raw}/x.tar");
   const std::string rest = R"(
   fields = { { "n", "int32" } },
   map = function(s, ctx) return { n = tonumber(s.key:match("^data/(%d+)$")) } end,
@@ -214,7 +216,10 @@ TEST_CASE("local shards by WebDataset brace ranges, and a file whose name holds 
   script = sluice::load_script({.path = dir.write("list.lua", pipeline("sluice.tar { 'shard-{000,002}.tar' }", rest))});
   CHECK(script.options.dataset_size == 20);
   CHECK_THROWS_WITH(sluice::load_script({.path = dir.write("bad.lua", pipeline("sluice.tar { 'shard-{002..000}.tar' }", rest))}),
-                    Contains("bad brace range {002..000}") && Contains("runs backwards"));
+                    Contains("sluice.tar: bad brace range {002..000}") && Contains("runs backwards"));
+  // A brace without a range or list is part of the name, in a glob too.
+  script = sluice::load_script({.path = dir.write("raw.lua", pipeline("sluice.tar { '{raw}/*.tar' }", rest))});
+  CHECK(script.options.dataset_size == 10);
 }
 
 TEST_CASE("tar: a gzip-compressed shard streams its 90 png + cls samples", "[sources]") {
