@@ -30,14 +30,19 @@ Models load() {
   Models m;
 #if SLUICE_WITH_SENTENCEPIECE
   char dir[] = "/tmp/sluice-fuzz-unigram-XXXXXX";
-  if (::mkdtemp(dir) == nullptr || std::system("command -v spm_train > /dev/null 2>&1") != 0) return m;
+  if (std::system("command -v spm_train > /dev/null 2>&1") != 0 || ::access("/usr/share/common-licenses/GPL-3", R_OK) != 0 ||
+      ::mkdtemp(dir) == nullptr)
+    return m;
   const char* options[2] = {"--byte_fallback=true", "--normalization_rule_name=nmt_nfkc_cf"};
   for (int k = 0; k < 2; ++k) {
     const std::string prefix = std::string(dir) + "/m" + std::to_string(k);
     const std::string train = "spm_train --input=/usr/share/common-licenses/GPL-3 --model_prefix=" + prefix +
                               " --vocab_size=400 --hard_vocab_limit=false --minloglevel=2 " + options[k] +
                               " > /dev/null 2>&1";
-    if (std::system(train.c_str()) != 0) return m;
+    if (std::system(train.c_str()) != 0) {  // spm_train is there: its failure is not a pass
+      std::fprintf(stderr, "fuzz_unigram: %s failed\n", train.c_str());
+      std::abort();
+    }
     m.ours[k] = sluice::text::SentencePiece::open(prefix + ".model");
     m.library[k] = sluice::text::SentencePiece::open(prefix + ".model", /*library_only=*/true);
     ::unlink((prefix + ".model").c_str());

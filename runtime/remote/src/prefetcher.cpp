@@ -46,11 +46,10 @@ Prefetcher::~Prefetcher() {
   lane_.join();
 }
 
-// Downloads at once per thread: without a budget a few, so that the workers
-// of a node keep about the transfer engine's requests in flight between
-// them; with one, one at a time in order of use, so that what is fetched
-// and what that evicts follow the plan's order exactly (Belady), whatever
-// the workers' pins squeeze.
+// Downloads at once per thread: a few, so that the workers of a node keep
+// about the transfer engine's requests in flight between them. With a
+// budget, a run ahead is also held to an eighth of it (run()), so that the
+// room made for it does not evict what the other workers fetched ahead.
 std::size_t Prefetcher::in_flight() const {
   return std::clamp<std::size_t>(options_.transfer.max_in_flight / 2, 1, 4);
 }

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -45,6 +46,7 @@ class ByteBuffer {
   }
   void reserve(std::size_t n) {
     if (n <= capacity_) return;
+    if (n > SIZE_MAX / 2) throw std::bad_alloc();  // no size below wraps
     std::size_t grown = std::max(n, capacity_ + capacity_ / 2);
     // A buffer of several huge pages is asked to be backed by them: a
     // decoded row group read out of order touches its rows at random, each
