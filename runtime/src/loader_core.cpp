@@ -56,7 +56,7 @@ LoaderCore::LoaderCore(Options options)
   arena_ = std::make_unique<Arena>(layout_.total_bytes, "sluice-arena");
   auto* header = new (arena_->base()) ArenaHeader{};
   header->magic = kArenaMagic;
-  new (&skip_list(*arena_, layout_)) SkipList{};
+  reset_skip_list(&skip_list(*arena_, layout_));
   for (std::uint32_t w = 0; w < layout_.workers; ++w) reset_channel(&worker_channel(*arena_, layout_, w));
   for (std::uint32_t w = 0; options_.trace && w < layout_.workers; ++w) {
     new (&trace_ring(*arena_, layout_, w)) TraceRing{};  // before the fork: the workers start from it

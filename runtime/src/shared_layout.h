@@ -14,9 +14,11 @@
 // pointers; the static_asserts below pin that down.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <new>
 #include <type_traits>
 #include <vector>
@@ -105,12 +107,22 @@ inline void reset_channel(WorkerChannel* where) {
 // Samples dropped by the on_error = skip policy. Only the parent appends: it
 // writes ids[count] and then publishes with a release store of count; a
 // worker loads count with acquire before reading ids below it. Append-only, so
-// a reader never sees an entry change.
+// a reader never sees an entry change. Entries not yet written hold
+// kNotASample, which no sample id equals: a producer that scribbles count
+// (user code writing where it must not) makes a worker read those, never
+// drop a good sample.
 inline constexpr std::size_t kMaxSkipped = 16384;
+inline constexpr std::uint64_t kNotASample = ~std::uint64_t{0};
 struct SkipList {
   alignas(kCacheLine) std::atomic<std::uint32_t> count;
   std::uint64_t ids[kMaxSkipped];
 };
+
+// An empty list, built in place before the fork.
+inline void reset_skip_list(SkipList* where) {
+  auto* list = new (where) SkipList{};
+  std::fill(std::begin(list->ids), std::end(list->ids), kNotASample);
+}
 
 // With Options::trace, each worker's last kTraceEvents fills, for the trace
 // (trace.cpp). One ring per worker, written by that worker only, read by the
