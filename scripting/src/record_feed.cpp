@@ -523,6 +523,11 @@ bool RecordFeed::fields_in_row(std::span<const sluice_parquet_slot> slots, const
     const io::ParquetColumnRun& run = parquet_runs_[static_cast<std::size_t>(slot_column_[k])];
     group_fields_.push_back({static_cast<std::size_t>(run.data - lo), run.width, static_cast<std::byte*>(slots[k].dst)});
   }
+  // In the row's order (the slot's may differ: fields inferred from a sample
+  // are sorted by name, c10 before c2), so split_rows finds the side-by-side
+  // columns it transposes together.
+  std::sort(group_fields_.begin(), group_fields_.end(),
+            [](const io::ParquetRowField& a, const io::ParquetRowField& b) { return a.offset < b.offset; });
   *first = lo;
   *span = static_cast<std::size_t>(hi - lo);
   *stride = s;

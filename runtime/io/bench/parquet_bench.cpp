@@ -3,7 +3,7 @@
 // thread in the same run (parquet_bench.mjs writes the files with DuckDB and
 // times its scans).
 //
-//   sluice_parquet_bench NPM_DIR [RUNS]
+//   sluice_parquet_bench NPM_DIR [RUNS [TABLE...]]
 //
 // NPM_DIR holds node_modules with @duckdb/node-api (tests/npm/package.json,
 // e.g. build-cc/npm after the Parquet oracle test ran). For each table
@@ -219,11 +219,15 @@ double pipeline_rate(const std::string& script) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: sluice_parquet_bench NPM_DIR [RUNS]\n");
+    std::fprintf(stderr, "usage: sluice_parquet_bench NPM_DIR [RUNS [TABLE...]]\n");
     return 2;
   }
   const fs::path npm = argv[1];
   const int runs = argc > 2 ? std::atoi(argv[2]) : 5;
+  const std::vector<std::string> only(argv + std::min(argc, 3), argv + argc);  // tables to time; none: all
+  auto wanted = [&](const std::string& name) {
+    return only.empty() || std::find(only.begin(), only.end(), name) != only.end();
+  };
   const fs::path data = npm / "parquet-bench";
   fs::copy_file(fs::path(SLUICE_PARQUET_BENCH_SCRIPT), npm / "parquet_bench.mjs", fs::copy_options::overwrite_existing);
   // One DuckDB scan of each table (the first call also writes the tables).
@@ -248,6 +252,7 @@ int main(int argc, char** argv) {
   std::uint64_t checksum = 0;
   try {
     for (const auto& [name, ignored] : duckdb_scan()) {
+      if (!wanted(name)) continue;
       Table& t = tables[name];
       t.file = std::make_shared<const sluice::io::ParquetFile>((data / (name + ".parquet")).string());
       t.seq = std::make_unique<sluice::io::ParquetReader>(std::vector{t.file}, std::vector<std::string>{});
@@ -269,6 +274,7 @@ int main(int argc, char** argv) {
     // machine (others' load on a shared one comes and goes).
     for (int r = 0; r < runs; ++r) {
       for (const auto& [name, seconds] : duckdb_scan()) {
+        if (!wanted(name)) continue;
         Table& t = tables.at(name);
         const auto rows = static_cast<double>(t.file->rows());
         t.duck.push_back(rows / seconds.at(0));

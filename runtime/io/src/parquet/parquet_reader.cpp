@@ -368,7 +368,7 @@ std::pair<std::uint64_t, std::uint64_t> ParquetReader::read_group(std::uint64_t 
 
 namespace {
 
-constexpr std::size_t kGatherAhead = 8;  // rows prefetched ahead of the one gathered
+constexpr std::size_t kGatherAhead = 16;  // rows prefetched ahead of the one gathered
 
 template <std::size_t W>
 void gather_fixed(const std::byte* src, std::size_t src_stride, const std::uint64_t* rows, const std::uint32_t* at,

@@ -168,7 +168,8 @@ struct ParquetRowField {
 
 // For each row i < n whose mark[i] is not 0: each field's `width` bytes at
 // rows + i * stride + offset to dst + i * width. Four fields of 4 bytes side
-// by side in the row, over four marked rows, are one 4x4 transpose. For a
+// by side in the row and next to each other in `fields` (give them in order
+// of offset), over four marked rows, are one 4x4 transpose. For a
 // batch that keeps each field in its own array: its rows gathered whole
 // into a row-major scratch at their batch positions (one copy a row), then
 // split into the fields' arrays (contiguous stores) instead of gathered
