@@ -595,6 +595,7 @@ std::int32_t RecordFeed::fill_parquet_rows(std::span<const std::uint64_t> sample
   constexpr std::size_t kAhead = 8;  // rows prefetched ahead of the one read
   std::int32_t written = 0;
   for (std::size_t t = 0; t < at.size(); ++t) {
+    if (t + 2 * kAhead < at.size()) parquet_->prefetch_offsets(samples[at[t + 2 * kAhead]]);
     if (t + kAhead < at.size()) parquet_->prefetch(samples[at[t + kAhead]]);
     const std::uint32_t j = at[t];
     parquet_->read(samples[j], parquet_values_);

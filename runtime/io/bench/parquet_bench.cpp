@@ -165,7 +165,8 @@ double read_rows(sluice::io::ParquetReader& reader, const std::vector<std::uint6
         continue;
       }
       for (std::size_t k = 0; k < at.size(); ++k) {
-        if (k + kAhead < at.size()) reader.prefetch(begin + rows[k + kAhead]);  // the group's rows are known
+        if (k + 2 * kAhead < at.size()) reader.prefetch_offsets(begin + rows[k + 2 * kAhead]);  // rows known
+        if (k + kAhead < at.size()) reader.prefetch(begin + rows[k + kAhead]);
         copy_row(reader, begin + rows[k], values, batch.data() + at[k] * slot, slot);
       }
     }
@@ -191,6 +192,62 @@ std::vector<std::uint64_t> window_shuffle(const sluice::io::ParquetFile& file, s
     std::shuffle(order.begin() + static_cast<std::ptrdiff_t>(first), order.end(), rng);
   }
   return order;
+}
+
+// What the memory system charges a shuffled read: the bytes of each row of
+// the first window (two row groups, decoded and, numeric, interleaved as a
+// shuffled read leaves them) copied with one memcpy a row into batch-sized
+// scratch, prefetched kAhead rows ahead, in order and in a shuffled order,
+// outside any reader or pipeline: nanoseconds a row each way (medians of
+// `runs` alternating pairs), and the window's bytes.
+struct CopyCost {
+  double in_order_ns = 0, shuffled_ns = 0;
+  std::uint64_t window_bytes = 0;
+};
+
+CopyCost copy_cost(sluice::io::ParquetReader& reader, const sluice::io::ParquetFile& file, int runs) {
+  reader.clear();
+  const std::size_t columns = reader.column_names().size();
+  const std::size_t slot = columns == 1 ? 4096 : columns * 4;
+  std::uint64_t rows = 0;
+  for (std::size_t g = 0; g < std::min<std::size_t>(2, file.row_groups().size()); ++g) rows += file.row_groups()[g].rows;
+  std::vector<sluice::io::ParquetColumnRun> group(columns);
+  reader.read_group(0, group);  // decoded and interleaved, as a shuffled read leaves it
+  if (rows > file.row_groups()[0].rows) reader.read_group(file.row_groups()[0].rows, group);
+  std::vector<sluice::io::ParquetValue> values(columns);
+  std::vector<const std::byte*> from(rows);
+  std::vector<std::size_t> bytes(rows);
+  CopyCost cost;
+  for (std::uint64_t r = 0; r < rows; ++r) {
+    reader.read(r, values);
+    from[r] = values[0].data;
+    bytes[r] = 0;
+    for (const auto& v : values) bytes[r] += v.bytes;  // an interleaved row's values lie side by side
+    bytes[r] = std::min(bytes[r], slot);
+    cost.window_bytes += bytes[r];
+  }
+  std::vector<std::uint64_t> in_order(rows);
+  std::iota(in_order.begin(), in_order.end(), 0);
+  std::vector<std::uint64_t> shuffled = in_order;
+  std::mt19937_64 rng(3);
+  std::shuffle(shuffled.begin(), shuffled.end(), rng);
+  std::vector<std::byte> batch(kBatch * slot);
+  auto ns_a_row = [&](const std::vector<std::uint64_t>& order) {
+    const Stopwatch clock;
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      if (i + kAhead < order.size()) __builtin_prefetch(from[order[i + kAhead]]);
+      std::memcpy(batch.data() + (i % kBatch) * slot, from[order[i]], bytes[order[i]]);
+    }
+    return clock.seconds() * 1e9 / static_cast<double>(order.size());
+  };
+  std::vector<double> seq, shuf;
+  for (int k = 0; k < runs; ++k) {
+    seq.push_back(ns_a_row(in_order));
+    shuf.push_back(ns_a_row(shuffled));
+  }
+  cost.in_order_ns = median(seq);
+  cost.shuffled_ns = median(shuf);
+  return cost;
 }
 
 // A pipeline.lua over `table` (every column a field, batches of 256, 1
@@ -247,6 +304,7 @@ int main(int argc, char** argv) {
     std::vector<double> duck, in_order_rate, shuffled_rate;
     std::string direct, mapped, shuffled;                          // pipeline.lua files
     std::vector<double> direct_rate, mapped_rate, shuffled_direct;  // rows/s out of a Loader
+    CopyCost copy;
   };
   std::map<std::string, Table> tables;
   std::uint64_t checksum = 0;
@@ -286,6 +344,7 @@ int main(int argc, char** argv) {
         t.shuffled_direct.push_back(pipeline_rate(t.shuffled));
       }
     }
+    for (auto& [name, t] : tables) t.copy = copy_cost(*t.shuf, *t.file, std::max(runs, 5));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "sluice_parquet_bench: %s\n", e.what());
     return 1;
@@ -322,6 +381,15 @@ int main(int argc, char** argv) {
                 name.c_str(), shuffled / 1e6, shuffled / direct, shuffled / duck, runs, touch);
     std::printf("  runs: DuckDB %s, no map %s, map %s, shuffled %s M rows/s\n", millions(t.duck).c_str(),
                 millions(t.direct_rate).c_str(), millions(t.mapped_rate).c_str(), millions(t.shuffled_direct).c_str());
+    // A shuffled read fetches each row from a random place: the time that
+    // costs over fetching it in order, added to the in-order pipeline's time
+    // a row, bounds what shuffled / in order can reach on this machine.
+    const double extra_ns = std::max(0.0, t.copy.shuffled_ns - t.copy.in_order_ns);
+    std::printf("%-15s memory alone: a memcpy of each row's bytes from the decoded first window (%.1f MB), outside "
+                "any reader, %.1f ns a row in order, %.1f shuffled; added to the in-order pipeline's %.1f ns a row, "
+                "that bounds the pipeline's shuffled / in order at %.2f (median of %d pairs)\n",
+                name.c_str(), static_cast<double>(t.copy.window_bytes) / 1e6, t.copy.in_order_ns, t.copy.shuffled_ns,
+                1e9 / direct, (1e9 / direct) / (1e9 / direct + extra_ns), std::max(runs, 5));
   }
   std::printf("(checksum %llu)\n", static_cast<unsigned long long>(checksum));
   return 0;

@@ -277,6 +277,9 @@ class Link:
     def counts(self):
         return proxy_counts(self.control)
 
+    def store_cpu(self):
+        return cpu_seconds(self.s3rver.pid) + (cpu_seconds(self.proxy.pid) if self.proxy else 0.0)
+
     def stop(self, proc):
         if proc.poll() is None:
             proc.terminate()
@@ -481,13 +484,26 @@ def probe(endpoint, names, work):
     return sum(int(n) for n in proc.stdout.split()) / 1e6 / seconds
 
 
+def cpu_seconds(pid):
+    """User + system CPU seconds of process `pid` so far (0 once it is gone)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+
+
 def measured(link, fn):
-    """fn()'s result with the proxy's request and byte counts over its call."""
+    """fn()'s result with the proxy's request and byte counts over its call, and the CPU seconds the store's
+    processes (s3rver and the proxy, on this machine's cores as the pipeline) spent meanwhile."""
     before = link.counts()
+    cpu_before = link.store_cpu()
     result = fn()
     after = link.counts()
     result["requests"] = after["requests"] - before["requests"]
     result["bytes"] = after["response_bytes"] - before["response_bytes"]
+    result["store_cpu"] = link.store_cpu() - cpu_before
     return result
 
 
@@ -615,7 +631,7 @@ def main():
             for r in rs:
                 r["rate"] = r["samples"] / r["seconds"]
             summary[case] = {k: med(rs, k) for k in ("ttfb", "seconds", "rate", "bytes", "requests",
-                                                     "sluice_mb", "sluice_requests", "cache_full_at")}
+                                                     "sluice_mb", "sluice_requests", "cache_full_at", "store_cpu")}
             s = summary[case]
             print("%-7s %9.3f %11.3f %10.0f %10s %9s   %s" % (
                 case, s["ttfb"], s["seconds"], s["rate"],
@@ -634,6 +650,11 @@ def main():
         print("sluice      own count, cold epoch: %.1f MB, %.0f requests (the proxy: %.1f MB, %.0f requests)" % (
             summary["cold"]["sluice_mb"] or 0, summary["cold"]["sluice_requests"] or 0,
             summary["cold"]["bytes"] / 1e6, summary["cold"]["requests"]))
+        print("store CPU   s3rver and the proxy, on this machine's %d cores: %.2f s in the cold epoch (%.2f cores "
+              "of its %.2f s), %.2f s in boto3's (%.2f cores)" % (
+                  os.cpu_count(), summary["cold"]["store_cpu"], summary["cold"]["store_cpu"] / summary["cold"]["seconds"],
+                  summary["cold"]["seconds"], summary["boto3"]["store_cpu"],
+                  summary["boto3"]["store_cpu"] / summary["boto3"]["seconds"]))
         print("downloads   cold: the cache held the whole data set %.2f s after start, first batch at %.2f s" % (
             summary["cold"]["cache_full_at"] or float("nan"), summary["cold"]["ttfb"]))
         print("ratio       cold / local  %.2f samples/s  (target >= 0.9 %s)  [first touch %.3f us/page]" % (

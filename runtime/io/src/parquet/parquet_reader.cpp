@@ -291,6 +291,18 @@ void ParquetReader::prefetch(std::uint64_t row) const noexcept {
   }
 }
 
+void ParquetReader::prefetch_offsets(std::uint64_t row) const noexcept {
+  for (const auto& g : cache_) {
+    if (row < g->first || row >= g->end) continue;
+    const std::uint64_t r = row - g->first;
+    for (std::size_t c : g->scattered) {
+      __builtin_prefetch(g->columns[c].begins.data() + r);
+      __builtin_prefetch(g->columns[c].ends.data() + r);
+    }
+    return;
+  }
+}
+
 ParquetReader::Group& ParquetReader::group_of(std::uint64_t row) {
   // A row of a cached group is found by range, without searching the files.
   for (const auto& g : cache_) {

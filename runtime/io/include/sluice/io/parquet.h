@@ -233,6 +233,10 @@ class SLUICE_API ParquetReader {
   // A batch filler that knows its rows calls it a few rows ahead, so reads
   // in a shuffled order wait less for memory.
   void prefetch(std::uint64_t row) const noexcept;
+  // The step before prefetch() for a row further ahead (about twice as
+  // far): where its variable-length values start and end, which prefetch()
+  // must load before it can ask for the values themselves.
+  void prefetch_offsets(std::uint64_t row) const noexcept;
 
   // Which file holds `row`, and the row within it.
   std::pair<std::size_t, std::uint64_t> locate(std::uint64_t row) const;
