@@ -285,7 +285,8 @@ Script load_script(const ScriptOptions& options) {
   lua.push_engine_function("source_spec");
   if (auto error = lua.call(0, 1)) throw Error(*error);
   if (lua_istable(L, -1)) {
-    const scripting::SourceSpec source = read_source_spec(L, lua_gettop(L));
+    scripting::SourceSpec source = read_source_spec(L, lua_gettop(L));
+    if (options.shuffle) source.shuffle = *options.shuffle;  // token sources' own shuffle, as pipeline.lua's
     spec.source_signature = string_field(L, lua_gettop(L), "signature");
     const OnError on_error = options.on_error.value_or(on_error_field(L, lua_gettop(L)));
     const std::uint64_t seed =
@@ -334,6 +335,9 @@ Script load_script(const ScriptOptions& options) {
   o.batch_size = static_cast<std::uint32_t>(number_field(L, description, "batch_size"));
   o.drop_last = bool_field(L, description, "drop_last");
   o.shuffle = bool_field(L, description, "shuffle");
+  // The plan's shuffle, overridden: never a mixture's, whose order is its
+  // schedule (describe() leaves pipeline.lua's out the same way).
+  if (options.shuffle) o.shuffle = *options.shuffle && !(spec.source && spec.source->kind() == "mix");
   o.shuffle_window = static_cast<std::uint32_t>(number_field(L, description, "shuffle_window"));
   o.seed = static_cast<std::uint64_t>(number_field(L, description, "seed"));
   o.epochs = static_cast<std::uint32_t>(number_field(L, description, "epochs"));

@@ -126,7 +126,7 @@ std::vector<SettingRow> make_rows() {
 
   r = in_pipeline(
       flag("shuffle", "false", "a fresh sample order every epoch (from seed and epoch) instead of plan order"));
-  rows.push_back(to<&Options::shuffle>(r));
+  rows.push_back(loads<&ScriptOptions::shuffle>(to<&Options::shuffle>(r)));
 
   r = in_pipeline(count("shuffle_window", 0, kU32, "0",
                         "with shuffle: 0 shuffles globally; k > 0 keeps shard locality: the source's shards are "

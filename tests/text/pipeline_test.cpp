@@ -11,6 +11,7 @@
 
 #include "sluice/error.h"
 #include "sluice/loader.h"
+#include "sluice/run_settings.h"
 #include "skip.h"
 #include "sluice/script.h"
 #include "sluice/text/tokenizer.h"
@@ -304,6 +305,28 @@ TEST_CASE("a run resumed with new mixture weights keeps what came before and log
   for (std::size_t i = 1; i < b.size(); ++i) differs = differs || b[i] != full[i + 5];
   CHECK(differs);
   CHECK_THAT(b[0], Contains("\"text\":[") && Contains("mix: from global row 20 (epoch 0, row 20) the weights are 0.2, 0.8"));
+}
+
+TEST_CASE("shuffle given as a run setting shuffles token pipelines as pipeline.lua's does, a mixture's schedule kept") {
+  sluice::test::TempDir dir;
+  write_corpora(dir.path());
+  for (const char* source : {kMix, kTokens}) {
+    INFO(source);
+    const std::string in_lua = dir.write("in_lua.lua", pipeline(source, "{ seq_len = 24 }"));
+    std::string text = pipeline(source, "{ seq_len = 24 }");
+    text.replace(text.find("shuffle = true"), 14, "shuffle = false");
+    const std::string plain = dir.write("plain.lua", text);
+    sluice::RunSettings settings(plain);
+    settings.set("shuffle", "true");
+    sluice::Script script = settings.load();
+    // The mixture's plan stays in schedule order (its sources' rows are
+    // shuffled); a single source's packed rows are shuffled by the plan too.
+    CHECK(script.options.shuffle == (std::string(source) != kMix));
+    sluice::Loader loader(script.options);
+    const std::vector<BatchCopy> overridden = sluice::test::drain(loader);
+    CHECK(overridden == run(in_lua, 2));
+    CHECK(overridden != run(plain, 2));
+  }
 }
 
 TEST_CASE("sluice.tokens{ window = N } gives nanoGPT windows of N + 1 tokens, once each per epoch") {

@@ -67,6 +67,9 @@ struct SLUICE_API ScriptOptions {
   std::optional<std::uint32_t> workers = std::nullopt;    // >= 1, or kAutoWorkers
   std::optional<std::uint32_t> prefetch = std::nullopt;   // batch slots in flight; 0 = runtime default
   std::optional<std::uint64_t> seed = std::nullopt;       // < 2^53 (seeds are Lua numbers)
+  // shuffle as pipeline.lua's `shuffle` would: a mixture's sources' rows are
+  // shuffled, its schedule (the plan's order) never is.
+  std::optional<bool> shuffle = std::nullopt;
   // on_error also decides the trial at load: with skip, a failing sample 0 does
   // not stop it (the next samples are tried, at most 16), and the workers skip it.
   std::optional<OnError> on_error = std::nullopt;
