@@ -14,6 +14,7 @@
 #include <fstream>
 #include <iterator>
 #include <thread>
+#include <utility>
 
 #include "sluice/error.h"
 #include "sluice/record.h"
@@ -26,6 +27,7 @@
 #include "sluice/io/tfrecord_stream.h"
 #include "sluice/remote/cache.h"
 #include "sluice/remote/s3_listing.h"
+#include "sluice/remote/transfer.h"
 #include "sluice/remote/url.h"
 #include "sluice/text/token_cache.h"
 #include "sluice/text/tokenizer.h"
@@ -149,6 +151,31 @@ void DataSource::open_files() {
 // `spec` (the source's own, or a mixture's part) become the cached copies of
 // their objects, downloaded first where the node cache (remote/cache.h) lacks
 // them; the readers then open local files.
+namespace {
+
+// A token file over a URL as a Megatron-LM dataset, found as locally
+// (text/token_file.h): a URL ending in .idx, one ending in .bin whose
+// sibling .idx the store has, or a prefix the store has as PREFIX.bin and
+// PREFIX.idx. Returns {bin, idx} URLs, or {url, ""} for a flat file. Asks
+// the store with HEAD (one or two requests a URL).
+std::pair<std::string, std::string> megatron_urls(const std::string& url, const remote::TransferOptions& transfer) {
+  auto exists = [&](const std::string& u) {
+    const remote::Response r = remote::fetch({.url = u, .head = true}, transfer);
+    if (r.ok()) return true;
+    if (r.status == 404) return false;
+    throw Error(r.error);
+  };
+  if (url.ends_with(".idx")) return {url.substr(0, url.size() - 4) + ".bin", url};
+  if (url.ends_with(".bin")) {
+    const std::string idx = url.substr(0, url.size() - 4) + ".idx";
+    return {url, exists(idx) ? idx : ""};
+  }
+  if (!exists(url) && exists(url + ".idx")) return {url + ".bin", url + ".idx"};
+  return {url, ""};
+}
+
+}  // namespace
+
 void DataSource::fetch_remote(SourceSpec& spec, const remote::CacheOptions& given) {
   if (std::none_of(spec.paths.begin(), spec.paths.end(), [](const std::string& p) { return remote::is_remote(p); }))
     return;
@@ -156,6 +183,7 @@ void DataSource::fetch_remote(SourceSpec& spec, const remote::CacheOptions& give
   std::vector<std::string> urls;
   std::vector<std::string> local;
   std::vector<std::size_t> at;  // where each URL goes in `local`
+  std::vector<std::pair<std::size_t, std::size_t>> indexes;  // tokens: (local entry, its Megatron index's URL in urls)
   for (const std::string& entry : spec.paths) {
     if (!remote::is_remote(entry)) {
       local.push_back(entry);
@@ -164,10 +192,16 @@ void DataSource::fetch_remote(SourceSpec& spec, const remote::CacheOptions& give
     // npy pairs each path with a field name: one object each, no expansion.
     const std::vector<std::string> names =
         spec.kind == "npy" ? std::vector<std::string>{entry} : remote::expand_remote(entry, given.transfer);
-    for (const std::string& url : names) {
+    for (const std::string& name : names) {
+      const auto [url, idx] = spec.kind == "tokens" ? megatron_urls(name, given.transfer)
+                                                    : std::pair<std::string, std::string>{name, ""};
       at.push_back(local.size());
       local.emplace_back();
       urls.push_back(url);
+      if (idx.empty()) continue;
+      indexes.emplace_back(local.size() - 1, urls.size());
+      urls.push_back(idx);
+      at.push_back(SIZE_MAX);  // not an entry of its own
     }
   }
   // A written dataset's shards are checked against its manifest as they are
@@ -182,7 +216,10 @@ void DataSource::fetch_remote(SourceSpec& spec, const remote::CacheOptions& give
   }
   remote::Cache cache(options);
   const std::vector<std::string> paths = cache.get_all(urls);
-  for (std::size_t i = 0; i < urls.size(); ++i) local[at[i]] = paths[i];
+  for (std::size_t i = 0; i < urls.size(); ++i)
+    if (at[i] != SIZE_MAX) local[at[i]] = paths[i];
+  if (!indexes.empty()) spec.megatron_idx.assign(local.size(), "");
+  for (const auto& [entry, url] : indexes) spec.megatron_idx[entry] = paths[url];
   // The run's objects stay pinned while this DataSource lives: the Script
   // (ScriptProducer) of the launching process holds it until the Loader ends,
   // and workers hold forked copies of it for no longer than they live. So an
@@ -503,7 +540,15 @@ std::shared_ptr<const text::TokenCorpus> open_corpus(const SourceSpec& spec) {
   options.dtype = *dtype;
   if (spec.eos >= 0) options.eos = static_cast<std::uint32_t>(spec.eos);
   options.vocab_size = spec.vocab_size;
-  return text::TokenCorpus::open(expand("sluice.tokens", spec.paths), options);
+  std::vector<text::TokenCorpus::Input> inputs;
+  for (std::size_t i = 0; i < spec.paths.size(); ++i) {
+    if (i < spec.megatron_idx.size() && !spec.megatron_idx[i].empty()) {
+      inputs.push_back({spec.paths[i], spec.megatron_idx[i]});
+      continue;
+    }
+    for (std::string& path : expand("sluice.tokens", {spec.paths[i]})) inputs.push_back({std::move(path)});
+  }
+  return text::TokenCorpus::open(inputs, options);
 }
 
 text::PackOptions pack_options(const SourceSpec& spec) {

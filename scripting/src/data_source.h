@@ -57,6 +57,8 @@ namespace sluice::scripting {
 struct SourceSpec {
   std::string kind;                     // files, folders, tfrecord, tar, jsonl, npy, parquet
   std::vector<std::string> paths;       // files, patterns, shards or arrays; folders: the root
+  std::vector<std::string> megatron_idx;  // tokens over URLs: paths[i]'s Megatron index, downloaded
+                                          // ("" or absent: as TokenCorpus::open finds it)
   std::vector<std::string> names;       // npy: one field name per array; parquet: columns (empty: all)
   std::vector<std::string> members;     // npy: the .npz member per array; "" for a .npy file
   std::vector<std::string> extensions;  // folders: kept extensions; empty keeps all

@@ -404,3 +404,61 @@ TEST_CASE("Sources: sluice.mix parts and sluice.tokens files over http:// read w
   CHECK(http.requests("GET", "/a.bin") == 1);  // the tokens run found it in the cache
   CHECK(http.requests("GET", "/b.bin") == 1);
 }
+
+TEST_CASE("Sources: a Megatron-LM .bin/.idx pair over s3:// and http:// reads as the local pair does") {
+  if (cli().empty()) SKIP_TEST(kNoCli);
+  if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
+  if (!S3rver::why_not().empty()) SKIP_TEST(S3rver::why_not());
+  // Documents of 3 to 9 uint16 tokens without an EOS: only the index tells
+  // where one ends (read as a flat file, the .bin is one document).
+  const std::string root = temp_dir("megatron"), work = temp_dir("run");
+  std::string bin, sizes, pointers, documents;
+  auto put = [](std::string& to, auto value) { to.append(reinterpret_cast<const char*>(&value), sizeof value); };
+  const int kDocs = 40;
+  std::int64_t at = 0;
+  for (int d = 0; d < kDocs; ++d) {
+    const int n = 3 + d % 7;
+    for (int i = 0; i < n; ++i) put(bin, static_cast<std::uint16_t>(1 + (d * 31 + i * 7) % 900));
+    put(sizes, static_cast<std::int32_t>(n));
+    put(pointers, at);
+    at += 2 * n;
+  }
+  for (int d = 0; d <= kDocs; ++d) put(documents, static_cast<std::int64_t>(d));
+  std::string idx("MMIDIDX\0\0", 9);
+  put(idx, std::uint64_t{1});
+  put(idx, std::uint8_t{8});  // uint16
+  put(idx, static_cast<std::uint64_t>(kDocs));
+  put(idx, static_cast<std::uint64_t>(kDocs + 1));
+  write_file(root + "/corpus.bin", bin);
+  write_file(root + "/corpus.idx", idx + sizes + pointers + documents);
+  Nginx http(root);
+  S3rver s3(temp_dir("s3"), "bkt");
+  s3.upload(root, "tok/");
+  auto pipeline = [](const std::string& path) {
+    return "local sluice = require('sluice')\n"
+           "return sluice.pipeline {\n"
+           "  source = sluice.tokens{ '" + path + "', dtype = 'uint16' },\n"
+           "  pack = { seq_len = 12, mode = 'best_fit' }, batch_size = 4, shuffle = true, seed = 3,\n"
+           "}\n";
+  };
+  write_file(work + "/local.lua", pipeline(root + "/corpus"));
+  Run r = sh(work, cli() + " run local.lua --record local.jsonl");
+  INFO(r.out);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.out, Catch::Contains("pack: 40 documents"));
+  const std::vector<std::string> remote = {"s3://bkt/tok/corpus.bin", "s3://bkt/tok/corpus.idx", "s3://bkt/tok/corpus",
+                                           http.url("corpus.bin")};
+  for (std::size_t k = 0; k < remote.size(); ++k) {
+    INFO(remote[k]);
+    const std::string name = "remote" + std::to_string(k);
+    write_file(work + "/" + name + ".lua", pipeline(remote[k]));
+    r = sh(work, s3_env(s3) + " SLUICE_CACHE_DIR=cache" + std::to_string(k) + " " + cli() + " run " + name +
+                     ".lua --record " + name + ".jsonl");
+    INFO(r.out);
+    REQUIRE(r.status == 0);
+    CHECK_THAT(r.out, Catch::Contains("pack: 40 documents"));
+    r = sh(work, cli() + " verify local.jsonl " + name + ".jsonl");
+    INFO(r.out);
+    CHECK(r.status == 0);
+  }
+}

@@ -44,11 +44,21 @@ const char* name_of(TokenType type) { return type == TokenType::uint16 ? "uint16
 
 std::shared_ptr<const TokenCorpus> TokenCorpus::open(const std::vector<std::string>& paths,
                                                      const CorpusOptions& options) {
-  if (paths.empty()) throw Error("no token file given");
+  std::vector<Input> inputs;
+  for (const std::string& path : paths) inputs.push_back({path});
+  return open(inputs, options);
+}
+
+std::shared_ptr<const TokenCorpus> TokenCorpus::open(const std::vector<Input>& inputs, const CorpusOptions& options) {
+  if (inputs.empty()) throw Error("no token file given");
   std::shared_ptr<TokenCorpus> corpus(new TokenCorpus());
-  for (const std::string& path : paths) {
-    const std::string prefix = megatron_prefix(path);
-    if (prefix.empty()) corpus->add_flat(path, options);
+  for (const Input& input : inputs) {
+    if (!input.idx.empty()) {
+      corpus->add_megatron(input.idx, input.path, options);
+      continue;
+    }
+    const std::string prefix = megatron_prefix(input.path);
+    if (prefix.empty()) corpus->add_flat(input.path, options);
     else corpus->add_megatron(prefix + ".idx", prefix + ".bin", options);
   }
   return corpus;

@@ -68,6 +68,14 @@ class TokenCorpus {
 
   static std::shared_ptr<const TokenCorpus> open(const std::vector<std::string>& paths,
                                                  const CorpusOptions& options);
+  // A file as open() takes it (idx ""), or a Megatron-LM dataset's .bin at
+  // `path` with its index at `idx`, wherever each lies (a node cache names
+  // the two objects of a remote dataset apart).
+  struct Input {
+    std::string path;
+    std::string idx = {};
+  };
+  static std::shared_ptr<const TokenCorpus> open(const std::vector<Input>& inputs, const CorpusOptions& options);
   // A Megatron-LM dataset whose two files are named otherwise than PREFIX.idx
   // and PREFIX.bin.
   static std::shared_ptr<const TokenCorpus> open_megatron(const std::string& idx_path, const std::string& bin_path,
