@@ -130,10 +130,24 @@ std::shared_ptr<const DataSource> DataSource::open(const SourceSpec& spec, OnErr
     else if (spec.kind == "mix") source->open_mix();
     else throw Error("unknown source kind '" + spec.kind + "'");
   } catch (const Error& e) {
-    throw Error(what + ": " + e.what());
+    throw Error(what + ": " + source->named(e.what()));
   }
   if (source->size_ == 0) throw Error(what + ": the data set holds no samples");
   return source;
+}
+
+std::string DataSource::named(std::string message) const {
+  for (const auto& [path, url] : urls_) {
+    for (std::size_t at = message.find(path); at != std::string::npos; at = message.find(path, at + url.size()))
+      message.replace(at, path.size(), url);
+  }
+  return message;
+}
+
+const std::string* DataSource::url_of(std::string_view path) const {
+  if (urls_.empty()) return nullptr;
+  const auto it = urls_.find(path);
+  return it == urls_.end() ? nullptr : &it->second;
 }
 
 void DataSource::open_files() {
@@ -211,13 +225,18 @@ void DataSource::fetch_remote(SourceSpec& spec, const remote::CacheOptions& give
   if (at.size() == local.size() && &spec == &spec_ && open_lazily(urls, options)) {
     const remote::Cache cache(options);
     spec.paths.clear();
-    for (const std::string& url : urls) spec.paths.push_back(cache.path_of(url));
+    for (const std::string& url : urls) {
+      spec.paths.push_back(cache.path_of(url));
+      urls_[spec.paths.back()] = url;
+    }
     return;
   }
   remote::Cache cache(options);
   const std::vector<std::string> paths = cache.get_all(urls);
-  for (std::size_t i = 0; i < urls.size(); ++i)
+  for (std::size_t i = 0; i < urls.size(); ++i) {
     if (at[i] != SIZE_MAX) local[at[i]] = paths[i];
+    urls_[paths[i]] = urls[i];
+  }
   if (!indexes.empty()) spec.megatron_idx.assign(local.size(), "");
   for (const auto& [entry, url] : indexes) spec.megatron_idx[entry] = paths[url];
   // The run's objects stay pinned while this DataSource lives: the Script

@@ -35,8 +35,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "sluice/io/npy.h"
@@ -119,6 +122,11 @@ class DataSource {
 
   Mode mode() const { return mode_; }
   const std::string& kind() const { return spec_.kind; }
+  // Remote objects are read from their node-cache copies; what a user sees
+  // names the URL. `message` with every such copy's path replaced by its
+  // URL; the URL of a copy's path, or nullptr for a path of no remote object.
+  std::string named(std::string message) const;
+  const std::string* url_of(std::string_view path) const;
   std::uint64_t size() const { return size_; }
   // What opening found worth telling the user (indexes cut short, counted records).
   const std::vector<std::string>& notes() const { return notes_; }
@@ -191,6 +199,12 @@ class DataSource {
   remote::CacheStats remote_;
   remote::CacheOptions cache_;  // for the parts of a mixture and a text source
   std::vector<std::shared_ptr<const remote::Pins>> pins_;  // the remote objects, kept from eviction
+  struct PathHash {  // looks a string_view up without making a string
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  };
+  // a remote object's cache path -> its URL
+  std::unordered_map<std::string, std::string, PathHash, std::equal_to<>> urls_;
   std::shared_ptr<const LazyRemote> lazy_;
   std::vector<io::TFRecordIndex> lazy_indexes_;  // until open_tfrecord takes them
   std::vector<io::TarIndex> lazy_tar_indexes_;   // until open_tar takes them

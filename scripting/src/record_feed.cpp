@@ -348,8 +348,7 @@ bool RecordFeed::take_npy(std::uint64_t index, sluice_record& out) {
   out.record = index;
   out.offset = first.header_bytes() + (first.rows_contiguous() ? index * first.row_bytes() : 0);
   out.label = -1;
-  out.path = first.path().data();
-  out.path_len = first.path().size();
+  set_path(out, first.path());
   out.fields = fields_.data();
   out.field_count = static_cast<std::uint32_t>(columns.size());
   return true;
@@ -383,8 +382,7 @@ bool RecordFeed::take_parquet(std::uint64_t index, sluice_record& out) {
   out = sluice_record{};
   out.record = row;
   out.label = -1;
-  out.path = path.data();
-  out.path_len = path.size();
+  set_path(out, path);
   out.fields = fields_.data();
   out.field_count = static_cast<std::uint32_t>(names.size());
   return true;
@@ -633,8 +631,7 @@ bool RecordFeed::take_tokens(std::uint64_t index, sluice_record& out) {
              narrow ? DType::u16 : DType::u32, doc.length);
   set_record(out, index, fields_, 1);
   out.offset = doc.begin * (narrow ? 2 : 4);
-  out.path = file.path.data();
-  out.path_len = file.path.size();
+  set_path(out, file.path);
   return true;
 }
 
@@ -689,8 +686,7 @@ bool RecordFeed::publish(const io::Sample& sample, sluice_record& out) {
   out.record = sample.record;
   out.offset = sample.offset;
   out.label = sample.label;
-  out.path = sample.path.data();
-  out.path_len = sample.path.size();
+  set_path(out, sample.path);
   out.key = sample.key.data();
   out.key_len = sample.key.size();
   out.fields = fields_.data();
@@ -698,8 +694,16 @@ bool RecordFeed::publish(const io::Sample& sample, sluice_record& out) {
   return true;
 }
 
+// The record's file: a remote object's URL rather than its cache copy.
+void RecordFeed::set_path(sluice_record& out, std::string_view path) const {
+  const std::string* url = source_->url_of(path);
+  const std::string_view shown = url != nullptr ? std::string_view(*url) : path;
+  out.path = shown.data();
+  out.path_len = shown.size();
+}
+
 bool RecordFeed::failed(std::uint64_t index, std::string reason) {
-  error_ = std::move(reason);
+  error_ = source_->named(std::move(reason));
   if (worker_ && options_.on_error == OnError::skip) {
     std::fprintf(stderr, "sluice: worker %u skips sample %llu: %s\n", options_.worker,
                  static_cast<unsigned long long>(index), error_.c_str());

@@ -156,6 +156,7 @@ class RecordFeed {
   void discard(std::size_t count);
   void discard_all();
   bool publish(const io::Sample& sample, sluice_record& out);
+  void set_path(sluice_record& out, std::string_view path) const;
   bool failed(std::uint64_t index, std::string reason);
 
   std::shared_ptr<const DataSource> source_;

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <cstdlib>
 #include <fstream>
 
@@ -461,4 +462,39 @@ TEST_CASE("Sources: a Megatron-LM .bin/.idx pair over s3:// and http:// reads as
     INFO(r.out);
     CHECK(r.status == 0);
   }
+}
+
+TEST_CASE("Sources: an error inside a remote object names its URL, never the node cache's copy") {
+  if (cli().empty()) SKIP_TEST(kNoCli);
+  if (!S3rver::why_not().empty()) SKIP_TEST(S3rver::why_not());
+  const std::string root = temp_dir("bad"), work = temp_dir("run");
+  write_file(root + "/broken.jsonl", "{\"text\": \"ok\"}\n{\"text\": \"broken\n{\"text\": \"ok\"}\n");
+  write_file(root + "/bad.parquet", "this is not parquet at all");
+  write_file(root + "/odd.bin", "abc");
+  S3rver s3(temp_dir("s3"), "bkt");
+  s3.upload(root, "bad/");
+  write_file(work + "/jsonl.lua",
+             "local sluice = require('sluice')\nreturn sluice.pipeline { source = sluice.jsonl{ "
+             "'s3://bkt/bad/broken.jsonl' }, batch_size = 1, fields = { { 't', 'bytes', 16 } }, "
+             "map = function(s) return { t = s.bytes } end }\n");
+  write_file(work + "/parquet.lua", "local sluice = require('sluice')\nreturn sluice.pipeline { source = "
+                                    "sluice.parquet{ 's3://bkt/bad/bad.parquet' }, batch_size = 1 }\n");
+  write_file(work + "/tokens.lua", "local sluice = require('sluice')\nreturn sluice.pipeline { source = "
+                                   "sluice.tokens{ 's3://bkt/bad/odd.bin', dtype = 'uint16' }, pack = { seq_len = 4 }, "
+                                   "batch_size = 1 }\n");
+  // name, what the error says, the cache copy's name (HASH-NAME), which it must not say
+  const std::vector<std::array<std::string, 3>> cases = {
+      {"jsonl", "s3://bkt/bad/broken.jsonl: line 2: column 17: the line ends inside a string", "-broken.jsonl"},
+      {"parquet", "s3://bkt/bad/bad.parquet: not a Parquet file", "-bad.parquet"},
+      {"tokens", "s3://bkt/bad/odd.bin: 3 bytes is not a whole number of uint16 tokens", "-odd.bin"}};
+  for (const auto& [name, said, copy] : cases) {
+    const Run r = sh(work, s3_env(s3) + " SLUICE_CACHE_DIR=cache " + cli() + " run " + name + ".lua");
+    INFO(r.out);
+    CHECK(r.status != 0);
+    CHECK_THAT(r.out, Catch::Contains(said));
+    CHECK_THAT(r.out, !Catch::Contains(copy));
+  }
+  const Run r = sh(work, cli() + " inspect s3://bkt/bad/bad.parquet");
+  CHECK(r.status != 0);
+  CHECK_THAT(r.out, Catch::Contains("s3://bkt/bad/bad.parquet: a URL; inspect reads local files"));
 }

@@ -305,6 +305,10 @@ int inspect_command(int argc, char** argv) {
   int status = 0;
   for (const std::string& path : files) {
     try {
+      if (path.starts_with("s3://") || path.starts_with("http://") || path.starts_with("https://")) {
+        throw Error(path + ": a URL; inspect reads local files and folders (a pipeline reads URLs: sluice peek "
+                    "PIPELINE.lua shows its first samples), so copy it here first");
+      }
       std::error_code ec;
       if (std::filesystem::is_directory(path, ec)) {
         if (is_written_dataset(path)) {
