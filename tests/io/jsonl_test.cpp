@@ -107,6 +107,25 @@ TEST_CASE("jsonl: plain, gzip and zstd files give the same samples, line numbers
   CHECK(both.where(7) == gz + ": line 4");
 }
 
+TEST_CASE("jsonl: a UTF-8 byte-order mark before the first line is not part of it, plain or compressed", "[jsonl]") {
+  // As Python's utf-8-sig and Windows tools write it; a BOM elsewhere stays an error.
+  test::TempDir dir;
+  const std::string text = "\xEF\xBB\xBF" + kCorpus;
+  const std::string plain = write_text(dir, "bom.jsonl", text);
+  check_corpus(JsonlSource({plain}), plain);
+  if (have("zstd")) {
+    const std::string zst = compress(dir, "zstd", "bom.jsonl.zst", text);
+    check_corpus(JsonlSource({zst}), zst);
+  }
+  const std::string inner = write_text(dir, "inner.jsonl", "{\"text\": \"a\"}\n\xEF\xBB\xBF{\"text\": \"b\"}\n");
+  JsonlSource source({inner});
+  std::vector<std::byte> buf;
+  Sample s;
+  read_sample(source, 0, buf, s);
+  CHECK(field(s, "text") == "a");
+  CHECK_THROWS_WITH(read_sample(source, 1, buf, s), Catch::Contains(inner + ": line 2: column 1"));
+}
+
 TEST_CASE("jsonl: the sidecar index and the decompressed copy are reused, and rebuilt when stale", "[jsonl]") {
   test::TempDir dir;
   const std::string plain = write_text(dir, "a.jsonl", kCorpus);

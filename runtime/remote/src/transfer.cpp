@@ -470,7 +470,7 @@ void TransferEngine::Impl::finish(Transfer& t, CURLcode code) {
   } else if (code != CURLE_OK && !(code == CURLE_WRITE_ERROR && status >= 300)) {
     why = curl_easy_strerror(code);
     if (code == CURLE_OPERATION_TIMEDOUT)
-      why = "no byte for " + std::to_string(options.stall_timeout_ms) + " ms (stall_timeout_ms)";
+      why = "no byte for " + std::to_string(options.stall_timeout_ms) + " ms (remote_timeout_ms)";
     retry = transient(code);
     if ((code == CURLE_WRITE_ERROR || code == CURLE_ABORTED_BY_CALLBACK) && !t.write_problem.empty())
       why = t.write_problem;

@@ -1,7 +1,8 @@
 // sluice/io/jsonl.h: JSON lines (one JSON object per line) with random access
 // through an offset index; plain, gzip or zstd.
 //
-// A sample is one non-blank line. decode() parses it and hands out fields:
+// A sample is one non-blank line (a UTF-8 byte-order mark before a file's
+// first line is not part of it). decode() parses it and hands out fields:
 //   - `field` (default "text"; "" selects none): the selected value, named
 //     as `field` is written. A dotted name ("meta.text") is a top-level key of that exact
 //     name when the object has one, and otherwise a path into nested objects.
