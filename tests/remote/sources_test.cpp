@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "fault_proxy.h"
 #include "servers.h"
 #include "skip.h"
 
@@ -497,4 +498,30 @@ TEST_CASE("Sources: an error inside a remote object names its URL, never the nod
   const Run r = sh(work, cli() + " inspect s3://bkt/bad/bad.parquet");
   CHECK(r.status != 0);
   CHECK_THAT(r.out, Catch::Contains("s3://bkt/bad/bad.parquet: a URL; inspect reads local files"));
+}
+
+TEST_CASE("Sources: a run slowed by checking its cached objects with the store says so, not that it downloaded") {
+  if (cli().empty()) SKIP_TEST(kNoCli);
+  if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
+  const std::string root = temp_dir("www"), work = temp_dir("run");
+  write_file(root + "/a.jsonl", "{\"text\": \"one\"}\n{\"text\": \"two\"}\n");
+  Nginx http(root);
+  // The first run's two requests (the folder's manifest, absent; the GET)
+  // pass; in the second, the manifest passes and the cached copy's check
+  // meets four 503s, retried after backoffs of 0.75 s or more in all.
+  FaultProxy proxy(http.port(), {Fault::pass, Fault::pass, Fault::pass, Fault::status_503, Fault::status_503,
+                                 Fault::status_503, Fault::status_503});
+  write_file(work + "/p.lua", "local sluice = require('sluice')\nreturn sluice.pipeline { source = sluice.jsonl{ '" +
+                                  proxy.url("a.jsonl") + "' }, batch_size = 1, fields = { { 't', 'bytes', 8 } }, "
+                                  "map = function(s) return { t = s.bytes } end }\n");
+  Run r = sh(work, "SLUICE_CACHE_DIR=cache " + cli() + " run p.lua");
+  INFO(r.out);
+  REQUIRE(r.status == 0);
+  REQUIRE(proxy.requests() == 2);
+  r = sh(work, "SLUICE_CACHE_DIR=cache " + cli() + " run p.lua");
+  INFO(r.out);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.out, Catch::Contains("verdict     network-bound: checking 1 cached object with the store"));
+  CHECK_THAT(r.out, Catch::Contains("nothing was downloaded"));
+  CHECK_THAT(r.out, !Catch::Contains("the next run reads them from the warm cache"));
 }

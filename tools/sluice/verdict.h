@@ -29,6 +29,8 @@ struct RunMeasures {
   std::uint64_t slots_full_ns = 0;
   std::uint64_t network_wait_ns = 0;  // at load, fetching remote objects into the node cache
   std::uint64_t network_bytes = 0;    // downloaded then
+  std::uint64_t network_downloads = 0;    // objects downloaded then
+  std::uint64_t network_revalidated = 0;  // objects found in the cache and checked with the store
 };
 
 // CPUs this process may run on (sched_getaffinity), at least 1.
@@ -46,8 +48,9 @@ std::uint32_t suggested_workers(const RunMeasures& m);
 // CPU work, fewer slots than workers), one sentence each.
 std::vector<std::string> run_warnings(const RunMeasures& m);
 
-// One line: "network-bound: ..." (the downloads at load took longer than the
-// run), "consumer-bound: ...", "compute-bound: ...", "waiting: ...",
+// One line: "network-bound: ..." (the downloads at load, or the checks of
+// cached objects with the store when nothing was downloaded, took longer
+// than the run), "consumer-bound: ...", "compute-bound: ...", "waiting: ...",
 // "delivery-bound: ..." or, for a run too short to judge, "none: ...".
 std::string verdict(const RunMeasures& m);
 
