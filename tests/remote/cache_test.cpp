@@ -300,6 +300,8 @@ TEST_CASE("Cache: a failed download names the URL and leaves nothing that reads 
                     http.url("missing.bin") + ": HTTP 404");
   struct stat st{};
   CHECK(::stat(cache.path_of(http.url("missing.bin")).c_str(), &st) != 0);
+  // Nor an empty partial: a 404 leaves nothing to resume.
+  CHECK(::stat((cache.path_of(http.url("missing.bin")) + ".partial").c_str(), &st) != 0);
 }
 
 // remote::Prefetcher on its own: the needed objects first, ahead only within

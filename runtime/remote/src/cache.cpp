@@ -461,6 +461,9 @@ std::vector<std::string> Cache::get_all(const std::vector<std::string>& urls) {
             ::truncate(partial.c_str(), 0);
             return get(d);
           }
+          // An empty partial (a 404, a refused request) resumes nothing:
+          // gone, under NAME.lock, which this process holds.
+          if (file_size_or_zero(partial) == 0) ::unlink(partial.c_str());
           return fail(d.url, r.error);
         }
         const std::uint64_t have = file_size_or_zero(partial);
