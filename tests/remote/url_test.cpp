@@ -107,7 +107,8 @@ TEST_CASE("Credentials: environment, then the profile's file, else anonymous") {
                            "[default]\naws_access_key_id = AKDEFAULT\naws_secret_access_key = sd\n\n"
                            "# a comment\n[work]\naws_access_key_id=AKWORK\naws_secret_access_key=sw\n"
                            "aws_session_token = tok\n");
-  sluice::test::write_file(home + "/.aws/config", "[default]\nregion = eu-west-1\n[profile work]\nregion = ap-south-1\n");
+  sluice::test::write_file(home + "/.aws/config", "[default]\nregion = eu-west-1\n[profile work]\nregion = ap-south-1\n"
+                                                 "endpoint_url = http://127.0.0.1:9100/\n");
   {
     const S3Config c = s3_config_from_environment();
     CHECK(c.credentials.access_key == "AKDEFAULT");
@@ -120,6 +121,8 @@ TEST_CASE("Credentials: environment, then the profile's file, else anonymous") {
     CHECK(c.credentials.access_key == "AKWORK");
     CHECK(c.credentials.session_token == "tok");
     CHECK(c.region == "ap-south-1");
+    CHECK(c.endpoint == "http://127.0.0.1:9100");  // the profile's endpoint_url, as the AWS CLI takes it
+    CHECK(c.path_style);
   }
   env.set("AWS_ACCESS_KEY_ID", "AKENV");
   env.set("AWS_SECRET_ACCESS_KEY", "se");

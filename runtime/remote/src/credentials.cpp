@@ -64,15 +64,15 @@ S3Config s3_config_from_environment() {
     c.source = file + " [" + profile + "]";
     if (c.access_key.empty() || c.secret_key.empty()) c = Credentials{};
   }
+  const std::string config_file = aws_file("AWS_CONFIG_FILE", "config");
+  const std::string section = profile == "default" ? "default" : "profile " + profile;
   std::string region = env("AWS_REGION");
   if (region.empty()) region = env("AWS_DEFAULT_REGION");
-  if (region.empty()) {
-    const std::string file = aws_file("AWS_CONFIG_FILE", "config");
-    region = ini_value(file, profile == "default" ? "default" : "profile " + profile, "region");
-  }
+  if (region.empty()) region = ini_value(config_file, section, "region");
   if (!region.empty()) config.region = region;
   config.endpoint = env("AWS_ENDPOINT_URL_S3");
   if (config.endpoint.empty()) config.endpoint = env("AWS_ENDPOINT_URL");
+  if (config.endpoint.empty()) config.endpoint = ini_value(config_file, section, "endpoint_url");
   while (!config.endpoint.empty() && config.endpoint.back() == '/') config.endpoint.pop_back();
   config.path_style = !config.endpoint.empty();
   return config;
