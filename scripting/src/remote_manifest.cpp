@@ -2,7 +2,6 @@
 
 #include <map>
 #include <memory>
-#include <set>
 
 #include "sluice/error.h"
 #include "sluice/io/manifest.h"
@@ -24,16 +23,18 @@ std::string folder_of(const std::string& url) {
 
 std::function<std::string(const std::string&, const std::string&)> remote_manifest_check(
     const std::vector<std::string>& urls, const remote::TransferOptions& transfer) {
-  std::set<std::string> folders;
+  std::map<std::string, std::string> folders;  // folder -> the first URL given in it
   for (const std::string& url : urls)
-    if (std::string folder = folder_of(url); !folder.empty()) folders.insert(std::move(folder));
+    if (std::string folder = folder_of(url); !folder.empty()) folders.try_emplace(std::move(folder), url);
   auto listed = std::make_shared<std::map<std::string, io::ManifestShard>>();  // URL -> its entry
-  for (const std::string& folder : folders) {
+  for (const auto& [folder, first] : folders) {
     const std::string where = folder + io::kManifestName;
     const remote::Response r = remote::fetch({.url = where}, transfer);
     if (!r.ok()) {
       if (r.status >= 400 && r.status < 500) continue;
-      throw Error("cannot read the dataset manifest " + r.error);
+      // Named by what the user gave: the manifest is only looked for.
+      throw Error(first + ": cannot read the store (asking for the dataset manifest beside it, " +
+                  io::kManifestName + "): " + r.error);
     }
     io::Manifest manifest;
     try {
