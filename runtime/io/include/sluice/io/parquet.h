@@ -190,8 +190,12 @@ struct ParquetReaderOptions {
 class SLUICE_API ParquetReader {
  public:
   // Reads `columns` (leaf names; empty: every column) of `files`, which
-  // must all have them with the same types. Throws sluice::Error naming the
-  // file and column that is missing, unreadable or of another type.
+  // must all have them with the same types; without a selection the files
+  // must have the same columns, in any order. Throws sluice::Error naming
+  // the file and column that is missing, unreadable or of another type; a
+  // map or struct named as one column is refused as what it is (a struct
+  // with its fields' names), files whose columns differ with both files and
+  // the columns each lacks.
   ParquetReader(std::vector<std::shared_ptr<const ParquetFile>> files, std::vector<std::string> columns,
                 ParquetReaderOptions options = {});
   ~ParquetReader();
