@@ -329,7 +329,7 @@ TEST_CASE("parquet: without a map, a string longer than its bytes field fails th
                                Catch::Matchers::Contains("more than the 2 its declaration allows"));
 }
 
-TEST_CASE("parquet: without a map the fields come from the schema; strings and lists need a declared field",
+TEST_CASE("parquet: without a map the fields come from the schema, and strings and lists need a declared field",
           "[sources][parquet]") {
   // Never from row 0's values: a string's length or a list's would fix a
   // shape the next row breaks (datapage_v2: a is a nullable string, e a
@@ -368,16 +368,16 @@ TEST_CASE("parquet: without a map the fields come from the schema; strings and l
   CHECK(flba.options.fields[0].shape == std::vector<std::int64_t>{4});
 }
 
-TEST_CASE("parquet: a null going into a fixed field names the file, the row and the column; skip drops the row",
+TEST_CASE("parquet: a null going into a fixed field names the file, the row and the column, and skip drops it",
           "[sources][parquet]") {
   TempDir dir;
   // nulls.snappy.parquet: b_struct.b_c_int, a nullable int32 whose rows are null.
   for (const char* fields : {"", ", fields = { { 'b_struct.b_c_int', 'int32' } }"}) {
     INFO(fields);
-    const std::string path = dir.write(
-        "nulls.lua", std::string("local sluice = require('sluice')\nreturn sluice.pipeline { source = sluice.parquet{ '") +
-                         kCorpus + "nulls.snappy.parquet', columns = { 'b_struct.b_c_int' } }, batch_size = 2" + fields +
-                         " }\n");
+    const std::string path =
+        dir.write("nulls.lua", "local sluice = require('sluice')\nreturn sluice.pipeline { source = sluice.parquet{ '" +
+                                   kCorpus + "nulls.snappy.parquet', columns = { 'b_struct.b_c_int' } }, " +
+                                   "batch_size = 2" + fields + " }\n");
     CHECK_THROWS_WITH(sluice::load_script({.path = path}),
                       Contains("nulls.snappy.parquet row 0: column 'b_struct.b_c_int' is null") &&
                           Contains("int32[]") && Contains("on_error = \"skip\""));

@@ -129,7 +129,8 @@ TEST_CASE("parquet corpus: files read together without a selection have the same
   CHECK_THROWS_WITH(ParquetReader({plain, more}, {}),
                     Contains("alltypes_tiny_pages.parquet has 'year', 'month', which " + plain->path() + " lacks"));
   CHECK_THROWS_WITH(ParquetReader({more, plain}, {}),
-                    Contains(plain->path() + " lacks 'year', 'month', which") && Contains("alltypes_tiny_pages.parquet"));
+                    Contains(plain->path() + " lacks 'year', 'month', which") &&
+                        Contains("alltypes_tiny_pages.parquet"));
   CHECK_NOTHROW(ParquetReader({plain, std::make_shared<ParquetFile>(corpus("data/alltypes_dictionary.parquet"))}, {}));
   // The same name with another type: both types, and nothing after the last.
   auto impala = std::make_shared<ParquetFile>(corpus("data/nullable.impala.parquet"));

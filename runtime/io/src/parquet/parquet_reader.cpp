@@ -160,7 +160,8 @@ std::string type_text(const ParquetColumnInfo& c) {
 // when it names no group.
 void refuse_group(const ParquetFile& file, const std::string& name) {
   const auto& groups = file.meta().groups;
-  const auto g = std::find_if(groups.begin(), groups.end(), [&](const parquet::GroupNode& n) { return n.path == name; });
+  const auto g =
+      std::find_if(groups.begin(), groups.end(), [&](const parquet::GroupNode& n) { return n.path == name; });
   if (g == groups.end()) return;
   const std::string what = file.path() + ": column '" + name + "' is a " + g->kind;
   if (!g->unsupported.empty())
