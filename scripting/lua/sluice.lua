@@ -354,7 +354,10 @@ end
 -- column's elements, shape {n}; a null, shape {0}); strings and other byte
 -- columns are uint8 tensors of their bytes. Without a map the sample's
 -- fields are the pipeline's fields (fixed-size columns; strings into fields
--- declared { "name", "bytes", N }). A row group is
+-- declared { "name", "bytes", N }); undeclared, they come from the schema,
+-- and a string or list column must be declared ({ "ids", "int64", { N } }),
+-- a null going into a field is an error naming file, row and column (skip
+-- drops it). Without columns the files must have the same columns. A row group is
 -- decoded once per worker and kept while its rows are wanted (`row_groups`
 -- of them per worker, default 2), so shuffled reads stay fast. See
 -- runtime/io/include/sluice/io/parquet.h for the types, encodings and codecs
@@ -706,7 +709,8 @@ end
 --   map         function(sample, ctx) -> {field = value, ...}; default: the sample
 --               (required for files, folders, tfrecord, tar and jsonl)
 --   map_batch   function(batch, ctx), in place on the whole batch       (optional)
---   fields      declared fields; default: inferred from sample 0
+--   fields      declared fields; default: inferred from sample 0 (sluice.parquet
+--               without a map: from the schema)
 --   batch_size  1          drop_last  false     shuffle  false     seed  0
 --   shuffle_window  0: with shuffle, k > 0 shuffles the source's shards (tfrecord,
 --               tar, jsonl files) per epoch and samples only within windows of k

@@ -259,6 +259,21 @@ local function write_result(result, row)
   end
 end
 
+-- A Parquet row without a map whose column `name` has no value (a null, or
+-- an empty list: the reader gives both as shape {0}): an error naming the
+-- file, the row and the column when its field holds values, rather than the
+-- shape mismatch the store would report.
+-- `what`: what else the empty value may be (" or empty" for bytes; else a
+-- list field's " or an empty list").
+local function parquet_null(name, what)
+  local want = field_named[name]
+  if want == nil or want.numel == 0 or want.bytes then return end
+  what = what or (#want.shape > 0 and " or an empty list" or "")
+  fail('%s row %d: column \'%s\' is null%s, which field \'%s\' (%s) cannot hold; on_error = "skip" drops '
+    .. "such rows, or a map can give the field a value", ffi.string(record.path, record.path_len),
+    tonumber(record.record), name, what, name, tensor.describe(want.dtype.name, want.shape))
+end
+
 -- The record of a native source for dataset index `index`, as a sample table
 -- of views into the reader's memory (see sluice.lua, Sources).
 local function take_record(index, row)
@@ -266,14 +281,17 @@ local function take_record(index, row)
     fail("%s", ffi.string(record.error, record.error_len))
   end
   local fields = {}
+  local direct = P.source.kind == "parquet" and P.map == nil  -- the columns are the fields
   for k = 0, record.field_count - 1 do
     local f = record.fields[k]
     local name = ffi.string(f.name, f.name_len)
     if f.dtype < 0 then
+      if f.size == 0 and direct then parquet_null(name, " or empty") end
       fields[name] = tensor.view("uint8", { tonumber(f.size) }, f.data)
     else
       local shape = {}
       for d = 1, f.ndim do shape[d] = tonumber(f.shape[d - 1]) end
+      if shape[1] == 0 and direct then parquet_null(name) end
       fields[name] = tensor.view(DTYPES[f.dtype + 1].name, shape, f.data)
     end
   end
@@ -535,13 +553,52 @@ function M.source_spec()
   return spec
 end
 
+-- A Parquet source's schema (describe's `parquet` argument, from the host):
+-- { file, columns = { { name, dtype = code or nil (bytes), list, fixed_bytes,
+-- type } } }, or nil.
+local parquet_schema
+
+-- The fields of a Parquet source without a map or declared fields: its
+-- columns, from the schema, never from a row's values (a row's string or
+-- list would fix a size the next row breaks). A column whose values vary in
+-- size by row (strings, lists) needs its field declared. Sorted by name, as
+-- fields inferred from a sample are.
+local function schema_fields(schema)
+  local list, described = {}, {}
+  for _, c in ipairs(schema.columns) do
+    local dt, shape
+    if c.list then
+      local name = DTYPES[c.dtype + 1].name
+      fail("%s: sluice.parquet: %s: column '%s' holds lists of %s, whose length the schema does not fix, and "
+        .. "without a map the columns are the fields: declare the field with the list's length, fields = { "
+        .. "{ '%s', '%s', { N } }, ... } (a row of another length is an error), or make the fields in a map",
+        path_name, schema.file, c.name, c.type, c.name, name)
+    elseif c.dtype ~= nil then
+      dt, shape = DTYPES[c.dtype + 1], {}
+    elseif c.fixed_bytes > 0 then
+      dt, shape = tensor.dtype("uint8"), { c.fixed_bytes }
+    else
+      fail("%s: sluice.parquet: %s: column '%s' holds %s values, whose size varies by row, and without a map "
+        .. "the columns are the fields: declare the field with the most bytes a row holds, fields = { "
+        .. "{ '%s', 'bytes', N }, ... } (a longer row is an error), or make the fields in a map",
+        path_name, schema.file, c.name, c.type, c.name)
+    end
+    list[#list + 1] = { name = c.name, dtype = dt, shape = shape }
+  end
+  table.sort(list, function(a, b) return a.name < b.name end)
+  for i, f in ipairs(list) do described[i] = f.name .. " " .. tensor.describe(f.dtype.name, f.shape) end
+  return list, format("fields from the Parquet schema of %s: %s", schema.file, table.concat(described, ", "))
+end
+
 -- The trial: infer the fields from sample `index` when they are not
 -- declared, then make it as a one-row batch. Returns the field list and notes.
 local TRIAL_SAMPLES = 16
 
 local function trial(index, the_seed)
   local list, notes = P.fields, {}
-  if list == nil then
+  if list == nil and parquet_schema ~= nil and P.map == nil then
+    list, notes[1] = schema_fields(parquet_schema)
+  elseif list == nil then
     prepare({}, the_seed)
     ctx.out = undeclared_out()
     ctx.epoch, ctx.batch, ctx.worker, ctx.size = 0, 0, 0, 1
@@ -562,8 +619,9 @@ end
 
 local function auto_zero(v) return v == "auto" and 0 or v end
 
-function M.describe(epochs, workers, prefetch, seed_override, source_size, the_host, on_error_override)
+function M.describe(epochs, workers, prefetch, seed_override, source_size, the_host, on_error_override, parquet)
   local notes = {}
+  parquet_schema = parquet
   host = ffi.cast("void*", the_host)
   if P.source.native then P.source.size = source_size end
   if P.device == "cuda" then

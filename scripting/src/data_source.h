@@ -156,6 +156,9 @@ class DataSource {
   // that keeps the source's `row_groups` decoded groups (default 2), or
   // `at_least` when that is more.
   std::unique_ptr<io::ParquetReader> parquet_reader(std::uint32_t at_least = 0) const;
+  // parquet: the reader made at open, for the selected columns' names and
+  // types (column_infos(), as in file(0)); null for other sources.
+  const io::ParquetReader* parquet_schema() const { return origin_reader_.get(); }
 
   // tokens: the corpus, whose documents are the samples
   const std::shared_ptr<const text::TokenCorpus>& corpus() const { return corpus_; }

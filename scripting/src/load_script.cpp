@@ -94,6 +94,44 @@ std::vector<std::string> read_notes(lua_State* L, int description) {
   return notes;
 }
 
+// A Parquet source's selected columns, for engine.describe to make the
+// fields from the schema when the pipeline has neither map nor fields:
+// { file = the first file, columns = { { name, dtype = code (nil: bytes),
+// list, fixed_bytes, type = "INT64 (int(64, signed))" }, ... } }; nil for
+// other sources.
+void push_parquet_schema(lua_State* L, const scripting::DataSource* source) {
+  const io::ParquetReader* reader = source != nullptr ? source->parquet_schema() : nullptr;
+  if (reader == nullptr) {
+    lua_pushnil(L);
+    return;
+  }
+  lua_createtable(L, 0, 2);
+  const std::string& file = reader->file(0).path();
+  lua_pushlstring(L, file.data(), file.size());
+  lua_setfield(L, -2, "file");
+  const std::vector<std::string>& names = reader->column_names();
+  lua_createtable(L, static_cast<int>(names.size()), 0);
+  for (std::size_t c = 0; c < names.size(); ++c) {
+    const io::ParquetColumnInfo& info = reader->column_infos()[c];
+    lua_createtable(L, 0, 5);
+    lua_pushlstring(L, names[c].data(), names[c].size());
+    lua_setfield(L, -2, "name");
+    if (info.dtype) {
+      lua_pushnumber(L, static_cast<lua_Number>(static_cast<int>(*info.dtype)));
+      lua_setfield(L, -2, "dtype");
+    }
+    lua_pushboolean(L, info.list ? 1 : 0);
+    lua_setfield(L, -2, "list");
+    lua_pushnumber(L, static_cast<lua_Number>(info.fixed_bytes));
+    lua_setfield(L, -2, "fixed_bytes");
+    const std::string type = info.physical + (info.logical.empty() ? "" : " (" + info.logical + ")");
+    lua_pushlstring(L, type.data(), type.size());
+    lua_setfield(L, -2, "type");
+    lua_rawseti(L, -2, static_cast<int>(c + 1));
+  }
+  lua_setfield(L, -2, "columns");
+}
+
 std::vector<std::string> string_list(lua_State* L, int table, const char* key) {
   std::vector<std::string> list;
   lua_getfield(L, table, key);
@@ -322,7 +360,8 @@ Script load_script(const ScriptOptions& options) {
   } else {
     lua_pushnil(L);
   }
-  if (auto error = lua.call(7, 1)) throw Error(*error);
+  push_parquet_schema(L, spec.source.get());
+  if (auto error = lua.call(8, 1)) throw Error(*error);
   const int description = lua_gettop(L);
 
   Script script;

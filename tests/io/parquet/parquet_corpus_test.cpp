@@ -86,6 +86,59 @@ TEST_CASE("parquet corpus: a refused column names the file, the column and the f
   CHECK_THROWS_WITH(ParquetReader({file}, {"nope"}), Contains("no column 'nope'") && Contains("int64_list"));
 }
 
+TEST_CASE("parquet corpus: a map or struct named as one column is refused as what it is", "[parquet]") {
+  // Named by the name every other tool shows (not a leaf's path): the file,
+  // the column and the feature, never "no column".
+  auto maps = std::make_shared<ParquetFile>(corpus("data/nested_maps.snappy.parquet"));
+  CHECK_THROWS_WITH(ParquetReader({maps}, {"b", "a"}), Contains("nested_maps.snappy.parquet") &&
+                                                           Contains("column 'a' is a map") &&
+                                                           Contains("maps are not supported"));
+  auto impala = std::make_shared<ParquetFile>(corpus("data/nullable.impala.parquet"));
+  CHECK_THROWS_WITH(ParquetReader({impala}, {"int_map"}),
+                    Contains("nullable.impala.parquet") && Contains("column 'int_map' is a map") &&
+                        Contains("maps are not supported"));
+  // A struct: its fields are columns of their own, and the error names them.
+  CHECK_THROWS_WITH(ParquetReader({std::make_shared<ParquetFile>(corpus("data/nulls.snappy.parquet"))}, {"b_struct"}),
+                    Contains("nulls.snappy.parquet") && Contains("column 'b_struct' is a struct") &&
+                        Contains("structs are not supported") && Contains("columns = { 'b_struct.b_c_int' }"));
+  CHECK_THROWS_WITH(ParquetReader({impala}, {"nested_struct"}),
+                    Contains("column 'nested_struct' is a struct") && Contains("'nested_struct.A'"));
+  // In a later file too.
+  auto plain = std::make_shared<ParquetFile>(corpus("data/datapage_v2.snappy.parquet"));
+  CHECK_THROWS_WITH(ParquetReader({plain, maps}, {"b", "a"}),
+                    Contains("nested_maps.snappy.parquet") && Contains("column 'a' is a map"));
+}
+
+TEST_CASE("parquet corpus: files read together without a selection have the same columns, in either order",
+          "[parquet]") {
+  // datapage_v2 has a, b, c, d, e; alltypes_plain id, bool_col, ...: the
+  // error names both files and what each lacks.
+  auto five = std::make_shared<ParquetFile>(corpus("data/datapage_v2.snappy.parquet"));
+  auto plain = std::make_shared<ParquetFile>(corpus("data/alltypes_plain.parquet"));
+  CHECK_THROWS_WITH(ParquetReader({plain, five}, {}),
+                    Contains("columns differ") && Contains("datapage_v2.snappy.parquet lacks 'id', 'bool_col'") &&
+                        Contains("which " + plain->path() + " has") &&
+                        Contains("datapage_v2.snappy.parquet has 'a', 'b', 'c', 'd', 'e', which") &&
+                        Contains("columns = {...} selects the ones they share"));
+  CHECK_THROWS_WITH(ParquetReader({five, plain}, {}),
+                    Contains("columns differ") && Contains("alltypes_plain.parquet lacks 'a'") &&
+                        Contains("alltypes_plain.parquet has 'id'") && Contains("datapage_v2.snappy.parquet"));
+  // One file's columns a subset of the other's (alltypes_tiny_pages adds
+  // year and month): refused in either order, never narrowed to the first's.
+  auto more = std::make_shared<ParquetFile>(corpus("data/alltypes_tiny_pages.parquet"));
+  CHECK_THROWS_WITH(ParquetReader({plain, more}, {}),
+                    Contains("alltypes_tiny_pages.parquet has 'year', 'month', which " + plain->path() + " lacks"));
+  CHECK_THROWS_WITH(ParquetReader({more, plain}, {}),
+                    Contains(plain->path() + " lacks 'year', 'month', which") &&
+                        Contains("alltypes_tiny_pages.parquet"));
+  CHECK_NOTHROW(ParquetReader({plain, std::make_shared<ParquetFile>(corpus("data/alltypes_dictionary.parquet"))}, {}));
+  // The same name with another type: both types, and nothing after the last.
+  auto impala = std::make_shared<ParquetFile>(corpus("data/nullable.impala.parquet"));
+  CHECK_THROWS_WITH(ParquetReader({plain, impala}, {"id"}),
+                    Catch::Matchers::EndsWith("nullable.impala.parquet: column 'id' is INT64, in " + plain->path() +
+                                              " it is INT32"));
+}
+
 TEST_CASE("parquet corpus: every bad_data/ file is refused with a clear error", "[parquet]") {
   // ARROW-GH-43605 is valid Parquet (dictionary indices of bit width 0 with a
   // one-value dictionary; it crashed one reader): it is read.

@@ -256,6 +256,7 @@ void check_leaf(LeafColumn& leaf) {
 struct Walk {
   const std::vector<SchemaNode>& nodes;
   std::vector<LeafColumn>& leaves;
+  std::vector<GroupNode>& groups;
   std::size_t next = 1;
   int depth = 0;
 
@@ -283,6 +284,7 @@ struct Walk {
         if (reason.empty() && node.repetition == 2 && node.num_children > 1) reason = "structs nested in lists";
         if (reason.empty() && r > 1) reason = "nested lists";
         if (is_list && lname.empty()) lname = path;
+        groups.push_back({path, is_map ? "map" : is_list || node.repetition == 2 ? "list" : "struct", reason});
         children(node.num_children, path, d, r, ld, lname, reason);
         continue;
       }
@@ -357,7 +359,7 @@ FileMeta parse_footer(const std::byte* footer, std::size_t footer_size) {
   if (meta.encrypted) throw Error("the file's columns are encrypted (Parquet modular encryption), which Sluice does not read");
   if (meta.schema.empty()) throw Error("the footer has no schema");
   if (meta.num_rows < 0) throw Error("the footer says the file has " + std::to_string(meta.num_rows) + " rows");
-  Walk walk{meta.schema, meta.leaves};
+  Walk walk{meta.schema, meta.leaves, meta.groups};
   walk.children(meta.schema[0].num_children, "", 0, 0, 0, "", "");
   if (walk.next != meta.schema.size()) throw Error("the schema has elements outside its root's children");
   std::int64_t rows = 0;

@@ -69,6 +69,14 @@ struct LeafColumn {
   std::string unsupported;    // why Sluice cannot read it, or ""
 };
 
+// A group of the schema (a struct, a map, a list), by its dotted path: what
+// a column named by a group's path is, for the error that refuses it.
+struct GroupNode {
+  std::string path;
+  std::string kind;         // "map", "list" or "struct"
+  std::string unsupported;  // why Sluice cannot read its leaves (a map's "maps"), or ""
+};
+
 struct ChunkMeta {
   Physical physical = Physical::int32;
   Codec codec = Codec::none;
@@ -95,6 +103,7 @@ struct FileMeta {
   std::string created_by;
   std::vector<SchemaNode> schema;
   std::vector<LeafColumn> leaves;
+  std::vector<GroupNode> groups;  // in schema order
   std::vector<RowGroupMeta> row_groups;
   bool encrypted = false;
 };

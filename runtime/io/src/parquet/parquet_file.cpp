@@ -35,6 +35,8 @@ ParquetFile::ParquetFile(std::string path) : path_(std::move(path)) {
     info.physical = parquet::physical_name(leaf.physical);
     info.logical = parquet::logical_name(leaf);
     info.dtype = type.dtype;
+    if (leaf.physical == parquet::Physical::fixed && leaf.type_length > 0)
+      info.fixed_bytes = static_cast<std::size_t>(leaf.type_length);
     info.list = leaf.max_rep > 0;
     info.nullable = leaf.max_def > leaf.max_rep;
     info.unsupported = leaf.unsupported;

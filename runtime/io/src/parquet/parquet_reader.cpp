@@ -2,6 +2,7 @@
 // kept in a small least-recently-used cache.
 #include <algorithm>
 #include <cstring>
+#include <string>
 #if defined(__SSE2__)
 #include <xmmintrin.h>
 #endif
@@ -148,6 +149,54 @@ void interleave(ParquetReader::Group& g) {
   }
 }
 
+// A column's type as `sluice inspect` shows it: "INT64 (int(64, signed))",
+// "a list of INT32", "DOUBLE".
+std::string type_text(const ParquetColumnInfo& c) {
+  return (c.list ? "a list of " : "") + c.physical + (c.logical.empty() ? "" : " (" + c.logical + ")");
+}
+
+// Throws when `name` is not a leaf column of `file` but a group of them (a
+// map, a struct): the group refused by what it is, naming the file. Returns
+// when it names no group.
+void refuse_group(const ParquetFile& file, const std::string& name) {
+  const auto& groups = file.meta().groups;
+  const auto g =
+      std::find_if(groups.begin(), groups.end(), [&](const parquet::GroupNode& n) { return n.path == name; });
+  if (g == groups.end()) return;
+  const std::string what = file.path() + ": column '" + name + "' is a " + g->kind;
+  if (!g->unsupported.empty())
+    throw Error(what + ": " + g->unsupported + " are not supported; leave it out with columns = {...}");
+  std::string fields;  // its leaves, as columns = {...} names them
+  for (std::size_t i = 0; i < file.columns().size(); ++i) {
+    const std::string& leaf = file.meta().leaves[i].path;
+    const std::string& column = file.columns()[i].name;
+    if (leaf.starts_with(name + ".") && fields.find("'" + column + "'") == std::string::npos)
+      fields += (fields.empty() ? "'" : ", '") + column + "'";
+  }
+  throw Error(what + ": " + g->kind + "s are not supported as one column; select its fields with columns = { " +
+              fields + " }");
+}
+
+// Without a selection of columns, `other` must have the columns `first` has,
+// no more, no fewer (by name): else which differ, both ways.
+void check_same_columns(const ParquetFile& first, const ParquetFile& other) {
+  auto lacking = [](const ParquetFile& a, const ParquetFile& b) {  // a's columns b has not, "x, y"
+    std::string list;
+    for (const ParquetColumnInfo& c : a.columns())
+      if (b.column(c.name) < 0 && list.find("'" + c.name + "'") == std::string::npos)
+        list += (list.empty() ? "'" : ", '") + c.name + "'";
+    return list;
+  };
+  const std::string only_first = lacking(first, other), only_other = lacking(other, first);
+  if (only_first.empty() && only_other.empty()) return;
+  std::string why;
+  if (!only_first.empty()) why = other.path() + " lacks " + only_first + ", which " + first.path() + " has";
+  if (!only_other.empty())
+    why += (why.empty() ? "" : "; ") + other.path() + " has " + only_other + ", which " + first.path() + " lacks";
+  throw Error("the files' columns differ: " + why +
+              ". Files read together must have the same columns; columns = {...} selects the ones they share");
+}
+
 }  // namespace
 
 ParquetReader::ParquetReader(std::vector<std::shared_ptr<const ParquetFile>> files, std::vector<std::string> columns,
@@ -157,11 +206,13 @@ ParquetReader::ParquetReader(std::vector<std::shared_ptr<const ParquetFile>> fil
   if (files_.empty()) throw Error("no Parquet file given");
   if (options_.cached_row_groups == 0) options_.cached_row_groups = 1;
   const ParquetFile& first = *files_[0];
-  if (names_.empty())
+  const bool every = names_.empty();
+  if (every)
     for (const ParquetColumnInfo& c : first.columns()) names_.push_back(c.name);
   for (const std::string& name : names_) {
     const int i = first.column(name);
     if (i < 0) {
+      refuse_group(first, name);
       std::string have;
       for (const ParquetColumnInfo& c : first.columns()) have += (have.empty() ? "" : ", ") + c.name;
       throw Error(first.path() + ": no column '" + name + "' (it has " + have + ")");
@@ -175,16 +226,20 @@ ParquetReader::ParquetReader(std::vector<std::shared_ptr<const ParquetFile>> fil
   starts_.push_back(0);
   state_->fds.resize(files_.size());
   for (const auto& file : files_) {
+    if (every) check_same_columns(first, *file);
     std::vector<int>& leaves = leaf_.emplace_back();
     for (std::size_t c = 0; c < names_.size(); ++c) {
       const int i = file->column(names_[c]);
-      if (i < 0) throw Error(file->path() + ": no column '" + names_[c] + "' (" + first.path() + " has it)");
+      if (i < 0) {
+        refuse_group(*file, names_[c]);
+        throw Error(file->path() + ": no column '" + names_[c] + "' (" + first.path() + " has it)");
+      }
       const ParquetColumnInfo& info = file->columns()[static_cast<std::size_t>(i)];
       if (!info.unsupported.empty())
         throw Error(file->path() + ": column '" + names_[c] + "': " + info.unsupported + " are not supported");
       if (info.dtype != infos_[c].dtype || info.list != infos_[c].list)
-        throw Error(file->path() + ": column '" + names_[c] + "' is " + info.physical + " " + info.logical + ", in " +
-                    first.path() + " it is " + infos_[c].physical + " " + infos_[c].logical);
+        throw Error(file->path() + ": column '" + names_[c] + "' is " + type_text(info) + ", in " + first.path() +
+                    " it is " + type_text(infos_[c]));
       leaves.push_back(i);
     }
     std::vector<std::uint64_t>& groups = group_starts_.emplace_back();

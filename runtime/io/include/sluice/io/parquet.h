@@ -34,7 +34,9 @@
 // the column and the feature. What Sluice does not read (maps, nested lists,
 // structs in lists, lists of byte arrays, null list elements, encryption,
 // LZO, BIT_PACKED levels) is refused by name, never read wrongly. A leaf
-// column Sluice cannot read is listed with its reason; only selecting it fails.
+// column Sluice cannot read is listed with its reason; only selecting it
+// fails, by the leaf's path or by the group's own name (a map, a struct,
+// whose fields are leaf columns of their own).
 //
 // Thread safety and fork: a ParquetFile is immutable once built and holds
 // no resources, so it crosses fork() freely. A ParquetReader holds decoded
@@ -66,6 +68,7 @@ struct SLUICE_API ParquetColumnInfo {
   std::string physical;          // "INT32", "BYTE_ARRAY", ...
   std::string logical;           // "string", "timestamp(micros)", "decimal(9,2)", or ""
   std::optional<DType> dtype;    // the elements' type; none: bytes
+  std::size_t fixed_bytes = 0;   // bytes of a FIXED_LEN_BYTE_ARRAY value (without dtype too); else 0
   bool nullable = false;
   bool list = false;
   std::string unsupported;       // why Sluice cannot read it, or ""
@@ -190,8 +193,12 @@ struct ParquetReaderOptions {
 class SLUICE_API ParquetReader {
  public:
   // Reads `columns` (leaf names; empty: every column) of `files`, which
-  // must all have them with the same types. Throws sluice::Error naming the
-  // file and column that is missing, unreadable or of another type.
+  // must all have them with the same types; without a selection the files
+  // must have the same columns, in any order. Throws sluice::Error naming
+  // the file and column that is missing, unreadable or of another type; a
+  // map or struct named as one column is refused as what it is (a struct
+  // with its fields' names), files whose columns differ with both files and
+  // the columns each lacks.
   ParquetReader(std::vector<std::shared_ptr<const ParquetFile>> files, std::vector<std::string> columns,
                 ParquetReaderOptions options = {});
   ~ParquetReader();
