@@ -106,7 +106,7 @@ void push_parquet_schema(lua_State* L, const scripting::DataSource* source) {
     return;
   }
   lua_createtable(L, 0, 2);
-  const std::string& file = reader->file(0).path();
+  const std::string file = source->named(reader->file(0).path());  // a remote file's URL
   lua_pushlstring(L, file.data(), file.size());
   lua_setfield(L, -2, "file");
   const std::vector<std::string>& names = reader->column_names();
