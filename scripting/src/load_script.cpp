@@ -331,6 +331,7 @@ Script load_script(const ScriptOptions& options) {
         options.seed ? *options.seed : static_cast<std::uint64_t>(number_field(L, lua_gettop(L), "seed"));
     try {
       remote::CacheOptions cache = scripting::remote_cache_options();
+      if (options.cache_dir) cache.dir = *options.cache_dir;
       if (options.cache_limit_mb) cache.limit = *options.cache_limit_mb << 20;
       if (options.remote_retries) cache.transfer.max_retries = *options.remote_retries;
       if (options.remote_timeout_ms) cache.transfer.stall_timeout_ms = *options.remote_timeout_ms;

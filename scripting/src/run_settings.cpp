@@ -45,6 +45,7 @@ void RunSettings::set(std::string_view raw_name, std::string_view v) {
   // Errors use the name as the caller spelled it.
   const std::uint64_t value = detail::parse_setting(row, std::string(raw_name), v);
   if (row.load) row.load(script_, value);
+  if (row.load_path) row.load_path(script_, v);
   std::erase_if(given_, [i](const auto& g) { return g.first == i; });
   given_.emplace_back(i, value);
 }

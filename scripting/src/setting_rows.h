@@ -2,7 +2,8 @@
 // each setting, for RunSettings (run_settings.cpp).
 //
 // A setting's value, once parsed, is one integer: a count as it is, a flag as
-// 0 or 1, a choice as its index in `choices`, "auto" as `auto_value`.
+// 0 or 1, a choice as its index in `choices`, "auto" as `auto_value`; a path
+// is 0, its text going to load_path.
 //
 // Thread safety: the rows are built once and never change.
 #pragma once
@@ -28,6 +29,7 @@ struct SettingRow {
   std::string expects;                       // a choice's error text, when not "a or b"
   // Settings that shape the load (ScriptOptions): set there as they are given.
   void (*load)(ScriptOptions&, std::uint64_t) = nullptr;
+  void (*load_path)(ScriptOptions&, std::string_view) = nullptr;  // paths, which shape the load only
   // Onto Options: after the load, or for options that come from no script
   // (RunSettings::apply_all) also the load's. Null: applied specially
   // (global_batch_size) or nowhere (device).

@@ -54,6 +54,12 @@ SettingRow flag(std::string name, std::string default_value, std::string help) {
   return row;
 }
 
+SettingRow path(std::string name, std::string help) {
+  SettingRow row;
+  row.about = {std::move(name), SettingKind::path, "a directory path", "", std::move(help), false};
+  return row;
+}
+
 SettingRow choice(std::string name, std::vector<std::string> choices, std::string default_value, std::string help) {
   SettingRow row;
   row.about = {std::move(name), SettingKind::choice, either(choices), std::move(default_value), std::move(help),
@@ -187,10 +193,15 @@ std::vector<SettingRow> make_rows() {
   rows.push_back(to<&Options::memory_budget_mb>(r));
 
   // Remote sources: shape the load and the workers' fetching.
+  r = path("cache_dir",
+           "remote shards (s3://, https://): the node cache's directory, shared by every rank and job that names "
+           "it; unset: SLUICE_CACHE_DIR, else $XDG_CACHE_HOME/sluice");
+  r.load_path = [](ScriptOptions& s, std::string_view v) { s.cache_dir = std::string(v); };
+  rows.push_back(r);
   rows.push_back(loads<&ScriptOptions::cache_limit_mb>(
       count("cache_limit_mb", 0, kMiB, "0",
             "remote shards (s3://, https://): the node cache's budget in MiB, shared by every rank and job on the "
-            "node (the directory: SLUICE_CACHE_DIR, else $XDG_CACHE_HOME/sluice); 0 = no limit")));
+            "node (the directory: cache_dir); 0 = no limit")));
   rows.push_back(loads<&ScriptOptions::remote_retries>(
       count("remote_retries", 0, 100, "6",
             "a remote request that fails with 5xx or 429, a reset, a cut body or a stall is retried this many times, "
@@ -255,6 +266,9 @@ std::uint64_t parse_setting(const SettingRow& row, const std::string& shown, std
         if (text == row.choices[i]) return i;
       }
       bad(shown, row.expects.empty() ? row.about.takes : row.expects, text);
+    case SettingKind::path:
+      if (text.empty() || text.find('\0') != std::string_view::npos) bad(shown, row.about.takes, text);
+      return 0;
   }
   bad(shown, row.about.takes, text);
 }
@@ -267,6 +281,8 @@ std::string setting_text(const SettingRow& row, std::uint64_t value) {
       return value ? "true" : "false";
     case SettingKind::choice:
       return value < row.choices.size() ? row.choices[value] : std::to_string(value);
+    case SettingKind::path:
+      return "";  // the text is not kept in the value
   }
   return std::to_string(value);
 }

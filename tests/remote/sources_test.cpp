@@ -456,11 +456,15 @@ TEST_CASE("Sources: a Megatron-LM .bin/.idx pair over s3:// and http:// reads as
     INFO(remote[k]);
     const std::string name = "remote" + std::to_string(k);
     write_file(work + "/" + name + ".lua", pipeline(remote[k]));
-    r = sh(work, s3_env(s3) + " SLUICE_CACHE_DIR=cache" + std::to_string(k) + " " + cli() + " run " + name +
-                     ".lua --record " + name + ".jsonl");
+    // The cache's directory as a setting, over SLUICE_CACHE_DIR.
+    r = sh(work, s3_env(s3) + " SLUICE_CACHE_DIR=elsewhere " + cli() + " run " + name + ".lua --cache-dir cache" +
+                     std::to_string(k) + " --record " + name + ".jsonl");
     INFO(r.out);
     REQUIRE(r.status == 0);
     CHECK_THAT(r.out, Catch::Contains("pack: 40 documents"));
+    struct stat st{};
+    CHECK(::stat((work + "/cache" + std::to_string(k)).c_str(), &st) == 0);
+    CHECK(::stat((work + "/elsewhere").c_str(), &st) != 0);
     r = sh(work, cli() + " verify local.jsonl " + name + ".jsonl");
     INFO(r.out);
     CHECK(r.status == 0);

@@ -28,6 +28,9 @@ namespace {
 // A value the setting takes: its default, or (unset by default) its smallest.
 std::string valid_value(const Setting& s) { return s.default_value.empty() ? "1" : s.default_value; }
 
+// A value the setting refuses: "bogus", or for a path (any text is one) none.
+std::string bad_value(const Setting& s) { return s.kind == SettingKind::path ? "" : "bogus"; }
+
 std::string dashed(std::string name) {
   for (char& c : name) c = c == '_' ? '-' : c;
   return name;
@@ -68,8 +71,9 @@ TEST_CASE("every setting takes its default and names itself on a bad value", "[s
     sluice::RunSettings settings;
     CHECK_NOTHROW(settings.set(s.name, valid_value(s)));
     CHECK_NOTHROW(settings.set(s.name + "=" + valid_value(s)));
-    CHECK_THROWS_WITH(settings.set(s.name, "bogus"), Contains(s.name + " expects ") && Contains("got 'bogus'"));
-    CHECK_THROWS_WITH(settings.set(dashed(s.name), "bogus"), Contains(dashed(s.name) + " expects "));
+    CHECK_THROWS_WITH(settings.set(s.name, bad_value(s)),
+                      Contains(s.name + " expects ") && Contains("got '" + bad_value(s) + "'"));
+    CHECK_THROWS_WITH(settings.set(dashed(s.name), bad_value(s)), Contains(dashed(s.name) + " expects "));
   }
   std::vector<std::string> names;
   for (const Setting& s : sluice::settings()) names.push_back(s.name);
@@ -218,15 +222,16 @@ TEST_CASE("a bad value of every setting gets the same message from C, the comman
   const std::string script = dir.write("p.lua", pipeline(""));
   for (const Setting& s : sluice::settings()) {
     INFO(s.name);
+    const std::string bogus = bad_value(s);
     std::string expected;
     try {
-      sluice::RunSettings().set(s.name, "bogus");
+      sluice::RunSettings().set(s.name, bogus);
     } catch (const sluice::Error& e) {
       expected = e.what();
     }
     REQUIRE(!expected.empty());
 
-    const std::string override = s.name + "=bogus";
+    const std::string override = s.name + "=" + bogus;
     const char* overrides[] = {override.c_str(), nullptr};
     sluice_loader* loader = nullptr;
     CHECK(sluice_loader_open_script(script.c_str(), overrides, &loader) == SLUICE_INVALID_ARGUMENT);
@@ -237,13 +242,13 @@ TEST_CASE("a bad value of every setting gets the same message from C, the comman
     // pipeline.lua's own check comes from the same table (device excepted: a
     // pipeline may ask for cuda, which an override in this build may not).
     if (s.pipeline && s.name != "device") {
-      const std::string bad = dir.write(s.name + ".lua", pipeline("  " + s.name + " = \"bogus\",\n"));
+      const std::string bad = dir.write(s.name + ".lua", pipeline("  " + s.name + " = \"" + bogus + "\",\n"));
       CHECK_THROWS_WITH(sluice::load_script({.path = bad}), Contains("sluice.pipeline: " + expected));
     }
 
     const sluice::test::CliResult r = s.kind == SettingKind::flag
-                                          ? sluice::test::run_cli({"run", script, "--" + s.name + "=bogus"})
-                                          : sluice::test::run_cli({"run", script, "--" + s.name, "bogus"});
+                                          ? sluice::test::run_cli({"run", script, "--" + s.name + "=" + bogus})
+                                          : sluice::test::run_cli({"run", script, "--" + s.name, bogus});
     CHECK(r.status == 2);
     CHECK_THAT(r.err, Contains(expected));
   }

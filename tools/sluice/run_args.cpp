@@ -133,6 +133,8 @@ std::string settings_help() {
         for (std::size_t at; (at = choices.find(sep)) != std::string::npos;) choices.replace(at, sep.size(), "|");
       }
       left += option + " " + choices;
+    } else if (setting.kind == SettingKind::path) {
+      left += option + " DIR";
     } else {
       left += option + (setting.takes.ends_with(" or auto") ? " N|auto" : " N");
     }

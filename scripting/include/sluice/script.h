@@ -73,9 +73,10 @@ struct SLUICE_API ScriptOptions {
   // on_error also decides the trial at load: with skip, a failing sample 0 does
   // not stop it (the next samples are tried, at most 16), and the workers skip it.
   std::optional<OnError> on_error = std::nullopt;
-  // Remote sources (s3://, http(s)://): the node cache's budget in MiB (0 = no
-  // limit; SLUICE_CACHE_DIR names the directory), and each request's retries
+  // Remote sources (s3://, http(s)://): the node cache's directory and its
+  // budget in MiB (0 = no limit), and each request's retries
   // and stall timeout. Unset: SLUICE_CACHE_LIMIT's bytes, 6, 30000.
+  std::optional<std::string> cache_dir = std::nullopt;  // unset: remote::default_cache_dir()
   std::optional<std::uint64_t> cache_limit_mb = std::nullopt;
   std::optional<std::uint32_t> remote_retries = std::nullopt;
   std::optional<std::uint32_t> remote_timeout_ms = std::nullopt;

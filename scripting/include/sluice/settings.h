@@ -26,6 +26,7 @@ enum class SettingKind : std::uint8_t {
   count,   // an integer in a range; some also take "auto" (takes says so)
   flag,    // true or false (1 or 0); a command line also has --name and --no-name
   choice,  // one of a few names (takes lists them)
+  path,    // a file system path, not empty
 };
 
 struct SLUICE_API Setting {
