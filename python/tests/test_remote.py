@@ -85,3 +85,14 @@ def test_a_missing_shard_is_one_error_naming_it(http_root, tmp_path, monkeypatch
     path = write_pipeline(tmp_path / "missing.lua", base + "/nope.tar")
     with pytest.raises(Exception, match=r"nope\.tar: HTTP 404"):
         sluice.Loader(path)
+
+
+def test_cache_dir_keyword_names_the_cache_directory(http_root, tmp_path, monkeypatch):
+    _, base = http_root
+    monkeypatch.setenv("SLUICE_CACHE_DIR", str(tmp_path / "elsewhere"))
+    path = write_pipeline(tmp_path / "remote.lua", base + "/shard-{0..2}.tar")
+    loader = sluice.Loader(path, cache_dir=tmp_path / "mine")
+    assert sum(1 for _ in loader) > 0
+    assert sorted(p.name.split("-", 1)[1] for p in (tmp_path / "mine").glob("*-shard-*.tar")) == [
+        "shard-0.tar", "shard-1.tar", "shard-2.tar"]
+    assert not (tmp_path / "elsewhere").exists()
