@@ -304,6 +304,52 @@ TEST_CASE("Cache: a failed download names the URL and leaves nothing that reads 
   CHECK(::stat((cache.path_of(http.url("missing.bin")) + ".partial").c_str(), &st) != 0);
 }
 
+TEST_CASE("Cache: many cached objects of one S3 folder are checked with one listing, a changed one fetched again") {
+  if (!S3rver::why_not().empty()) SKIP_TEST(S3rver::why_not());
+  S3rver s3(temp_dir("s3"), "bkt");
+  const std::string dir = temp_dir("cache");
+  CacheOptions o = options_in(dir);
+  o.transfer.s3.endpoint = s3.endpoint();
+  o.transfer.s3.path_style = true;
+  o.transfer.s3.credentials = {.access_key = "S3RVER", .secret_key = "S3RVER", .session_token = "", .source = "test"};
+  // 20 objects in train/ (past the listing's threshold of 16), 3 in few/.
+  std::vector<std::string> urls, few;
+  for (int i = 0; i < 20; ++i) {
+    s3.put("train/" + shard_name(i), random_bytes(1000 + i, i));
+    urls.push_back("s3://bkt/train/" + shard_name(i));
+  }
+  for (int i = 0; i < 3; ++i) {
+    s3.put("few/" + shard_name(i), random_bytes(500 + i, 40 + i));
+    few.push_back("s3://bkt/few/" + shard_name(i));
+  }
+  std::vector<std::string> all = urls;
+  all.insert(all.end(), few.begin(), few.end());
+  {
+    Cache cold(o);
+    cold.get_all(all);
+    CHECK(cold.stats().misses == 23);
+  }
+  {
+    Cache warm(o);
+    warm.get_all(all);
+    CHECK(warm.stats().hits == 23);
+    CHECK(warm.stats().revalidated == 23);
+    CHECK(warm.stats().revalidation_requests == 1 + 3);  // train/ listed once; few/ one HEAD each
+    CHECK(warm.stats().changed == 0);
+    CHECK(warm.stats().transfer.requests == 0);
+  }
+  // One object replaced in the store: the listing shows its new ETag.
+  s3.put("train/" + shard_name(7), "new contents");
+  {
+    Cache again(o);
+    const std::vector<std::string> paths = again.get_all(urls);
+    CHECK(again.stats().changed == 1);
+    CHECK(again.stats().misses == 1);
+    CHECK(read_file(paths[7]) == "new contents");
+    CHECK(read_file(paths[6]) == random_bytes(1006, 6));
+  }
+}
+
 // remote::Prefetcher on its own: the needed objects first, ahead only within
 // the budget (Cache::get_if_room), the objects a new list leaves out unpinned
 // and evicted by next use, a failed download thrown by wait() with its URL,

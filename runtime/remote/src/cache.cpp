@@ -15,10 +15,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <tuple>
+#include <utility>
 
 #include "sluice/error.h"
+#include "sluice/remote/s3_listing.h"
 #include "sluice/remote/url.h"
 
 namespace sluice::remote {
@@ -267,7 +270,13 @@ void Cache::make_room(std::uint64_t bytes, const std::string& keep) {
 
 // One conditional HEAD per object found whole (If-None-Match on the ETag
 // kept in NAME.meta, else If-Modified-Since on its Last-Modified): 304, or
-// the same ETag (else Last-Modified) and length, keeps it. A changed one is
+// the same ETag (else Last-Modified) and length, keeps it. Many objects of
+// one S3 folder (kListAtLeast or more, each with an ETag) are checked with
+// one listing of the folder instead (ListObjectsV2: a request per 1,000
+// keys, each key's size and ETag), a request storm of HEADs avoided at
+// every start; a folder the credentials may not list is checked with HEADs.
+// An object the listing lacks counts as changed (its download then names
+// the store's answer). A changed one is
 // unpinned and its inode remembered as stale, so that the download loop
 // fetches it again (a waiter never takes the old inode for a new
 // publication); other processes still pinning the old inode keep reading it
@@ -275,12 +284,53 @@ void Cache::make_room(std::uint64_t bytes, const std::string& keep) {
 std::vector<std::string> Cache::revalidate(const std::vector<std::string>& cached) {
   std::vector<std::string> changed;
   if (cached.empty()) return changed;
+  std::vector<std::string> by_head;
+  std::map<std::pair<std::string, std::string>, std::vector<std::string>> folders;  // (bucket, prefix) -> URLs
+  for (const std::string& url : cached) {
+    const Url u = parse_url(url);
+    if (u.scheme != Scheme::s3) {
+      by_head.push_back(url);
+      continue;
+    }
+    folders[{u.bucket(), u.key().substr(0, u.key().rfind('/') + 1)}].push_back(url);
+  }
+  constexpr std::size_t kListAtLeast = 16;
+  auto unquoted = [](const std::string& etag) {
+    return etag.size() >= 2 && etag.front() == '"' && etag.back() == '"' ? etag.substr(1, etag.size() - 2) : etag;
+  };
+  for (const auto& [folder, urls] : folders) {
+    std::map<std::string, ObjectInfo> listed;  // URL -> what the listing says of it
+    if (urls.size() >= kListAtLeast) {
+      try {
+        for (ObjectInfo& o : list_objects(folder.first, folder.second, options_.transfer,
+                                          &stats_.revalidation_requests)) {
+          std::string url = "s3://" + folder.first + "/" + o.key;
+          listed.emplace(std::move(url), std::move(o));
+        }
+      } catch (const Error&) {
+        listed.clear();  // not allowed to list (s3:ListBucket), or not now: HEADs say it
+      }
+    }
+    for (const std::string& url : urls) {
+      const std::string path = path_of(url);
+      const Meta m = read_meta(path + ".meta");
+      if (listed.empty() || m.etag.empty()) {
+        by_head.push_back(url);
+        continue;
+      }
+      ++stats_.revalidated;
+      const auto it = listed.find(url);
+      if (it == listed.end() || it->second.size != file_size_or_zero(path) ||
+          unquoted(it->second.etag) != unquoted(m.etag))
+        changed.push_back(url);
+    }
+  }
   std::string error;
   uv_loop_t loop;
   uv_loop_init(&loop);
   {
     TransferEngine engine(&loop, options_.transfer);
-    for (const std::string& url : cached) {
+    for (const std::string& url : by_head) {
       const std::string path = path_of(url);
       const Meta m = read_meta(path + ".meta");
       const std::uint64_t size = file_size_or_zero(path);

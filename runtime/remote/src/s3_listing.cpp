@@ -45,7 +45,7 @@ bool matches(const std::vector<std::string>& pattern, std::size_t p, const std::
 }  // namespace
 
 std::vector<ObjectInfo> list_objects(const std::string& bucket, const std::string& prefix,
-                                     const TransferOptions& options) {
+                                     const TransferOptions& options, std::uint64_t* requests) {
   std::vector<ObjectInfo> out;
   std::string token;
   for (int page = 0;; ++page) {
@@ -55,6 +55,7 @@ std::vector<ObjectInfo> list_objects(const std::string& bucket, const std::strin
     if (!token.empty()) request.query = "continuation-token=" + uri_encode(token, false) + "&";
     request.query += "list-type=2&prefix=" + uri_encode(prefix, false);
     const Response r = fetch(request, options);
+    if (requests != nullptr) ++*requests;
     if (!r.ok()) throw Error("cannot list s3://" + bucket + "/" + prefix + ": " + r.error);
     if (r.body.find("<ListBucketResult") == std::string::npos)
       throw Error("cannot list s3://" + bucket + "/" + prefix + ": the store's answer is not a ListBucketResult");

@@ -19,8 +19,11 @@
 //
 // Fresh: every object found whole is revalidated when get_all asks for it,
 // with one conditional HEAD (If-None-Match / If-Modified-Since from
-// NAME.meta); a changed object is downloaded again and published the same
-// way (rename over NAME). A store that cannot be reached then fails get_all.
+// NAME.meta), or, for 16 or more objects of one S3 folder, with one listing
+// of the folder (a request per 1,000 keys: their sizes and ETags; HEADs
+// where the folder may not be listed); a changed object is downloaded again
+// and published the same way (rename over NAME). A store that cannot be
+// reached then fails get_all.
 //
 // Guarantees and their argument:
 // - A file named NAME is whole. The download goes to NAME.partial, is
@@ -102,7 +105,7 @@ struct CacheStats {
   std::uint64_t over_budget = 0;   // bytes past `limit` that pins kept it from evicting (the most seen)
   std::uint64_t revalidated = 0;   // found whole and checked against the store (changed ones included)
   std::uint64_t changed = 0;       // of those, changed in the store: downloaded again (counted in misses)
-  std::uint64_t revalidation_requests = 0;  // conditional HEADs, retries included (not in transfer)
+  std::uint64_t revalidation_requests = 0;  // conditional HEADs (retries included) and listing pages (not in transfer)
   std::uint64_t wait_ns = 0;       // time get/get_all spent waiting on downloads and locks
   TransferStats transfer;          // requests, bytes, retries
   std::vector<DownloadSpan> downloads;  // the first 100000 downloads

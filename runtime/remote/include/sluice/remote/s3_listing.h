@@ -33,8 +33,9 @@ struct ObjectInfo {
   std::string etag;
 };
 
+// *requests (when given) counts the pages asked for, retries not included.
 std::vector<ObjectInfo> list_objects(const std::string& bucket, const std::string& prefix,
-                                     const TransferOptions& options);
+                                     const TransferOptions& options, std::uint64_t* requests = nullptr);
 
 std::vector<std::string> expand_remote(const std::string& pattern, const TransferOptions& options);
 
