@@ -594,11 +594,9 @@ end
 -- declared, then make it as a one-row batch. Returns the field list and notes.
 local TRIAL_SAMPLES = 16
 
-local function trial(index, the_seed)
-  local list, notes = P.fields, {}
-  if list == nil and parquet_schema ~= nil and P.map == nil then
-    list, notes[1] = schema_fields(parquet_schema)
-  elseif list == nil then
+local function trial(index, the_seed, declared)
+  local list, notes = declared or P.fields, {}
+  if list == nil then
     prepare({}, the_seed)
     ctx.out = undeclared_out()
     ctx.epoch, ctx.batch, ctx.worker, ctx.size = 0, 0, 0, 1
@@ -632,14 +630,20 @@ function M.describe(epochs, workers, prefetch, seed_override, source_size, the_h
   end
   local the_seed = seed_override or P.seed
   local on_error = on_error_override or P.on_error
+  -- A Parquet source's fields from its schema, once: a column they cannot
+  -- hold is the run's error under any on_error, not a failed sample's.
+  local declared
+  if P.fields == nil and parquet_schema ~= nil and P.map == nil then
+    declared, notes[#notes + 1] = schema_fields(parquet_schema)
+  end
   local list, found
   if on_error ~= "skip" then
-    list, found = trial(0, the_seed)  -- a failure is the run's error, as it would be in a worker
+    list, found = trial(0, the_seed, declared)  -- a failure is the run's error, as it would be in a worker
   else
     local tries = math.max(1, math.min(TRIAL_SAMPLES, P.source.size))
     local failed = {}
     for index = 0, tries - 1 do
-      local ok, result, more = xpcall(trial, M.message_handler, index, the_seed)
+      local ok, result, more = xpcall(trial, M.message_handler, index, the_seed, declared)
       current.stage, current.index, current.batch = nil, nil, nil
       if ok then
         list, found = result, more

@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <uv.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -137,9 +138,20 @@ std::shared_ptr<const DataSource> DataSource::open(const SourceSpec& spec, OnErr
 }
 
 std::string DataSource::named(std::string message) const {
+  // A copy's path whole, not the start of a file beside it (NAME.partial,
+  // NAME.lock: a local file whose errors must keep naming it).
+  auto whole = [&](std::size_t end) {
+    return end == message.size() || std::string_view(":;,) '\"\n").find(message[end]) != std::string_view::npos;
+  };
   for (const auto& [path, url] : urls_) {
-    for (std::size_t at = message.find(path); at != std::string::npos; at = message.find(path, at + url.size()))
+    for (std::size_t at = message.find(path); at != std::string::npos;) {
+      if (!whole(at + path.size())) {
+        at = message.find(path, at + path.size());
+        continue;
+      }
       message.replace(at, path.size(), url);
+      at = message.find(path, at + url.size());
+    }
   }
   return message;
 }
@@ -167,25 +179,48 @@ void DataSource::open_files() {
 // them; the readers then open local files.
 namespace {
 
-// A token file over a URL as a Megatron-LM dataset, found as locally
-// (text/token_file.h): a URL ending in .idx, one ending in .bin whose
-// sibling .idx the store has, or a prefix the store has as PREFIX.bin and
-// PREFIX.idx. Returns {bin, idx} URLs, or {url, ""} for a flat file. Asks
-// the store with HEAD (one or two requests a URL).
-std::pair<std::string, std::string> megatron_urls(const std::string& url, const remote::TransferOptions& transfer) {
-  auto exists = [&](const std::string& u) {
-    const remote::Response r = remote::fetch({.url = u, .head = true}, transfer);
-    if (r.ok()) return true;
-    if (r.status == 404) return false;
-    throw Error(r.error);
-  };
-  if (url.ends_with(".idx")) return {url.substr(0, url.size() - 4) + ".bin", url};
-  if (url.ends_with(".bin")) {
-    const std::string idx = url.substr(0, url.size() - 4) + ".idx";
-    return {url, exists(idx) ? idx : ""};
+// Token files over URLs as Megatron-LM datasets, found as locally
+// (text/token_file.h): a URL ending in .idx; one ending in .bin, or a
+// prefix without an extension, whose PREFIX.idx the store has. Returns a
+// {bin, idx} pair a name, idx "" for a flat file. The indexes are asked for
+// with HEAD, all at once; any 4xx means none there (S3 answers a missing
+// key with 403 to credentials that may not list the bucket).
+std::vector<std::pair<std::string, std::string>> megatron_urls(const std::vector<std::string>& names,
+                                                               const remote::TransferOptions& transfer) {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::vector<std::size_t> probe;  // the names whose PREFIX.idx is asked for
+  for (const std::string& url : names) {
+    if (url.ends_with(".idx")) {
+      out.emplace_back(url.substr(0, url.size() - 4) + ".bin", url);
+      continue;
+    }
+    out.emplace_back(url, "");
+    const std::string last = url.substr(url.rfind('/') + 1);
+    if (url.ends_with(".bin") || last.find('.') == std::string::npos) probe.push_back(out.size() - 1);
   }
-  if (!exists(url) && exists(url + ".idx")) return {url + ".bin", url + ".idx"};
-  return {url, ""};
+  if (probe.empty()) return out;
+  std::string error;
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  {
+    remote::TransferEngine engine(&loop, transfer);
+    for (const std::size_t k : probe) {
+      const std::string& url = out[k].first;
+      const std::string prefix = url.ends_with(".bin") ? url.substr(0, url.size() - 4) : url;
+      engine.submit({.url = prefix + ".idx", .head = true}, [&out, &error, k, prefix](const remote::Response& r) {
+        if (r.ok()) {
+          out[k] = {prefix + ".bin", prefix + ".idx"};
+        } else if ((r.status < 400 || r.status >= 500) && error.empty()) {
+          error = r.error;
+        }
+      });
+    }
+    uv_run(&loop, UV_RUN_DEFAULT);
+  }
+  uv_run(&loop, UV_RUN_DEFAULT);
+  uv_loop_close(&loop);
+  if (!error.empty()) throw Error(error + " (asking whether a Megatron-LM index lies beside the token file)");
+  return out;
 }
 
 }  // namespace
@@ -206,9 +241,13 @@ void DataSource::fetch_remote(SourceSpec& spec, const remote::CacheOptions& give
     // npy pairs each path with a field name: one object each, no expansion.
     const std::vector<std::string> names =
         spec.kind == "npy" ? std::vector<std::string>{entry} : remote::expand_remote(entry, given.transfer);
-    for (const std::string& name : names) {
-      const auto [url, idx] = spec.kind == "tokens" ? megatron_urls(name, given.transfer)
-                                                    : std::pair<std::string, std::string>{name, ""};
+    std::vector<std::pair<std::string, std::string>> objects;  // {URL, its Megatron index's URL or ""}
+    if (spec.kind == "tokens") {
+      objects = megatron_urls(names, given.transfer);
+    } else {
+      for (const std::string& name : names) objects.emplace_back(name, "");
+    }
+    for (const auto& [url, idx] : objects) {
       at.push_back(local.size());
       local.emplace_back();
       urls.push_back(url);
@@ -518,7 +557,15 @@ std::shared_ptr<const text::TokenCorpus> tokenize_corpus(const SourceSpec& spec,
   const auto dtype = model->vocab_size() <= 65536 && spec.eos < 65536 ? text::TokenType::uint16 : text::TokenType::uint32;
   text::TokenCacheRequest request;
   request.dir = cache.dir.empty() ? remote::default_cache_dir() : cache.dir;
-  request.identity = token_identity(*text, spec, on_error, text::name_of(dtype));
+  // The text source's errors name its remote objects' URLs (named()), not their cached copies.
+  const auto named = [&](auto&& step) {
+    try {
+      return step();
+    } catch (const Error& e) {
+      throw Error(text->named(e.what()));
+    }
+  };
+  request.identity = named([&] { return token_identity(*text, spec, on_error, text::name_of(dtype)); });
   request.documents = text->size();
   request.threads = static_cast<unsigned>(std::min<std::uint64_t>(cores, 16));
   request.dtype = dtype;
@@ -539,7 +586,7 @@ std::shared_ptr<const text::TokenCorpus> tokenize_corpus(const SourceSpec& spec,
     }
     model->encode(bytes, &ids);
   };
-  const text::TokenCacheResult tokens = text::tokenize_cached(request);
+  const text::TokenCacheResult tokens = named([&] { return text::tokenize_cached(request); });
   char line[400];
   if (tokens.reused)
     std::snprintf(line, sizeof line, "tokens: %llu text documents, tokenized by an earlier run: %s",

@@ -290,7 +290,7 @@ ScriptRemoteStats Script::remote_stats() const {
   return r;
 }
 
-std::string Script::sample_file(std::uint64_t id) const { return source ? source->origin(id) : ""; }
+std::string Script::sample_file(std::uint64_t id) const { return source ? source->named(source->origin(id)) : ""; }
 std::int64_t Script::sample_label(std::uint64_t id) const { return source ? source->label(id) : -1; }
 std::vector<std::string> Script::classes() const { return source ? source->classes() : std::vector<std::string>{}; }
 

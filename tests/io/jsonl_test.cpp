@@ -124,6 +124,13 @@ TEST_CASE("jsonl: a UTF-8 byte-order mark before the first line is not part of i
   read_sample(source, 0, buf, s);
   CHECK(field(s, "text") == "a");
   CHECK_THROWS_WITH(read_sample(source, 1, buf, s), Catch::Contains(inner + ": line 2: column 1"));
+  // A mark before a blank first line leaves it blank: not a sample.
+  const std::string blank = write_text(dir, "blank.jsonl", "\xEF\xBB\xBF  \n{\"text\": \"c\"}\n");
+  JsonlSource after_blank({blank});
+  REQUIRE(after_blank.size() == 1);
+  read_sample(after_blank, 0, buf, s);
+  CHECK(field(s, "text") == "c");
+  CHECK(after_blank.where(0) == blank + ": line 2");
 }
 
 TEST_CASE("jsonl: the sidecar index and the decompressed copy are reused, and rebuilt when stale", "[jsonl]") {

@@ -478,6 +478,7 @@ TEST_CASE("Sources: an error inside a remote object names its URL, never the nod
   write_file(root + "/broken.jsonl", "{\"text\": \"ok\"}\n{\"text\": \"broken\n{\"text\": \"ok\"}\n");
   write_file(root + "/bad.parquet", "this is not parquet at all");
   write_file(root + "/odd.bin", "abc");
+  write_file(root + "/good.jsonl", "{\"text\": \"fine\"}\n{\"text\": \"also\"}\n");
   S3rver s3(temp_dir("s3"), "bkt");
   s3.upload(root, "bad/");
   write_file(work + "/jsonl.lua",
@@ -501,9 +502,19 @@ TEST_CASE("Sources: an error inside a remote object names its URL, never the nod
     CHECK_THAT(r.out, Catch::Contains(said));
     CHECK_THAT(r.out, !Catch::Contains(copy));
   }
-  const Run r = sh(work, cli() + " inspect s3://bkt/bad/bad.parquet");
+  Run r = sh(work, cli() + " inspect s3://bkt/bad/bad.parquet");
   CHECK(r.status != 0);
   CHECK_THAT(r.out, Catch::Contains("s3://bkt/bad/bad.parquet: a URL; inspect reads local files"));
+  // sluice peek lists each sample's file by its URL too.
+  write_file(work + "/good.lua",
+             "local sluice = require('sluice')\nreturn sluice.pipeline { source = sluice.jsonl{ "
+             "'s3://bkt/bad/good.jsonl' }, batch_size = 2, fields = { { 't', 'bytes', 8 } }, "
+             "map = function(s) return { t = s.bytes } end }\n");
+  r = sh(work, s3_env(s3) + " SLUICE_CACHE_DIR=cache " + cli() + " peek good.lua");
+  INFO(r.out);
+  CHECK(r.status == 0);
+  CHECK_THAT(r.out, Catch::Contains("s3://bkt/bad/good.jsonl"));
+  CHECK_THAT(r.out, !Catch::Contains("-good.jsonl"));
 }
 
 TEST_CASE("Sources: a run slowed by checking its cached objects with the store says so, not that it downloaded") {

@@ -108,6 +108,7 @@ TEST_CASE("Credentials: environment, then the profile's file, else anonymous") {
                            "# a comment\n[work]\naws_access_key_id=AKWORK\naws_secret_access_key=sw\n"
                            "aws_session_token = tok\n");
   sluice::test::write_file(home + "/.aws/config", "[default]\nregion = eu-west-1\n[profile work]\nregion = ap-south-1\n"
+                                                 "sts =\n  endpoint_url = http://127.0.0.1:9200\n"
                                                  "endpoint_url = http://127.0.0.1:9100/\n");
   {
     const S3Config c = s3_config_from_environment();

@@ -344,6 +344,9 @@ TEST_CASE("parquet: without a map the fields come from the schema, and strings a
                     Contains("strings.lua") && Contains("datapage_v2.snappy.parquet") && Contains("column 'a'") &&
                         Contains("BYTE_ARRAY (string)") && Contains("fields = { { 'a', 'bytes', N }") &&
                         Contains("map"));
+  // Under on_error = 'skip' too: a schema the fields cannot take is no failed sample.
+  CHECK_THROWS_WITH(sluice::load_script({.path = script_for("skip.lua", "'b', 'a'", ", on_error = 'skip'")}),
+                    Contains("column 'a'") && !Contains("failed in the trial run"));
   CHECK_THROWS_WITH(sluice::load_script({.path = script_for("lists.lua", "'b', 'e'")}),
                     Contains("datapage_v2.snappy.parquet") && Contains("column 'e'") && Contains("lists of INT32") &&
                         Contains("fields = { { 'e', 'int32', { N } }"));

@@ -78,12 +78,17 @@ std::vector<std::string> run_warnings(const RunMeasures& m) {
 std::string verdict(const RunMeasures& m) {
   const double network = seconds(m.network_wait_ns);
   if (network > std::max(m.wall_s, kMinJudgedSeconds) && m.network_downloads == 0) {
+    if (m.network_revalidated == 0) {
+      // Another process on the node downloaded them meanwhile (one download per node).
+      return format("network-bound: waiting %.2f s before the first batch for other processes sharing the node "
+                    "cache to download the objects (each is fetched once per node), longer than the run (%.2f s)",
+                    network, m.wall_s);
+    }
     // Every object was in the cache: the time went to asking the store
     // whether each had changed, as every run that opens them does.
-    return format("network-bound: checking %llu cached object%s with the store (one conditional request each) "
-                  "took %.2f s before the first batch, longer than the run (%.2f s); nothing was downloaded. "
-                  "Every run checks them again: fewer, larger objects (shards) or a store closer to this "
-                  "machine cut it",
+    return format("network-bound: checking %llu cached object%s with the store took %.2f s before the first "
+                  "batch, longer than the run (%.2f s); nothing was downloaded. Every run checks them again: "
+                  "fewer, larger objects (shards) or a store closer to this machine cut it",
                   static_cast<unsigned long long>(m.network_revalidated), m.network_revalidated == 1 ? "" : "s",
                   network, m.wall_s);
   }

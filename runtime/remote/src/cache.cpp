@@ -302,13 +302,16 @@ std::vector<std::string> Cache::revalidate(const std::vector<std::string>& cache
     std::map<std::string, ObjectInfo> listed;  // URL -> what the listing says of it
     if (urls.size() >= kListAtLeast) {
       try {
-        for (ObjectInfo& o : list_objects(folder.first, folder.second, options_.transfer,
-                                          &stats_.revalidation_requests)) {
+        // The folder's own level only, and no more pages than its objects
+        // would fill: a folder of many more keys is cheaper with HEADs.
+        const ListLimits limits{.one_level = true, .max_pages = urls.size() / 1000 + 2,
+                                .requests = &stats_.revalidation_requests};
+        for (ObjectInfo& o : list_objects(folder.first, folder.second, options_.transfer, limits)) {
           std::string url = "s3://" + folder.first + "/" + o.key;
           listed.emplace(std::move(url), std::move(o));
         }
       } catch (const Error&) {
-        listed.clear();  // not allowed to list (s3:ListBucket), or not now: HEADs say it
+        listed.clear();  // not allowed to list (s3:ListBucket), too many keys, or not now: HEADs say it
       }
     }
     for (const std::string& url : urls) {

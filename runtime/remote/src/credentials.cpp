@@ -33,8 +33,11 @@ std::string ini_value(const std::string& file, const std::string& section, const
   std::string line;
   bool inside = false;
   while (std::getline(in, line)) {
+    // An indented line belongs to a nested block ("s3 =" then "  endpoint_url = ..."):
+    // not a key of the section itself.
+    const bool nested = !line.empty() && (line[0] == ' ' || line[0] == '\t');
     line = trim(line);
-    if (line.empty() || line[0] == '#' || line[0] == ';') continue;
+    if (line.empty() || line[0] == '#' || line[0] == ';' || (nested && line.front() != '[')) continue;
     if (line.front() == '[' && line.back() == ']') {
       inside = trim(line.substr(1, line.size() - 2)) == section;
       continue;

@@ -45,17 +45,20 @@ bool matches(const std::vector<std::string>& pattern, std::size_t p, const std::
 }  // namespace
 
 std::vector<ObjectInfo> list_objects(const std::string& bucket, const std::string& prefix,
-                                     const TransferOptions& options, std::uint64_t* requests) {
+                                     const TransferOptions& options, ListLimits limits) {
   std::vector<ObjectInfo> out;
   std::string token;
-  for (int page = 0;; ++page) {
+  for (std::uint64_t page = 0;; ++page) {
+    if (page == limits.max_pages)
+      throw Error("listing s3://" + bucket + "/" + prefix + " takes more than " + std::to_string(page) + " pages");
     Request request;
     request.url = "s3://" + bucket + "/";
     // Parameters in SigV4's canonical order (sorted by name).
     if (!token.empty()) request.query = "continuation-token=" + uri_encode(token, false) + "&";
+    if (limits.one_level) request.query += "delimiter=%2F&";
     request.query += "list-type=2&prefix=" + uri_encode(prefix, false);
     const Response r = fetch(request, options);
-    if (requests != nullptr) ++*requests;
+    if (limits.requests != nullptr) ++*limits.requests;
     if (!r.ok()) throw Error("cannot list s3://" + bucket + "/" + prefix + ": " + r.error);
     if (r.body.find("<ListBucketResult") == std::string::npos)
       throw Error("cannot list s3://" + bucket + "/" + prefix + ": the store's answer is not a ListBucketResult");

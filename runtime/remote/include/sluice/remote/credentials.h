@@ -11,7 +11,7 @@
 // AWS_CONFIG_FILE (else ~/.aws/config, section "[profile NAME]" or
 // "[default]"), else us-east-1.
 // Endpoint: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the profile's
-// `endpoint_url` in the config file (the first in its section), else AWS's own
+// `endpoint_url` in the config file (not a nested block's), else AWS's own
 // (https://BUCKET.s3.REGION.amazonaws.com, virtual-hosted). A custom endpoint
 // is addressed path-style (ENDPOINT/BUCKET/KEY), as MinIO, s3rver and most
 // other stores expect.

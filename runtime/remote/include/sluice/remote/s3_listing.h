@@ -33,9 +33,18 @@ struct ObjectInfo {
   std::string etag;
 };
 
-// *requests (when given) counts the pages asked for, retries not included.
+// How list_objects walks: every key under the prefix, or (one_level) only
+// those not in a deeper "folder" (delimiter '/'); at most max_pages pages of
+// 1,000 keys (an Error past them); *requests (when given) counts the pages
+// asked for, retries not included.
+struct ListLimits {
+  bool one_level = false;
+  std::uint64_t max_pages = UINT64_MAX;
+  std::uint64_t* requests = nullptr;
+};
+
 std::vector<ObjectInfo> list_objects(const std::string& bucket, const std::string& prefix,
-                                     const TransferOptions& options, std::uint64_t* requests = nullptr);
+                                     const TransferOptions& options, ListLimits limits = {});
 
 std::vector<std::string> expand_remote(const std::string& pattern, const TransferOptions& options);
 
