@@ -124,7 +124,7 @@ void push_parquet_schema(lua_State* L, const scripting::DataSource* source) {
     lua_setfield(L, -2, "list");
     lua_pushnumber(L, static_cast<lua_Number>(info.fixed_bytes));
     lua_setfield(L, -2, "fixed_bytes");
-    const std::string type = info.physical + (info.logical.empty() ? "" : " (" + info.logical + ")");
+    const std::string type = info.type();
     lua_pushlstring(L, type.data(), type.size());
     lua_setfield(L, -2, "type");
     lua_rawseti(L, -2, static_cast<int>(c + 1));

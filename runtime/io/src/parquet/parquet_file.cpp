@@ -77,9 +77,8 @@ std::string ParquetFile::describe() const {
   if (!meta_->created_by.empty()) s << ", written by " << meta_->created_by;
   s << "\ncolumns:\n";
   for (const ParquetColumnInfo& c : columns_) {
-    s << "  " << c.name << ": " << c.physical;
-    if (!c.logical.empty()) s << " (" << c.logical << ")";
-    s << " -> " << (c.dtype ? std::string(dtype_name(*c.dtype)) : std::string("bytes"));
+    s << "  " << c.name << ": " << c.type() << " -> "
+      << (c.dtype ? std::string(dtype_name(*c.dtype)) : std::string("bytes"));
     if (c.list) s << ", list";
     if (c.nullable) s << ", nullable";
     if (!c.unsupported.empty()) s << "  [not readable: " << c.unsupported << "]";

@@ -152,7 +152,7 @@ void interleave(ParquetReader::Group& g) {
 // A column's type as `sluice inspect` shows it: "INT64 (int(64, signed))",
 // "a list of INT32", "DOUBLE".
 std::string type_text(const ParquetColumnInfo& c) {
-  return (c.list ? "a list of " : "") + c.physical + (c.logical.empty() ? "" : " (" + c.logical + ")");
+  return (c.list ? "a list of " : "") + c.type();
 }
 
 // Throws when `name` is not a leaf column of `file` but a group of them (a

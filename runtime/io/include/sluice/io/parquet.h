@@ -72,6 +72,8 @@ struct SLUICE_API ParquetColumnInfo {
   bool nullable = false;
   bool list = false;
   std::string unsupported;       // why Sluice cannot read it, or ""
+  // Its type as `sluice inspect` shows it: "INT64 (int(64, signed))", "DOUBLE".
+  std::string type() const { return physical + (logical.empty() ? "" : " (" + logical + ")"); }
 };
 
 struct SLUICE_API ParquetRowGroupInfo {
