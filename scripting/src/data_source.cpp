@@ -4,7 +4,6 @@
 #include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <uv.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -173,10 +172,6 @@ void DataSource::open_files() {
   records_ = std::move(files);
 }
 
-// Remote entries (s3://, http(s)://, with brace ranges and S3 globs) of
-// `spec` (the source's own, or a mixture's part) become the cached copies of
-// their objects, downloaded first where the node cache (remote/cache.h) lacks
-// them; the readers then open local files.
 namespace {
 
 // Token files over URLs as Megatron-LM datasets, found as locally
@@ -188,7 +183,8 @@ namespace {
 std::vector<std::pair<std::string, std::string>> megatron_urls(const std::vector<std::string>& names,
                                                                const remote::TransferOptions& transfer) {
   std::vector<std::pair<std::string, std::string>> out;
-  std::vector<std::size_t> probe;  // the names whose PREFIX.idx is asked for
+  std::vector<std::size_t> probed;     // the names whose PREFIX.idx is asked for
+  std::vector<remote::Request> heads;  // theirs
   for (const std::string& url : names) {
     if (url.ends_with(".idx")) {
       out.emplace_back(url.substr(0, url.size() - 4) + ".bin", url);
@@ -196,35 +192,29 @@ std::vector<std::pair<std::string, std::string>> megatron_urls(const std::vector
     }
     out.emplace_back(url, "");
     const std::string last = url.substr(url.rfind('/') + 1);
-    if (url.ends_with(".bin") || last.find('.') == std::string::npos) probe.push_back(out.size() - 1);
+    if (!url.ends_with(".bin") && last.find('.') != std::string::npos) continue;
+    probed.push_back(out.size() - 1);
+    heads.push_back({.url = (url.ends_with(".bin") ? url.substr(0, url.size() - 4) : url) + ".idx", .head = true});
   }
-  if (probe.empty()) return out;
-  std::string error;
-  uv_loop_t loop;
-  uv_loop_init(&loop);
-  {
-    remote::TransferEngine engine(&loop, transfer);
-    for (const std::size_t k : probe) {
-      const std::string& url = out[k].first;
-      const std::string prefix = url.ends_with(".bin") ? url.substr(0, url.size() - 4) : url;
-      engine.submit({.url = prefix + ".idx", .head = true}, [&out, &error, k, prefix](const remote::Response& r) {
-        if (r.ok()) {
-          out[k] = {prefix + ".bin", prefix + ".idx"};
-        } else if ((r.status < 400 || r.status >= 500) && error.empty()) {
-          error = r.error;
-        }
-      });
+  const std::vector<remote::Response> answers = remote::fetch_all(heads, transfer);
+  for (std::size_t i = 0; i < answers.size(); ++i) {
+    const remote::Response& r = answers[i];
+    if (r.ok()) {
+      const std::string& idx = heads[i].url;
+      out[probed[i]] = {idx.substr(0, idx.size() - 4) + ".bin", idx};
+    } else if (r.status < 400 || r.status >= 500) {
+      throw Error(r.error + " (asking whether a Megatron-LM index lies beside the token file)");
     }
-    uv_run(&loop, UV_RUN_DEFAULT);
   }
-  uv_run(&loop, UV_RUN_DEFAULT);
-  uv_loop_close(&loop);
-  if (!error.empty()) throw Error(error + " (asking whether a Megatron-LM index lies beside the token file)");
   return out;
 }
 
 }  // namespace
 
+// Remote entries (s3://, http(s)://, with brace ranges and S3 globs) of
+// `spec` (the source's own, or a mixture's part) become the cached copies of
+// their objects, downloaded first where the node cache (remote/cache.h) lacks
+// them; the readers then open local files.
 void DataSource::fetch_remote(SourceSpec& spec, const remote::CacheOptions& given) {
   if (std::none_of(spec.paths.begin(), spec.paths.end(), [](const std::string& p) { return remote::is_remote(p); }))
     return;

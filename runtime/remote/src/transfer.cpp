@@ -610,12 +610,17 @@ const TransferStats& TransferEngine::stats() const { return impl_->stats; }
 const TransferOptions& TransferEngine::options() const { return impl_->options; }
 
 Response fetch(const Request& request, const TransferOptions& options) {
+  return std::move(fetch_all({request}, options).front());
+}
+
+std::vector<Response> fetch_all(const std::vector<Request>& requests, const TransferOptions& options) {
   uv_loop_t loop;
   uv_loop_init(&loop);
-  Response out;
+  std::vector<Response> out(requests.size());
   {
     TransferEngine engine(&loop, options);
-    engine.submit(request, [&](const Response& r) { out = r; });
+    for (std::size_t i = 0; i < requests.size(); ++i)
+      engine.submit(requests[i], [&out, i](const Response& r) { out[i] = r; });
     uv_run(&loop, UV_RUN_DEFAULT);
   }
   uv_run(&loop, UV_RUN_DEFAULT);

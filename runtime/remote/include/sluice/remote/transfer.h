@@ -129,6 +129,9 @@ class TransferEngine {
 
 // Blocking: one request on a loop of its own.
 Response fetch(const Request& request, const TransferOptions& options);
+// Blocking: the requests all in flight at once (up to max_in_flight) on a
+// loop of their own; their responses, in the requests' order.
+std::vector<Response> fetch_all(const std::vector<Request>& requests, const TransferOptions& options);
 
 // The http(s) URL a GET of `url` goes to (s3:// mapped onto the endpoint).
 std::string http_url(const std::string& url, const S3Config& s3);
