@@ -5,10 +5,11 @@
 --   source_spec() -> plain table describing a native source (sluice.files,
 --                    .folders, .tfrecord, .tar, .jsonl, .npy), or nil for sluice.range;
 --                    the host opens it and learns its size
---   describe(epochs, workers, prefetch, seed, size, host, on_error) -> plain
+--   describe(epochs, workers, prefetch, seed, size, host, on_error, parquet) -> plain
 --                    table for sluice::Options (the first four and on_error:
 --                    overrides or nil; size: a native source's sample count;
---                    host: a FeedHost* for feed_take); it also makes sample 0
+--                    host: a FeedHost* for feed_take; parquet: a Parquet
+--                    source's schema, or nil); it also makes sample 0
 --                    once (the trial), to infer the fields and to fail early
 --                    and clearly. With on_error = "skip" a failing sample 0
 --                    does not stop the trial: the next samples are tried (at
@@ -553,16 +554,13 @@ function M.source_spec()
   return spec
 end
 
--- A Parquet source's schema (describe's `parquet` argument, from the host):
--- { file, columns = { { name, dtype = code or nil (bytes), list, fixed_bytes,
--- type } } }, or nil.
-local parquet_schema
-
 -- The fields of a Parquet source without a map or declared fields: its
 -- columns, from the schema, never from a row's values (a row's string or
 -- list would fix a size the next row breaks). A column whose values vary in
 -- size by row (strings, lists) needs its field declared. Sorted by name, as
--- fields inferred from a sample are.
+-- fields inferred from a sample are. `schema`: describe's `parquet` argument,
+-- from the host: { file, columns = { { name, dtype = code or nil (bytes),
+-- list, fixed_bytes, type } } }.
 local function schema_fields(schema)
   local list, described = {}, {}
   for _, c in ipairs(schema.columns) do
@@ -619,7 +617,6 @@ local function auto_zero(v) return v == "auto" and 0 or v end
 
 function M.describe(epochs, workers, prefetch, seed_override, source_size, the_host, on_error_override, parquet)
   local notes = {}
-  parquet_schema = parquet
   host = ffi.cast("void*", the_host)
   if P.source.native then P.source.size = source_size end
   if P.device == "cuda" then
@@ -633,8 +630,8 @@ function M.describe(epochs, workers, prefetch, seed_override, source_size, the_h
   -- A Parquet source's fields from its schema, once: a column they cannot
   -- hold is the run's error under any on_error, not a failed sample's.
   local declared
-  if P.fields == nil and parquet_schema ~= nil and P.map == nil then
-    declared, notes[#notes + 1] = schema_fields(parquet_schema)
+  if P.fields == nil and parquet ~= nil and P.map == nil then
+    declared, notes[#notes + 1] = schema_fields(parquet)
   end
   local list, found
   if on_error ~= "skip" then
