@@ -24,9 +24,8 @@ void LineScanner::feed(const char* data, std::size_t n) {
   while (i < n) {
     const auto* nl = static_cast<const char*>(std::memchr(data + i, '\n', n - i));
     const std::size_t stop = nl ? static_cast<std::size_t>(nl - data) : n;
-    // A UTF-8 byte-order mark before the first line is not content (decode drops it too).
-    const bool bom = pos_ == 0 && i == 0 && stop >= 3 && std::memcmp(data, "\xEF\xBB\xBF", 3) == 0;
-    for (std::size_t j = bom ? 3 : i; !nonblank_ && j < stop; ++j)
+    const bool bom = pos_ == 0 && i == 0 && stop >= kUtf8BomSize && std::memcmp(data, kUtf8Bom, kUtf8BomSize) == 0;
+    for (std::size_t j = bom ? kUtf8BomSize : i; !nonblank_ && j < stop; ++j)
       nonblank_ = !(data[j] == ' ' || data[j] == '\t' || data[j] == '\r');
     if (stop > i) last_ = data[stop - 1];
     pos_ += stop - i;

@@ -12,6 +12,11 @@
 
 namespace sluice::io::detail {
 
+// A UTF-8 byte-order mark: before a file's first line it is not content (the
+// scanner does not count it, decode drops it).
+inline constexpr char kUtf8Bom[] = "\xEF\xBB\xBF";
+inline constexpr std::size_t kUtf8BomSize = 3;
+
 // Finds the non-blank lines of a text fed to it in pieces.
 class LineScanner {
  public:

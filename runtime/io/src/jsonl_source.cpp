@@ -101,10 +101,11 @@ void JsonlSource::decode(const SampleLocation& where, std::span<const std::byte>
     if (raw.size() != where.length)
       throw Error("read " + std::to_string(raw.size()) + " bytes where the index says " +
                   std::to_string(where.length) + "; the file changed since it was indexed");
-    // A UTF-8 byte-order mark (Windows tools, Python's utf-8-sig) before
-    // the first line is not part of it.
-    constexpr unsigned char kBom[] = {0xEF, 0xBB, 0xBF};
-    if (where.offset == 0 && raw.size() >= 3 && std::memcmp(raw.data(), kBom, 3) == 0) raw = raw.subspan(3);
+    // A byte-order mark (Windows tools, Python's utf-8-sig) before the first
+    // line is not part of it.
+    if (where.offset == 0 && raw.size() >= detail::kUtf8BomSize &&
+        std::memcmp(raw.data(), detail::kUtf8Bom, detail::kUtf8BomSize) == 0)
+      raw = raw.subspan(detail::kUtf8BomSize);
     detail::parse_jsonl_line(raw, options_.field, path_, out);
   } catch (const Error& e) {
     out.fields.clear();
