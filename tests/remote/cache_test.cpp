@@ -16,6 +16,7 @@
 #include <random>
 #include <thread>
 
+#include "fault_proxy.h"
 #include "servers.h"
 #include "skip.h"
 #include "sluice/error.h"
@@ -351,6 +352,42 @@ TEST_CASE("Cache: many cached objects of one S3 folder are checked with one list
 }
 
 // remote::Prefetcher on its own: the needed objects first, ahead only within
+
+TEST_CASE("Cache: a folder the credentials may not list is checked with HEADs, a changed object still found") {
+  if (!S3rver::why_not().empty()) SKIP_TEST(S3rver::why_not());
+  S3rver s3(temp_dir("s3"), "bkt");
+  const std::string dir = temp_dir("cache");
+  CacheOptions o = options_in(dir);
+  o.transfer.s3.endpoint = s3.endpoint();
+  o.transfer.s3.path_style = true;
+  o.transfer.s3.credentials = {.access_key = "S3RVER", .secret_key = "S3RVER", .session_token = "", .source = "test"};
+  std::vector<std::string> urls;
+  for (int i = 0; i < 20; ++i) {
+    s3.put("train/" + shard_name(i), random_bytes(1000 + i, i));
+    urls.push_back("s3://bkt/train/" + shard_name(i));
+  }
+  {
+    Cache cold(o);
+    cold.get_all(urls);
+    CHECK(cold.stats().misses == 20);
+  }
+  s3.put("train/" + shard_name(3), "new contents");
+  // The store, through a proxy, refuses the first request (the listing) as
+  // S3 refuses s3:ListBucket: each object is then asked for with a HEAD.
+  FaultProxy proxy(s3.port(), {Fault::status_403});
+  o.transfer.s3.endpoint = proxy.url("");
+  o.transfer.s3.endpoint.pop_back();  // http://127.0.0.1:PORT, without the path's '/'
+  Cache warm(o);
+  const std::vector<std::string> paths = warm.get_all(urls);
+  CHECK(warm.stats().revalidated == 20);
+  CHECK(warm.stats().revalidation_requests == 1 + 20);  // the refused listing, then one HEAD each
+  CHECK(warm.stats().changed == 1);
+  CHECK(warm.stats().misses == 1);
+  CHECK(read_file(paths[3]) == "new contents");
+  CHECK(read_file(paths[4]) == random_bytes(1004, 4));
+  CHECK(proxy.requests() == 1 + 20 + 1);  // and the changed object's GET
+}
+
 // the budget (Cache::get_if_room), the objects a new list leaves out unpinned
 // and evicted by next use, a failed download thrown by wait() with its URL,
 // and the destructor ending the thread.

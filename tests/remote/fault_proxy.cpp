@@ -102,9 +102,12 @@ void FaultProxy::handle(int client, Fault fault) {
     ::close(client);
     return;
   }
-  if (fault == Fault::status_503) {
-    const std::string body = "<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>";
-    const std::string response = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: " + std::to_string(body.size()) +
+  if (fault == Fault::status_503 || fault == Fault::status_403) {
+    const bool busy = fault == Fault::status_503;
+    const std::string body = busy ? "<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>"
+                                  : "<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>";
+    const std::string response = std::string(busy ? "HTTP/1.1 503 Service Unavailable" : "HTTP/1.1 403 Forbidden") +
+                                 "\r\nContent-Length: " + std::to_string(body.size()) +
                                  "\r\nConnection: close\r\n\r\n" + body;
     send_all(client, response.data(), response.size());
     ::close(client);

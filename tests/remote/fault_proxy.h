@@ -9,6 +9,8 @@
 // faults[n], or passes once the list is used up. Faults:
 //   pass        forwarded untouched
 //   status_503  "503 Slow Down" without asking the upstream
+//   status_403  "403 AccessDenied" without asking it (as S3 refuses a
+//               listing to credentials without s3:ListBucket)
 //   reset       the connection reset (RST) as soon as the request is read
 //   cut         the upstream's response cut after its headers and half its body
 //   stall       the headers and a few bytes, then silence for stall_ms, then closed
@@ -24,7 +26,7 @@
 
 namespace sluice::test {
 
-enum class Fault { pass, status_503, reset, cut, stall };
+enum class Fault { pass, status_503, status_403, reset, cut, stall };
 
 class FaultProxy {
  public:

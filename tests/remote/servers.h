@@ -70,6 +70,7 @@ class S3rver {
   void start();
   void stop();
   std::string endpoint() const;  // http://127.0.0.1:PORT
+  int port() const { return port_; }
   // Uploads every file of `dir` as PREFIX + its name (boto3, /usr/bin/python3).
   void upload(const std::string& dir, const std::string& prefix) const;
   void put(const std::string& key, const std::string& bytes) const;
