@@ -38,6 +38,15 @@ CacheOptions options_in(const std::string& dir, std::uint64_t limit = 0) {
   return o;
 }
 
+// The same, for the S3 store at `endpoint` (s3rver's credentials).
+CacheOptions s3_options_in(const std::string& dir, const std::string& endpoint) {
+  CacheOptions o = options_in(dir);
+  o.transfer.s3.endpoint = endpoint;
+  o.transfer.s3.path_style = true;
+  o.transfer.s3.credentials = {.access_key = "S3RVER", .secret_key = "S3RVER", .session_token = "", .source = "test"};
+  return o;
+}
+
 std::vector<std::string> names_in(const std::string& dir) {
   std::vector<std::string> out;
   DIR* d = ::opendir(dir.c_str());
@@ -308,11 +317,7 @@ TEST_CASE("Cache: a failed download names the URL and leaves nothing that reads 
 TEST_CASE("Cache: many cached objects of one S3 folder are checked with one listing, a changed one fetched again") {
   if (!S3rver::why_not().empty()) SKIP_TEST(S3rver::why_not());
   S3rver s3(temp_dir("s3"), "bkt");
-  const std::string dir = temp_dir("cache");
-  CacheOptions o = options_in(dir);
-  o.transfer.s3.endpoint = s3.endpoint();
-  o.transfer.s3.path_style = true;
-  o.transfer.s3.credentials = {.access_key = "S3RVER", .secret_key = "S3RVER", .session_token = "", .source = "test"};
+  CacheOptions o = s3_options_in(temp_dir("cache"), s3.endpoint());
   // 20 objects in train/ (past the listing's threshold of 16), 3 in few/.
   std::vector<std::string> urls, few;
   for (int i = 0; i < 20; ++i) {
@@ -356,11 +361,7 @@ TEST_CASE("Cache: many cached objects of one S3 folder are checked with one list
 TEST_CASE("Cache: a folder the credentials may not list is checked with HEADs, a changed object still found") {
   if (!S3rver::why_not().empty()) SKIP_TEST(S3rver::why_not());
   S3rver s3(temp_dir("s3"), "bkt");
-  const std::string dir = temp_dir("cache");
-  CacheOptions o = options_in(dir);
-  o.transfer.s3.endpoint = s3.endpoint();
-  o.transfer.s3.path_style = true;
-  o.transfer.s3.credentials = {.access_key = "S3RVER", .secret_key = "S3RVER", .session_token = "", .source = "test"};
+  CacheOptions o = s3_options_in(temp_dir("cache"), s3.endpoint());
   std::vector<std::string> urls;
   for (int i = 0; i < 20; ++i) {
     s3.put("train/" + shard_name(i), random_bytes(1000 + i, i));
