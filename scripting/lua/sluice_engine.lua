@@ -44,7 +44,7 @@ end
 -- What is running, for message_handler: `stage` names the user function
 -- ("map (pipeline.lua:12)"); `index` is the dataset index of the sample being
 -- made, or nil in map_batch, where `batch` is set.
-local current = { stage = nil, index = nil, batch = nil, epoch = nil, path = nil }
+local current = { stage = nil, index = nil, batch = nil, epoch = nil, path = nil, native = false }
 
 -- The traceback of user code only, from stack level `level` up: frames inside
 -- sluice's own chunks and C frames say nothing to the user. A user function
@@ -153,6 +153,17 @@ local function who()
   return P.map and map_stage or source_stage
 end
 
+-- The sample being stored, for a field's error: its dataset index, and
+-- where a native source read it from (the record taken last is this
+-- sample's: "sample 7 (train.parquet row 7)"), a user's file and row.
+local function this_sample()
+  if current.native and record.path_len > 0 then
+    return format("%d (%s %s %d)", current.index, ffi.string(record.path, record.path_len),
+      P.source.kind == "parquet" and "row" or "record", tonumber(record.record))
+  end
+  return tostring(current.index)
+end
+
 local function store_scalar(f, v, dst)
   local dt = f.dtype
   local p = ffi.cast(dt.pointer, dst)
@@ -160,16 +171,16 @@ local function store_scalar(f, v, dst)
   if kind == "bool" then
     if type(v) == "boolean" then p[0] = v
     elseif v == 0 or v == 1 then p[0] = (v == 1)
-    else fail("%s: field '%s' of sample %d is bool; got %s", who(), f.name, current.index, tostring(v)) end
+    else fail("%s: field '%s' of sample %s is bool; got %s", who(), f.name, this_sample(), tostring(v)) end
     return
   end
   if type(v) == "boolean" then
-    fail("%s: field '%s' of sample %d is %s; got a boolean", who(), f.name, current.index, dt.name)
+    fail("%s: field '%s' of sample %s is %s; got a boolean", who(), f.name, this_sample(), dt.name)
   end
   if kind == "int" then
     if type(v) == "number" and (v ~= floor(v) or v < dt.min or v >= dt.limit) then
-      fail("%s: field '%s' of sample %d is %s; %s is not a value of that type",
-        who(), f.name, current.index, dt.name, tostring(v))
+      fail("%s: field '%s' of sample %s is %s; %s is not a value of that type",
+        who(), f.name, this_sample(), dt.name, tostring(v))
     end
     p[0] = v
   elseif kind == "f16" then p[0] = api.f32_to_f16(tonumber(v))
@@ -192,13 +203,17 @@ local function store_bytes(f, v, dst)
     n = #v
   elseif is_tensor(v) and v.dtype == "uint8" then
     n = v.nbytes
+    if n == 0 and v.data == nil then  -- a null string or byte value (take_record), not an empty one
+      fail('%s: field \'%s\' of sample %s is null, which a bytes field cannot hold; give it a value in the map '
+        .. '(s.fields.NAME.data == nil for a null), or on_error = "skip" drops such rows', who(), f.name, this_sample())
+    end
   else
-    fail("%s: field '%s' of sample %d is bytes: a Lua string or a uint8 tensor; got %s", who(), f.name,
-      current.index, is_tensor(v) and ("a " .. v.dtype .. " tensor") or ("a Lua " .. type(v)))
+    fail("%s: field '%s' of sample %s is bytes: a Lua string or a uint8 tensor; got %s", who(), f.name,
+      this_sample(), is_tensor(v) and ("a " .. v.dtype .. " tensor") or ("a Lua " .. type(v)))
   end
   if n > f.bytes then
-    fail("%s: field '%s' of sample %d has %d bytes, more than the %d its declaration allows; declare more "
-      .. "({ \"%s\", \"bytes\", N })", who(), f.name, current.index, n, f.bytes, f.name)
+    fail("%s: field '%s' of sample %s has %d bytes, more than the %d its declaration allows; declare more "
+      .. "({ \"%s\", \"bytes\", N })", who(), f.name, this_sample(), n, f.bytes, f.name)
   end
   length_box[0] = n
   ffi.copy(dst, length_box, 8)
@@ -215,20 +230,20 @@ local function store(f, v, dst)
   if f.bytes then return store_bytes(f, v, dst) end
   if is_tensor(v) then
     if v.dtype ~= f.dtype.name or not same_shape(v.shape, f.shape) then
-      fail("%s: field '%s' of sample %d must be %s, got %s", who(), f.name, current.index,
+      fail("%s: field '%s' of sample %s must be %s, got %s", who(), f.name, this_sample(),
         tensor.describe(f.dtype.name, f.shape), tensor.describe(v.dtype, v.shape))
     end
     local src = ffi.cast(char_ptr, v.data)
     if src ~= dst then api.copy_to_batch(dst, src, f.nbytes) end  -- equal: written in place
   elseif is_scalar(v) then
     if f.numel ~= 1 then
-      fail("%s: field '%s' of sample %d must be %s, got the scalar %s", who(), f.name, current.index,
+      fail("%s: field '%s' of sample %s must be %s, got the scalar %s", who(), f.name, this_sample(),
         tensor.describe(f.dtype.name, f.shape), tostring(v))
     end
     store_scalar(f, v, dst)
   else
-    fail("%s: field '%s' of sample %d is a %s; a field value is a tensor (ctx.out.%s, ctx:tensor, "
-      .. "sluice.tensor) or a number", who(), f.name, current.index,
+    fail("%s: field '%s' of sample %s is a %s; a field value is a tensor (ctx.out.%s, ctx:tensor, "
+      .. "sluice.tensor) or a number", who(), f.name, this_sample(),
       type(v) == "cdata" and tostring(ffi.typeof(v)) or ("Lua " .. type(v)), f.name)
   end
 end
@@ -261,18 +276,20 @@ local function write_result(result, row)
 end
 
 -- A Parquet row without a map whose column `name` has no value (a null, or
--- an empty list: the reader gives both as shape {0}): an error naming the
--- file, the row and the column when its field holds values, rather than the
--- shape mismatch the store would report.
--- `what`: what else the empty value may be (" or empty" for bytes; else a
--- list field's " or an empty list").
+-- an empty list: the reader gives both as shape {0}; a null string as an
+-- empty view with no data): an error naming the file, the row and the
+-- column when its field holds values, rather than the shape mismatch the
+-- store would report, or an empty string where the table has none.
+-- `what`: what else the empty value may be (a list field's " or an empty
+-- list").
 local function parquet_null(name, what)
   local want = field_named[name]
-  if want == nil or want.numel == 0 or want.bytes then return end
+  if want == nil or (want.numel == 0 and not want.bytes) then return end
   what = what or (#want.shape > 0 and " or an empty list" or "")
   fail('%s row %d: column \'%s\' is null%s, which field \'%s\' (%s) cannot hold; on_error = "skip" drops '
     .. "such rows, or a map can give the field a value", ffi.string(record.path, record.path_len),
-    tonumber(record.record), name, what, name, tensor.describe(want.dtype.name, want.shape))
+    tonumber(record.record), name, what, name,
+    want.bytes and format("bytes, at most %d", want.bytes) or tensor.describe(want.dtype.name, want.shape))
 end
 
 -- The record of a native source for dataset index `index`, as a sample table
@@ -281,13 +298,14 @@ local function take_record(index, row)
   if api.feed_take(host, row, index, record) ~= 0 then
     fail("%s", ffi.string(record.error, record.error_len))
   end
+  current.native = true  -- `record` is this sample's (this_sample)
   local fields = {}
   local direct = P.source.kind == "parquet" and P.map == nil  -- the columns are the fields
   for k = 0, record.field_count - 1 do
     local f = record.fields[k]
     local name = ffi.string(f.name, f.name_len)
     if f.dtype < 0 then
-      if f.size == 0 and direct then parquet_null(name, " or empty") end
+      if f.data == nil and direct then parquet_null(name, "") end  -- an empty string has data
       fields[name] = tensor.view("uint8", { tonumber(f.size) }, f.data)
     else
       local shape = {}
@@ -319,7 +337,7 @@ end
 
 -- Make sample `index` of `epoch` and return what map returned for it.
 local function run_map(index, epoch, row)
-  current.index, current.epoch, current.batch, current.path = index, epoch, nil, nil
+  current.index, current.epoch, current.batch, current.path, current.native = index, epoch, nil, nil, false
   ctx.index, ctx.position = index, row
   rng:reset(seed, rngs.SAMPLE, epoch, index)
   arena:reset()

@@ -602,7 +602,7 @@ std::int32_t RecordFeed::fill_parquet_rows(std::span<const std::uint64_t> sample
       if (slot_copied_[k]) continue;
       const io::ParquetValue& v = parquet_values_[static_cast<std::size_t>(slot_column_[k])];
       std::byte* dst = static_cast<std::byte*>(slots[k].dst) + j * slots[k].stride;
-      if (slots[k].dtype < 0 && v.bytes <= slots[k].stride - sizeof(std::uint64_t)) {  // bytes: as store_bytes
+      if (slots[k].dtype < 0 && v.data != nullptr && v.bytes <= slots[k].stride - sizeof(std::uint64_t)) {  // bytes
         const std::uint64_t length = v.bytes;
         std::memcpy(dst, &length, sizeof length);
         if (length > 0) std::memcpy(dst + sizeof length, v.data, v.bytes);

@@ -264,8 +264,8 @@ TEST_CASE("parquet: without a map, runs of rows go straight into the batch with 
        "fields = { { 'b', 'int32' }, { 'c', 'float64' }, { 'd', 'bool' }, { 'e', 'int32', { 3 } } }, "
        "batch_size = 2, shuffle = false, workers = 1, on_error = 'skip'"},
       // Strings into bytes fields (length, then bytes): row by row, beside
-      // gathered columns; a null is empty; a string longer than its field
-      // is dropped by either path.
+      // gathered columns; a null (not an empty string) and a string longer
+      // than its field are dropped by either path.
       {"sluice.parquet{ '" + kCorpus + "alltypes_tiny_pages_plain.parquet', columns = { 'id', 'string_col', "
        "'date_string_col' } }",
        "fields = { { 'id', 'int32' }, { 'string_col', 'bytes', 4 }, { 'date_string_col', 'bytes', 16 } }, "
@@ -286,9 +286,14 @@ TEST_CASE("parquet: without a map, runs of rows go straight into the batch with 
        "{ 'month', 'int32' }, { 'float_col', 'float32' } }, batch_size = 64, shuffle = true, seed = 3, workers = 1",
        true},
       {"sluice.parquet{ '" + kCorpus + "datapage_v2.snappy.parquet', columns = { 'a', 'b' } }",
-       "fields = { { 'a', 'bytes', 3 }, { 'b', 'int32' } }, batch_size = 2, shuffle = false, workers = 1"},
+       "fields = { { 'a', 'bytes', 3 }, { 'b', 'int32' } }, batch_size = 2, shuffle = false, workers = 1, "
+       "on_error = 'skip'"},
       {"sluice.parquet{ '" + kCorpus + "datapage_v2.snappy.parquet', columns = { 'a', 'b' } }",
-       "fields = { { 'a', 'bytes', 2 }, { 'b', 'int32' } }, batch_size = 3, shuffle = true, seed = 1, workers = 1, "
+       "fields = { { 'a', 'bytes', 3 }, { 'b', 'int32' } }, batch_size = 3, shuffle = true, seed = 1, workers = 1, "
+       "on_error = 'skip'"},
+      // Strings of 1 to 7 bytes (row 0's fits), those past 4 dropped.
+      {"sluice.parquet{ '" + kCorpus + "data_index_bloom_encoding_stats.parquet' }",
+       "fields = { { 'String', 'bytes', 4 } }, batch_size = 3, shuffle = true, seed = 1, workers = 2, "
        "on_error = 'skip'"},
   };
   for (const Case& c : cases) {
@@ -369,6 +374,40 @@ TEST_CASE("parquet: without a map the fields come from the schema, and strings a
                                      "batch_size = 2, on_error = 'skip' }\n")});
   REQUIRE(flba.options.fields.size() == 1);
   CHECK(flba.options.fields[0].shape == std::vector<std::int64_t>{4});
+}
+
+TEST_CASE("parquet: a null string is not an empty one: refused by a bytes field, data nil in a map",
+          "[sources][parquet]") {
+  TempDir dir;
+  // datapage_v2.snappy.parquet: column a, strings of which row 3 is null.
+  const std::string table = kCorpus + "datapage_v2.snappy.parquet";
+  auto pipeline = [&](const std::string& rest) {
+    return dir.write("p.lua", "local sluice = require('sluice')\nreturn sluice.pipeline { source = sluice.parquet{ '" +
+                                  table + "', columns = { 'a' } }, batch_size = 5, workers = 2, " + rest + " }\n");
+  };
+  auto drain = [&](const std::string& rest, const char* field) {
+    sluice::Script script = sluice::load_script({.path = pipeline(rest)});
+    sluice::Loader loader(script.options);
+    std::vector<std::int64_t> got;  // field's value per sample, in order
+    while (auto batch = loader.next())
+      for (std::int64_t v : column<std::int64_t>(*batch, field)) got.push_back(v);
+    return got;
+  };
+  // In the batch a bytes field is its length, then its bytes: the lengths.
+  auto lengths = [](const std::vector<std::int64_t>& slots) {
+    std::vector<std::int64_t> out;
+    for (std::size_t k = 0; k < slots.size(); k += 2) out.push_back(slots[k]);
+    return out;
+  };
+  const std::string bytes_field = "fields = { { 'a', 'bytes', 8 } }";
+  CHECK_THROWS_WITH(drain(bytes_field + ", on_error = 'fail'", "a"),
+                    Contains("datapage_v2.snappy.parquet row 3: column 'a' is null") &&
+                        Contains("(bytes, at most 8)") && Contains("on_error = \"skip\""));
+  CHECK(lengths(drain(bytes_field + ", on_error = 'skip'", "a")) == std::vector<std::int64_t>{3, 3, 3, 3});
+  // A map tells them apart by data: nil for the null.
+  CHECK(drain("fields = { { 'null', 'int64' } }, map = function(s) return { null = s.fields.a.data == nil and 1 or 0 "
+              "} end",
+              "null") == std::vector<std::int64_t>{0, 0, 0, 1, 0});
 }
 
 TEST_CASE("parquet: a null going into a fixed field names the file, the row and the column, and skip drops it",

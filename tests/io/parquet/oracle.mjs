@@ -29,7 +29,7 @@ await con.run(`CREATE TABLE t AS SELECT
   (i * 1000003 - 2500000000)::BIGINT AS b,
   (i / 7.0)::FLOAT AS f,
   (i * 3.25 - 1000)::DOUBLE AS d,
-  CASE WHEN i % 11 = 0 THEN NULL
+  CASE WHEN i % 11 = 0 THEN NULL WHEN i % 17 = 0 THEN ''
        ELSE 'row ' || i || repeat('x', (i % 37)::INTEGER) || CASE WHEN i % 13 = 0 THEN ', "q"' ELSE '' END END AS s,
   i % 3 = 0 AS flag,
   (i % 30000 - 15000)::SMALLINT AS small,
@@ -39,13 +39,17 @@ await con.run(`CREATE TABLE t AS SELECT
   DATE '2000-01-01' + i::INTEGER AS dt,
   (i * 1.25 - 300)::DECIMAL(9,2) AS dec,
   (i * 12345.6789)::DECIMAL(18,4) AS dec18,
+  CAST(((i - 2500)::HUGEINT * 98765432109876543 + i)::VARCHAR || '.' || lpad((i * 7919 % 100000)::VARCHAR, 5, '0')
+       AS DECIMAL(38,5)) AS dec38,
   CASE WHEN i % 5 = 0 THEN NULL ELSE range(i % 4)::INTEGER[] END AS l,
   (CASE WHEN i % 7 = 0 THEN NULL ELSE i * 2 END)::INTEGER AS n,
   md5(i::VARCHAR)::UUID AS uid
 FROM range(5000) r(i)`);
 
+// Decimals as their exact text (Sluice's float64 must be the double nearest
+// it); a null string as <null>, told apart from an empty one.
 const render = {
-  f: 'CAST(f AS DOUBLE)', d: 'd', dec: 'CAST(dec AS DOUBLE)', dec18: 'CAST(dec18 AS DOUBLE)',
+  f: 'CAST(f AS DOUBLE)', d: 'd', s: "coalesce(s, '<null>')",
   ts: 'epoch_us(ts)', dt: "dt - DATE '1970-01-01'", l: "array_to_string(l, ';')",
   uid: "replace(CAST(uid AS VARCHAR), '-', '')", flag: 'flag',
 };
@@ -61,7 +65,8 @@ async function expect(name, columns, same_as = null) {
   names.push(`${name} ${name}`);
 }
 
-const duckColumns = ['i', 'b', 'f', 'd', 's', 'flag', 'small', 'tiny', 'u', 'ts', 'dt', 'dec', 'dec18', 'l', 'n', 'uid'];
+const duckColumns = ['i', 'b', 'f', 'd', 's', 'flag', 'small', 'tiny', 'u', 'ts', 'dt', 'dec', 'dec18', 'dec38', 'l', 'n',
+  'uid'];
 for (const codec of ['uncompressed', 'snappy', 'gzip', 'zstd', 'lz4', 'brotli']) {
   for (const version of ['V1', 'V2']) {
     const name = `duckdb_${codec}_${version}`;
@@ -77,7 +82,7 @@ const ints = Int32Array.from({ length: n }, (_, i) => (i * 7919) % 100003 - 5000
 const longs = BigInt64Array.from({ length: n }, (_, i) => BigInt(i) * 1000000007n - 3000000000000n);
 const floats = Float32Array.from({ length: n }, (_, i) => Math.fround(Math.sin(i) * 1000));
 const doubles = Float64Array.from({ length: n }, (_, i) => Math.cos(i) * 1e6);
-const strings = Array.from({ length: n }, (_, i) => (i % 9 === 0 ? null : `prefix-${Math.floor(i / 10)}-${'é'.repeat(i % 5)}${i}`));
+const strings = Array.from({ length: n }, (_, i) => (i % 9 === 0 ? null : i % 13 === 0 ? '' : `prefix-${Math.floor(i / 10)}-${'é'.repeat(i % 5)}${i}`));
 const lists = Array.from({ length: n }, (_, i) => (i % 6 === 0 ? null : Array.from({ length: i % 5 }, (_, k) => i + k)));
 const table = arrow.tableFromArrays({ ints, longs, floats, doubles });
 const withMore = new arrow.Table({
@@ -92,6 +97,7 @@ render.floats = 'CAST(floats AS DOUBLE)';
 render.doubles = 'doubles';
 render.lists = "array_to_string(lists, ';')";
 render.bools = 'bools';
+render.strings = "coalesce(strings, '<null>')";
 
 function write(name, props) {
   // writeParquet takes the table it is given: a fresh one each time.

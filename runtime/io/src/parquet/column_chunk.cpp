@@ -4,7 +4,8 @@
 
 #include <algorithm>
 #include <bit>
-#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <string>
@@ -43,13 +44,42 @@ std::uint32_t le32(const std::byte* p) {
   return v;
 }
 
+// unscaled / 10^scale, the double nearest the decimal's exact value. One
+// division of two exact doubles is rounded once, correctly: so when the
+// unscaled integer has at most 53 bits and 10^scale at most 22 digits.
+// Past that (decimal(38) and wide decimal(18) values) converting, then
+// dividing would round twice (off by one unit in the last place): the
+// digits go through strtod, which rounds the exact value once.
+double decimal_to_double(__int128 unscaled, int scale) {
+  static constexpr double kPowers[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                       1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+  constexpr __int128 kExact = __int128{1} << 53;
+  if (unscaled >= -kExact && unscaled <= kExact && scale >= 0 && scale <= 22)
+    return static_cast<double>(unscaled) / kPowers[scale];
+  // The digits of |unscaled| (at most 39), its sign, "e-SCALE".
+  unsigned __int128 magnitude =
+      unscaled < 0 ? -static_cast<unsigned __int128>(unscaled) : static_cast<unsigned __int128>(unscaled);
+  char digits[40];
+  int n = 0;
+  do {
+    digits[n++] = static_cast<char>('0' + static_cast<int>(magnitude % 10));
+    magnitude /= 10;
+  } while (magnitude != 0);
+  char text[64];
+  std::size_t k = 0;
+  if (unscaled < 0) text[k++] = '-';
+  while (n > 0) text[k++] = digits[--n];
+  std::snprintf(text + k, sizeof text - k, "e%d", -scale);
+  return std::strtod(text, nullptr);
+}
+
 // A big-endian two's complement integer of up to 16 bytes, over 10^scale.
 double decimal_value(const std::byte* p, std::size_t len, int scale) {
   if (len > 16) throw Error("a decimal of " + std::to_string(len) + " bytes (more than 16)");
   if (len == 0) return 0.0;
   __int128 v = static_cast<std::int8_t>(p[0]);  // sign-extends
   for (std::size_t i = 1; i < len; ++i) v = v * 256 + static_cast<std::uint8_t>(p[i]);
-  return static_cast<double>(v) / std::pow(10.0, scale);
+  return decimal_to_double(v, scale);
 }
 
 }  // namespace
@@ -113,6 +143,7 @@ void ChunkDecoder::decode(const FileMeta& meta, std::size_t group, std::size_t c
   out.data.clear();
   out.begins.clear();
   out.ends.clear();
+  out.nulls.clear();
   out.rows = 0;
   value_begins_.clear();
   value_ends_.clear();
@@ -189,6 +220,10 @@ void ChunkDecoder::decode(const FileMeta& meta, std::size_t group, std::size_t c
       out.ends[r] = value_ends_[v];
     } else {
       out.begins[r] = out.ends[r] = 0;
+      if (!type_.dtype) {  // a null string: told apart from an empty one
+        out.nulls.resize(rows);
+        out.nulls[r] = 1;
+      }
     }
   }
 }
@@ -535,11 +570,11 @@ void ChunkDecoder::append_fixed(const std::byte* phys, std::size_t n) {
       if (p == Physical::int32) {
         std::int32_t x;
         std::memcpy(&x, phys + i * 4, 4);
-        v = static_cast<double>(x) / std::pow(10.0, leaf_->scale);
+        v = decimal_to_double(x, leaf_->scale);
       } else {
         std::int64_t x;
         std::memcpy(&x, phys + i * 8, 8);
-        v = static_cast<double>(x) / std::pow(10.0, leaf_->scale);
+        v = decimal_to_double(x, leaf_->scale);
       }
       std::memcpy(dst + i * 8, &v, 8);
     }

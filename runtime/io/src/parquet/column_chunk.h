@@ -38,12 +38,15 @@ OutputType output_type(const LeafColumn& leaf);
 
 // One row group's values of one column. Row r is data[r * width, (r + 1) *
 // width) when dense (a fixed-size type with no null in this row group), else
-// data[begins[r], ends[r]). A null row is empty.
+// data[begins[r], ends[r]). A null row is empty; in a string or byte column
+// (where an empty value is not a null) nulls[r] is 1 for a null row (nulls
+// is empty when the row group has none).
 // Strings decoded from PLAIN pages stay where their page was decompressed
 // (or copied) into data, between their length prefixes.
 struct ColumnValues {
   ByteBuffer data;
   std::vector<std::uint64_t> begins, ends;
+  std::vector<std::uint8_t> nulls;
   std::uint64_t rows = 0;
   bool dense = false;
 };

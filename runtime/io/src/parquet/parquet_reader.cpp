@@ -407,7 +407,8 @@ void ParquetReader::read(std::uint64_t row, std::span<ParquetValue> out) {
       out[c].data = v.data.data() + r * g.types[c].width;
       out[c].bytes = g.types[c].width;
     } else {
-      out[c].data = v.data.data() + v.begins[r];
+      const bool null = !v.nulls.empty() && v.nulls[r] != 0;
+      out[c].data = null ? nullptr : v.data.data() + v.begins[r];
       out[c].bytes = v.ends[r] - v.begins[r];
     }
   }

@@ -22,8 +22,9 @@
 // timestamps: int64 microseconds since the epoch, as Spark means them), FLOAT, DOUBLE, BYTE_ARRAY,
 // FIXED_LEN_BYTE_ARRAY; logical types string, enum, json, bson, uuid (bytes),
 // the integer widths (int8..uint64), date (int32 days), time and timestamp
-// (their integer in their unit), decimal (float64: unscaled / 10^scale),
-// float16; nullable columns (a null row is empty) and lists of fixed-size
+// (their integer in their unit), decimal (float64: the double nearest
+// unscaled / 10^scale), float16; nullable columns (a null row is empty; a
+// null string has no data, an empty one has) and lists of fixed-size
 // values (a row holds the list's elements); data pages v1 and v2, dictionary
 // pages; encodings PLAIN, PLAIN_DICTIONARY, RLE_DICTIONARY, RLE (levels,
 // booleans), DELTA_BINARY_PACKED, DELTA_LENGTH_BYTE_ARRAY, DELTA_BYTE_ARRAY,
@@ -114,7 +115,8 @@ class SLUICE_API ParquetFile {
 
 // One column's value in one row: `bytes` bytes holding bytes / dtype_size
 // elements of the column's dtype (a scalar, or a list's elements), or the
-// raw bytes of a string or byte column; 0 bytes for a null. Valid until
+// raw bytes of a string or byte column; 0 bytes for a null, and data null
+// too for a null string or byte value (an empty one has data). Valid until
 // the reader's next read() or clear(). Thread safety: the reader's.
 struct ParquetValue {
   const std::byte* data = nullptr;
