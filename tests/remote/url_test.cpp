@@ -138,6 +138,21 @@ TEST_CASE("Credentials: environment, then the profile's file, else anonymous") {
     CHECK(c.path_style);
     CHECK(http_url("s3://bkt/a/b c.tar", c) == "http://127.0.0.1:9000/bkt/a/b%20c.tar");
   }
+  // A profile neither file holds stops every s3:// request, naming it, as
+  // the AWS tools stop ("default" may be absent: it is the fallback).
+  env.set("AWS_PROFILE", "nosuch");
+  {
+    const S3Config c = s3_config_from_environment();
+    CHECK_THAT(c.problem, Catch::Matchers::Contains("the profile 'nosuch' (AWS_PROFILE) is in neither " + home +
+                                                    "/.aws/credentials nor " + home + "/.aws/config"));
+    CHECK_THROWS_WITH(http_url("s3://bkt/x.tar", c), Catch::Matchers::StartsWith("s3://bkt/x.tar: the profile 'nosuch'"));
+    CHECK(http_url("http://h/x.tar", c) == "http://h/x.tar");
+  }
+  env.set("AWS_PROFILE", "default");
+  CHECK(s3_config_from_environment().problem.empty());
+  env.set("AWS_PROFILE", "work");  // only in the config file: enough
+  ::unlink((home + "/.aws/credentials").c_str());
+  CHECK(s3_config_from_environment().problem.empty());
   S3Config aws;
   aws.region = "eu-central-1";
   CHECK(http_url("s3://bkt/k/x.tar", aws) == "https://bkt.s3.eu-central-1.amazonaws.com/k/x.tar");

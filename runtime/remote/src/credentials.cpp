@@ -40,6 +40,7 @@ std::string ini_value(const std::string& file, const std::string& section, const
     if (line.empty() || line[0] == '#' || line[0] == ';' || (nested && line.front() != '[')) continue;
     if (line.front() == '[' && line.back() == ']') {
       inside = trim(line.substr(1, line.size() - 2)) == section;
+      if (inside && key.empty()) return "[" + section + "]";
       continue;
     }
     if (!inside) continue;
@@ -54,13 +55,13 @@ S3Config s3_config_from_environment() {
   std::string profile = env("AWS_PROFILE");
   if (profile.empty()) profile = "default";
   Credentials& c = config.credentials;
+  const std::string file = aws_file("AWS_SHARED_CREDENTIALS_FILE", "credentials");
   c.access_key = env("AWS_ACCESS_KEY_ID");
   c.secret_key = env("AWS_SECRET_ACCESS_KEY");
   if (!c.access_key.empty() && !c.secret_key.empty()) {
     c.session_token = env("AWS_SESSION_TOKEN");
     c.source = "AWS_ACCESS_KEY_ID";
   } else {
-    const std::string file = aws_file("AWS_SHARED_CREDENTIALS_FILE", "credentials");
     c.access_key = ini_value(file, profile, "aws_access_key_id");
     c.secret_key = ini_value(file, profile, "aws_secret_access_key");
     c.session_token = ini_value(file, profile, "aws_session_token");
@@ -78,6 +79,11 @@ S3Config s3_config_from_environment() {
   if (config.endpoint.empty()) config.endpoint = ini_value(config_file, section, "endpoint_url");
   while (!config.endpoint.empty() && config.endpoint.back() == '/') config.endpoint.pop_back();
   config.path_style = !config.endpoint.empty();
+  if (profile != "default" && ini_value(file, profile, "").empty() && ini_value(config_file, section, "").empty())
+    config.problem = "the profile '" + profile + "' (AWS_PROFILE) is in neither " +
+                     (file.empty() ? "~/.aws/credentials" : file) + " nor " +
+                     (config_file.empty() ? "~/.aws/config" : config_file) +
+                     "; set AWS_PROFILE to one of their profiles, or unset it (the AWS tools stop on it too)";
   return config;
 }
 

@@ -324,6 +324,7 @@ void on_backoff(uv_timer_t* timer) {
 std::string http_url(const std::string& text, const S3Config& s3) {
   const Url url = parse_url(text);
   if (url.scheme != Scheme::s3) return text;
+  if (!s3.problem.empty()) throw Error(text + ": " + s3.problem);
   if (!s3.endpoint.empty()) {
     if (s3.path_style) return s3.endpoint + "/" + url.bucket() + "/" + uri_encode(url.key(), true);
     const std::size_t scheme_end = s3.endpoint.find("://");
@@ -474,6 +475,17 @@ void TransferEngine::Impl::finish(Transfer& t, CURLcode code) {
     retry = transient(code);
     if ((code == CURLE_WRITE_ERROR || code == CURLE_ABORTED_BY_CALLBACK) && !t.write_problem.empty())
       why = t.write_problem;
+    if (t.request.url.rfind("s3://", 0) == 0 &&
+        (code == CURLE_COULDNT_RESOLVE_HOST || code == CURLE_COULDNT_CONNECT || code == CURLE_SSL_CONNECT_ERROR ||
+         code == CURLE_PEER_FAILED_VERIFICATION)) {
+      // Which server an s3:// URL went to, and where that came from.
+      char* used = nullptr;
+      curl_easy_getinfo(t.easy, CURLINFO_EFFECTIVE_URL, &used);
+      if (used != nullptr) why += std::string(" (asking ") + used;
+      why += options.s3.endpoint.empty()
+                 ? ", AWS's own endpoint: for another store set AWS_ENDPOINT_URL or the profile's endpoint_url)"
+                 : ")";
+    }
   } else if (status == 429 || status >= 500) {
     why = "HTTP " + std::to_string(status) + store_message(t.error_body);
     retry = true;

@@ -16,7 +16,9 @@
 // is addressed path-style (ENDPOINT/BUCKET/KEY), as MinIO, s3rver and most
 // other stores expect.
 //
-// Errors: none; a file that cannot be read counts as absent.
+// Errors: none thrown; a file that cannot be read counts as absent. An
+// AWS_PROFILE that neither file holds is S3Config::problem (the AWS tools
+// stop on it too), which every s3:// request then fails with.
 // Thread safety: s3_config_from_environment reads the environment and files;
 // call it before fork or in each process, not while another thread calls
 // setenv.
@@ -39,12 +41,14 @@ struct S3Config {
   std::string region = "us-east-1";
   std::string endpoint;  // "" = AWS; else scheme://host[:port], no trailing '/'
   bool path_style = false;
+  std::string problem;  // why no s3:// request can go out ("" when none)
 };
 
 S3Config s3_config_from_environment();
 
 // The value of `key` in section `[section]` of an INI file such as
 // ~/.aws/credentials; "" when the file, the section or the key is missing.
+// With key "": "[section]" when the file has that section, else "".
 std::string ini_value(const std::string& file, const std::string& section, const std::string& key);
 
 }  // namespace sluice::remote
