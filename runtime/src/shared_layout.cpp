@@ -38,8 +38,8 @@ std::uint64_t align_up(std::uint64_t x, std::uint64_t a) { return (x + a - 1) / 
 ArenaLayout ArenaLayout::compute(const Options& o) {
   if (o.fields.empty()) throw Error("options.fields is empty: a batch needs at least one field");
   if (o.fields.size() > kMaxFields) {
-    throw Error("options.fields has " + std::to_string(o.fields.size()) + " fields; at most " +
-                std::to_string(kMaxFields) + " are supported");
+    throw Error("options.fields has " + std::to_string(o.fields.size()) + " fields; a batch holds at most " +
+                std::to_string(kMaxFields) + ": gather several into one array field");
   }
   ArenaLayout l;
   l.workers = std::max(o.workers, o.max_workers);

@@ -578,9 +578,15 @@ end
 -- size by row (strings, lists) needs its field declared. Sorted by name, as
 -- fields inferred from a sample are. `schema`: describe's `parquet` argument,
 -- from the host: { file, columns = { { name, dtype = code or nil (bytes),
--- list, fixed_bytes, type } } }.
+-- list, fixed_bytes, type } }, max_fields }.
 local function schema_fields(schema)
   local list, described = {}, {}
+  if #schema.columns > schema.max_fields then
+    fail("%s: sluice.parquet: %s has %d columns and without a map the columns are the fields, but a batch holds "
+      .. "at most %d fields: select the ones to read, columns = { 'a', 'b', ... }, or gather them in a map into "
+      .. "fewer fields (a map returning { x = ... } with fields = { { 'x', 'float32', { N } } })",
+      path_name, schema.file, #schema.columns, schema.max_fields)
+  end
   for _, c in ipairs(schema.columns) do
     local dt, shape
     if c.list then

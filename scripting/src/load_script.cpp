@@ -97,15 +97,17 @@ std::vector<std::string> read_notes(lua_State* L, int description) {
 // A Parquet source's selected columns, for engine.describe to make the
 // fields from the schema when the pipeline has neither map nor fields:
 // { file = the first file, columns = { { name, dtype = code (nil: bytes),
-// list, fixed_bytes, type = "INT64 (int(64, signed))" }, ... } }; nil for
-// other sources.
+// list, fixed_bytes, type = "INT64 (int(64, signed))" }, ... }, max_fields
+// = the most fields a batch holds }; nil for other sources.
 void push_parquet_schema(lua_State* L, const scripting::DataSource* source) {
   const io::ParquetReader* reader = source != nullptr ? source->parquet_schema() : nullptr;
   if (reader == nullptr) {
     lua_pushnil(L);
     return;
   }
-  lua_createtable(L, 0, 2);
+  lua_createtable(L, 0, 3);
+  lua_pushnumber(L, static_cast<lua_Number>(max_fields));
+  lua_setfield(L, -2, "max_fields");
   const std::string file = source->named(reader->file(0).path());  // a remote file's URL
   lua_pushlstring(L, file.data(), file.size());
   lua_setfield(L, -2, "file");

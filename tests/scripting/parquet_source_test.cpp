@@ -317,8 +317,9 @@ TEST_CASE("parquet: without a map, runs of rows go straight into the batch with 
 
 TEST_CASE("parquet: without a map, a string longer than its bytes field fails the run with the field named",
           "[sources][parquet]") {
-  // Only the null of column a fits: whichever row is made first (sample 0
-  // at load, or a batch in the worker) fails with the field and its size.
+  // No row of column a fits (its null neither): whichever row is made first
+  // (sample 0 at load, or a batch in the worker) fails with the field and
+  // its size.
   TempDir dir;
   const std::string path = dir.write("p.lua", "local sluice = require('sluice')\nreturn sluice.pipeline { source = "
                                               "sluice.parquet{ '" + kCorpus + "datapage_v2.snappy.parquet', columns = "
@@ -374,6 +375,13 @@ TEST_CASE("parquet: without a map the fields come from the schema, and strings a
                                      "batch_size = 2, on_error = 'skip' }\n")});
   REQUIRE(flba.options.fields.size() == 1);
   CHECK(flba.options.fields[0].shape == std::vector<std::int64_t>{4});
+  // More columns than a batch has fields: the file, the count, the limit and the ways out.
+  CHECK_THROWS_WITH(
+      sluice::load_script({.path = dir.write("wide.lua", "local sluice = require('sluice')\nreturn sluice.pipeline { "
+                                                         "source = sluice.parquet{ '" + kCorpus +
+                                                         "delta_encoding_required_column.parquet' }, batch_size = 2 }\n")}),
+      Contains("wide.lua") && Contains("delta_encoding_required_column.parquet has 17 columns") &&
+          Contains("at most 16 fields") && Contains("columns = {") && Contains("map"));
 }
 
 TEST_CASE("parquet: a null string is not an empty one: refused by a bytes field, data nil in a map",
