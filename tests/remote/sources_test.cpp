@@ -505,6 +505,9 @@ TEST_CASE("Sources: an error inside a remote object names its URL, never the nod
   Run r = sh(work, cli() + " inspect s3://bkt/bad/bad.parquet");
   CHECK(r.status != 0);
   CHECK_THAT(r.out, Catch::Contains("s3://bkt/bad/bad.parquet: a URL; inspect reads local files"));
+  r = sh(work, cli() + " verify s3://bkt/bad/");
+  CHECK(r.status == 2);
+  CHECK_THAT(r.out, Catch::Contains("s3://bkt/bad/: a URL; verify reads local files") && !Catch::Contains("usage"));
   // sluice peek lists each sample's file by its URL too.
   write_file(work + "/good.lua",
              "local sluice = require('sluice')\nreturn sluice.pipeline { source = sluice.jsonl{ "

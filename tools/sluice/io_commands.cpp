@@ -25,6 +25,7 @@
 #include "sluice/io/tar_index.h"
 #include "sluice/io/tar_stream.h"
 #include "sluice/io/tfrecord.h"
+#include "sluice/remote/url.h"
 
 namespace sluice::cli {
 namespace {
@@ -305,7 +306,7 @@ int inspect_command(int argc, char** argv) {
   int status = 0;
   for (const std::string& path : files) {
     try {
-      if (path.starts_with("s3://") || path.starts_with("http://") || path.starts_with("https://")) {
+      if (remote::is_remote(path)) {
         throw Error(path + ": a URL; inspect reads local files and folders (a pipeline reads URLs: sluice peek "
                     "PIPELINE.lua shows its first samples), so copy it here first");
       }

@@ -10,6 +10,7 @@
 
 #include "sluice/error.h"
 #include "sluice/record.h"
+#include "sluice/remote/url.h"
 
 namespace sluice::cli {
 
@@ -44,6 +45,15 @@ int verify_command(int argc, char** argv) {
   if (argc == 2 && (std::string_view(argv[1]) == "-h" || std::string_view(argv[1]) == "--help")) {
     std::fputs(kHelp, stdout);
     return 0;
+  }
+  for (int i = 1; i < argc; ++i) {
+    if (!remote::is_remote(argv[i])) continue;
+    std::fprintf(stderr,
+                 "sluice verify: %s: a URL; verify reads local files and folders: copy the dataset here first "
+                 "(aws s3 cp --recursive URL DIR), then sluice verify DIR. A pipeline reading the URL checks each "
+                 "shard against the manifest beside it as it downloads it.\n",
+                 argv[i]);
+    return 2;
   }
   if (argc == 2 && is_written_dataset(argv[1])) {
     try {
