@@ -36,7 +36,7 @@ cmake --install "$build" --prefix "$prefix" > "$work/install.log"
 # The layout.
 for f in include/sluice/sluice.h include/sluice/export.h include/sluice/loader.h include/sluice/run_settings.h \
          include/sluice/io/tfrecord.h include/sluice/ops/decode.h bin/sluice lib/pkgconfig/sluice.pc \
-         lib/cmake/sluice/sluiceConfig.cmake lib/cmake/sluice/sluiceConfigVersion.cmake; do
+         lib/cmake/sluice/sluice-config.cmake lib/cmake/sluice/sluice-config-version.cmake; do
   [ -e "$prefix/$f" ] || fail "$f is not installed"
 done
 lib=$(find "$prefix" -name 'libsluice.so.*.*.*' | head -1)
@@ -68,6 +68,13 @@ echo "== install-test: C++ trainer, find_package(sluice)"
 cmake -S embed -B embed-build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_PREFIX_PATH="$prefix" > cmake.log ||
   { cat cmake.log; fail "configuring examples/embed"; }
 cmake --build embed-build
+
+# The package's name as users spell it either way (its files are sluice-config*.cmake).
+mkdir -p capital
+printf 'cmake_minimum_required(VERSION 3.16)\nproject(capital CXX)\nfind_package(Sluice 0.1 CONFIG REQUIRED)\n' \
+  > capital/CMakeLists.txt
+cmake -S capital -B capital-build -DCMAKE_PREFIX_PATH="$prefix" > cmake.log ||
+  { cat cmake.log; fail "find_package(Sluice), capital S"; }
 
 echo "== install-test: C programs, gcc + pkg-config"
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
