@@ -132,7 +132,13 @@ std::shared_ptr<const DataSource> DataSource::open(const SourceSpec& spec, OnErr
   } catch (const Error& e) {
     throw Error(what + ": " + source->named(e.what()));
   }
-  if (source->size_ == 0) throw Error(what + ": the data set holds no samples");
+  if (source->size_ == 0) {
+    std::string given;  // what the pipeline named (its first few)
+    for (std::size_t i = 0; i < std::min<std::size_t>(spec.paths.size(), 3); ++i)
+      given += (i > 0 ? ", " : "") + spec.paths[i];
+    if (spec.paths.size() > 3) given += " and " + std::to_string(spec.paths.size() - 3) + " more";
+    throw Error(what + ": the data set holds no samples (" + (given.empty() ? "no input given" : given) + ")");
+  }
   return source;
 }
 

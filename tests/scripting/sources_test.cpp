@@ -486,6 +486,11 @@ TEST_CASE("jsonl: gzip JSON lines reach map as bytes, a broken line fails by fil
   CHECK(seen.size() == 19);
   CHECK(seen.count(13) == 0);
   CHECK(loader.stats().skipped_samples.size() == 1);
+
+  // Files without a line: the error names what the pipeline gave.
+  dir.write("empty.jsonl", "");
+  CHECK_THROWS_WITH(sluice::load_script({.path = dir.write("empty.lua", pipeline("sluice.jsonl { 'empty.jsonl' }", rest))}),
+                    Contains("sluice.jsonl: the data set holds no samples (" + dir.path() + "/empty.jsonl)"));
 }
 
 TEST_CASE("shuffle_window: a pipeline over JSON lines files reads them a window of files at a time", "[sources]") {
