@@ -5,6 +5,7 @@
 
 #include "io_test_support.h"
 #include "sluice/error.h"
+#include "sluice/half.h"
 #include "sluice/io/example.h"
 #include "sluice/io/tfrecord.h"
 
@@ -67,6 +68,16 @@ TEST_CASE("example: pytorch-data's records decode by feature name", "[example]")
     CHECK(first == xi[0]);
     std::vector<std::byte> wrong(3);
     CHECK_THROWS_WITH(ex.copy_to("x_int", sluice::DType::i32, wrong), Contains("x_int"));
+    // Into float16 and bfloat16 fields: their bits, rounded as sluice/half.h rounds.
+    for (const sluice::DType half : {sluice::DType::f16, sluice::DType::bf16}) {
+      std::vector<std::byte> bits(x.size() * 2);
+      ex.copy_to("x_float", half, bits);
+      for (std::size_t k = 0; k < x.size(); ++k) {
+        std::uint16_t b;
+        std::memcpy(&b, bits.data() + k * 2, 2);
+        CHECK(b == (half == sluice::DType::f16 ? sluice::float_to_half(x[k]) : sluice::float_to_bfloat16(x[k])));
+      }
+    }
   }
   CHECK_THROWS_WITH(ex.floats("nope"), Contains("no feature 'nope'"));
   CHECK_THROWS_WITH(ex.floats("x_int"), Contains("int64_list"));

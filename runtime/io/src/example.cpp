@@ -5,6 +5,7 @@
 
 #include "example_decoder.h"
 #include "sluice/error.h"
+#include "sluice/half.h"
 
 namespace sluice::io {
 
@@ -180,6 +181,14 @@ void convert_to(DType dtype, std::span<const In> in, std::byte* out, const std::
       for (std::size_t i = 0; i < in.size(); ++i) out[i] = std::byte{in[i] != In{0}};
       return;
     }
+    case DType::f16:
+    case DType::bf16:  // as bits, rounded to nearest even (sluice/half.h)
+      for (std::size_t i = 0; i < in.size(); ++i) {
+        const auto v = static_cast<float>(in[i]);
+        const std::uint16_t bits = dtype == DType::f16 ? float_to_half(v) : float_to_bfloat16(v);
+        std::memcpy(out + i * 2, &bits, 2);
+      }
+      return;
     default:
       throw Error(what + ": cannot convert to " + std::string(dtype_name(dtype)));
   }
