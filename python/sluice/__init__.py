@@ -82,6 +82,11 @@ def rng():
 _TRIAL_SAMPLES = 16
 
 
+def _default(name):
+    """A run setting's default, as the settings table declares it (text)."""
+    return next(default for setting, _, default, _ in settings() if setting == name)
+
+
 def _format_exception(error):
     """As a worker reports it: the exception's line, then its traceback."""
     import traceback
@@ -125,8 +130,13 @@ class Loader:
     the first iteration, state_dict() or load_state_dict().
 
     Iterating yields the batches of the current epoch: a loop over the loader
-    is one epoch, and the next loop continues with the next one (a loop left
-    early continues the same epoch). len(loader) is the batches per epoch.
+    is one epoch, and the next loop continues with the next one. A loop its
+    consumer left early (break, an exception in its body, a peek with
+    next(iter(loader))) ends its epoch there, as with DataLoader: the next
+    `for` starts the next epoch whole. A loop the loader left (a sluice.Error
+    it raised, Ctrl-C while it waited for a batch) goes on where it stopped,
+    as do the same iterator object and the first loop after
+    load_state_dict(). len(loader) is the batches per epoch.
     A Python dataset's loader has no bound unless epochs= gives one (it is
     epochs=0, until closed): `for epoch in range(n): for batch in loader:`
     makes n epochs. A pipeline.lua's epochs bound its loader; a loop after
@@ -182,6 +192,10 @@ class Loader:
         self._pinning = _pinning.Pinning() if pin_memory else None
         if self._pinning is not None:
             weakref.finalize(self, self._pinning.unpin)  # a Loader collected without close()
+        workers = overrides.get("workers")
+        if isinstance(workers, int) and not isinstance(workers, bool) and workers < 0:
+            raise Error("workers= (num_workers=) is 0 (every sample made in this process: Python datasets), "
+                        "1 to 256, or 'auto'; got %d" % workers)
         inline = str(overrides.get("workers", "")) == "0"
         if inline:
             if path is not None:
@@ -214,6 +228,7 @@ class Loader:
         self._info = self._core.info()
         self._shape = self._shaper(path is not None, shape)
         self._closed = False
+        self._go_on = True  # the next loop goes on from where the run stands (set by a start or a resume)
         self.resume_note = None  # set by load_state_dict() from several ranks' states
         _open_loaders.add(self)
 
@@ -232,6 +247,10 @@ class Loader:
         on_error = normal.get("on_error", "fail")
         if worker_init is not None and not callable(worker_init):
             raise Error("worker_init must be callable as worker_init(worker_id)")
+        if not inline:
+            worker_init = _compat.worker_started(worker_init, dataset if dataset is not None else
+                                                 sequence if sequence is not None else fill, seed,
+                                                 normal.get("workers", _default("workers")))
         if fill is not None:
             if not callable(fill):
                 raise Error("fill= must be callable as fill(index, out)")
@@ -252,6 +271,11 @@ class Loader:
             return core, (tree if fmt != "dlpack" else None)
         kind = "dataset" if dataset is not None else "sequence"
         source = dataset if dataset is not None else sequence
+        hook = getattr(type(source), "on_epoch_end", None)
+        if kind == "sequence" and hook is not None and hook.__qualname__.split(".")[0] not in ("Sequence", "PyDataset"):
+            warnings.warn("%s.on_epoch_end is never called: the workers hold copies of the sequence, and each "
+                          "epoch's order comes from shuffle= and seed= (give shuffle=True instead of shuffling "
+                          "indices there)" % type(source).__qualname__, RuntimeWarning, stacklevel=3)
         if size is not None:
             raise Error("size= is for fill=; a %s has len()" % kind)
         try:
@@ -272,7 +296,7 @@ class Loader:
                                       type(source).__qualname__), tree
         # Today's deliveries where they keep the sample's shape: a flat dict as a Batch (a dict for a
         # sequence), a flat tuple as a tuple of Arrays, an array as an Array; else built here.
-        if fmt != "dlpack" or not _structure.flat(tree):
+        if fmt != "dlpack" or not _structure.flat(tree) or _structure.own_containers(tree):
             delivery, shape = "tuple", tree
         elif isinstance(tree, dict):
             delivery, shape = ("batch" if kind == "dataset" else "dict"), None
@@ -288,15 +312,29 @@ class Loader:
 
     def __iter__(self):
         """The batches of the current epoch (an iterator that survives
-        KeyboardInterrupt and sluice.Error: iterate it again to go on)."""
+        KeyboardInterrupt and sluice.Error: iterate it again to go on); the
+        next epoch's when the last loop was left mid-epoch by its consumer."""
         core = self._started()
-        if core.finished():
+        if not self._go_on and not core.finished() and not core.left_by_exception():
+            self._to_next_epoch(core)
+        self._go_on = False
+        epochs = self._info["epochs"]
+        if core.finished() and 0 < epochs <= core.current_epoch():  # over, not failed: the loop yields nothing
             warnings.warn("this loop over the loader yields nothing: the run's epochs=%d are over "
                           "(epochs=0 loops for as long as the program does)" % self._info["epochs"],
                           RuntimeWarning, stacklevel=2)
         if self._shape is None:
             return core.epoch_iter()
         return map(self._shape, core.epoch_iter())  # goes on after an exception, as the epoch iterator does
+
+    def _to_next_epoch(self, core):
+        """A loop left mid-epoch ended that epoch: the workers restart at the
+        next one's first batch (what is prefetched of this one is dropped)."""
+        state = json.loads(core.state_json())
+        if state["batch"] == 0 and not state["delivered_ahead"]:
+            return  # the last loop ran to its epoch's end
+        state.update(epoch=state["epoch"] + 1, batch=0, delivered_ahead=[])
+        self._start(json.dumps(state))
 
     def _shaper(self, pipeline, tree):
         """What turns a delivered batch into what the loop yields, or None where it is that already."""
@@ -369,6 +407,7 @@ class Loader:
             _check_state(text)
             self.resume_note = None
         self._start(text)
+        self._go_on = True
 
     # --- What it did --------------------------------------------------------
     def stats(self):

@@ -13,6 +13,10 @@
     collate_fn=None        the only value: samples are written straight into the batch's slot,
                            so there is no list of samples to collate (torch's default_collate
                            is accepted: Sluice stacks as it does)
+
+In each worker, before worker_init, torch.utils.data.get_worker_info() gives what DataLoader's
+would (id, num_workers, seed, dataset), so the usual worker_init_fn and datasets that shard by
+worker work unchanged (worker_started).
 """
 from ._sluice import Error
 
@@ -73,3 +77,27 @@ def translate(keywords, worker_init):
                         "or give prefetch= (batch slots in all)")
         out["prefetch"] = int(factor) * workers + 2
     return out, worker_init, pin
+
+
+def worker_started(worker_init, dataset, seed, workers):
+    """What each worker calls first, worker_id its only argument: torch's
+    worker info set as DataLoader's workers have it (torch imported, a
+    forked copy of this process's torch), then the user's worker_init.
+    workers: the worker count (auto: the usable cores it starts with);
+    seed: seed + worker_id, a worker's own (its samples' generators are
+    keyed by sample, not by worker)."""
+    import os
+    import sys
+    if isinstance(workers, str) and workers.isdigit():
+        workers = int(workers)
+    if not isinstance(workers, int):  # "auto": starts with the usable cores
+        workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+    def started(worker_id):
+        torch_worker = sys.modules.get("torch.utils.data._utils.worker")
+        if torch_worker is not None and hasattr(torch_worker, "WorkerInfo"):
+            torch_worker._worker_info = torch_worker.WorkerInfo(
+                id=worker_id, num_workers=workers, seed=seed + worker_id, dataset=dataset)
+        if worker_init is not None:
+            worker_init(worker_id)
+    return started

@@ -8,6 +8,8 @@ slot), delivered in the sample's shape by Loader. state_dict() and
 load_state_dict() are the workers' format. Not here: on_error="skip", records,
 stats(), memory() and worker_pids() (there are no workers).
 """
+import warnings
+
 import numpy as np
 
 from ._sluice import Error, _InlinePlan, _trial
@@ -15,13 +17,16 @@ from . import _generators
 from ._structure import Ragged
 
 
-def _walk(value, tree, what, label, out):
+def _walk(value, tree, what, label, out, labels=None):
     """out[f] = field f of value, checked against the tree of the first sample
-    (a variable-length leaf's value at its values field)."""
-    if isinstance(tree, Ragged):
-        out[tree.values] = value
-    elif isinstance(tree, int):
-        out[tree] = value
+    (a variable-length leaf's value at its values field); labels[f] = where
+    it lies in the sample ("['meta']['label']"), for errors named as the
+    workers name them."""
+    if isinstance(tree, (Ragged, int)):
+        f = tree.values if isinstance(tree, Ragged) else tree
+        out[f] = value
+        if labels is not None:
+            labels[f] = label
     elif isinstance(tree, dict):
         if not isinstance(value, dict):
             raise Error("%s%s is %s, not a dict as the first was" % (what, label, type(value).__name__))
@@ -30,14 +35,14 @@ def _walk(value, tree, what, label, out):
         for key, child in tree.items():
             if key not in value:
                 raise Error("%s%s has no '%s', which the first had" % (what, label, key))
-            _walk(value[key], child, what, "%s[%r]" % (label, key), out)
+            _walk(value[key], child, what, "%s[%r]" % (label, key), out, labels)
     else:
         if not isinstance(value, (tuple, list)):
             raise Error("%s%s is %s, not a tuple as the first was" % (what, label, type(value).__name__))
         if len(value) != len(tree):
             raise Error("%s%s has %d items, the first had %d" % (what, label, len(value), len(tree)))
         for i, child in enumerate(tree):
-            _walk(value[i], child, what, "%s[%d]" % (label, i), out)
+            _walk(value[i], child, what, "%s[%d]" % (label, i), out, labels)
 
 
 def _carried(dtype):
@@ -57,29 +62,29 @@ def _ragged_leaves(tree, out):
     return out
 
 
-def _ragged_row(value, leaf, dtype, shape, what, name):
+def _ragged_row(value, leaf, dtype, shape, where, name):
     """(entries, count) of a variable-length value, checked as a worker checks it."""
     if leaf.kind == "str":
         if not isinstance(value, str):
-            raise Error("%s (field %s) is %s, not str as the first was" % (what, name, type(value).__name__))
+            raise Error("%s is %s, not str as the first was" % (where, type(value).__name__))
         a = np.frombuffer(value.encode("utf-8", "surrogatepass"), np.uint8)
         unit = "bytes"
     elif leaf.kind == "bytes":
         if not isinstance(value, (bytes, bytearray, memoryview)):
-            raise Error("%s (field %s) is %s, not bytes as the first was" % (what, name, type(value).__name__))
+            raise Error("%s is %s, not bytes as the first was" % (where, type(value).__name__))
         a = np.frombuffer(memoryview(value).tobytes(), np.uint8)  # a strided memoryview too
         unit = "bytes"
     elif np.asarray(value).size == 0:  # [] is float64 to NumPy: an empty value of any dtype is 0 entries
         return np.zeros((0,) + tuple(shape[1:]), _carried(dtype)), 0
     else:
-        a = InlineCore._checked(value, dtype, None, what, name)
+        a = InlineCore._checked(value, dtype, None, where)
         if a.ndim != len(shape) or a.shape[1:] != tuple(shape[1:]):
-            raise Error("%s (field %s) has shape %s, the first had %s (-1: any length up to its room)"
-                        % (what, name, a.shape, (-1,) + tuple(shape[1:])))
+            raise Error("%s has shape %s, the first had %s (-1: any length up to its room)"
+                        % (where, a.shape, (-1,) + tuple(shape[1:])))
         unit = "entries"
     if a.shape[0] > shape[0]:
-        raise Error("%s (field %s) holds %d %s, more than the %d a sample of '%s' has room for: give the Loader "
-                    "ragged={'%s': %d} or more" % (what, name, a.shape[0], unit, shape[0], name, name, a.shape[0]))
+        raise Error("%s holds %d %s, more than the %d a sample of '%s' has room for: give the Loader "
+                    "ragged={'%s': %d} or more" % (where, a.shape[0], unit, shape[0], name, name, a.shape[0]))
     return a, a.shape[0]
 
 class InlineCore:
@@ -98,6 +103,7 @@ class InlineCore:
         self._seed = self._plan.seed()
         self._epoch, self._batch = 0, 0
         self._started = False
+        self._left_by_exception = False
         self._closed = False
         self._worker_init = worker_init
         self._info = self._plan.info()  # every setting's value, as a loader with workers has it
@@ -125,11 +131,17 @@ class InlineCore:
     def epoch_iter(self):
         epoch = self._epoch
         while not self.finished() and self._epoch == epoch:
+            self._left_by_exception = True  # until the batch is made
             batch = self._make(self._epoch, self._batch)
+            self._left_by_exception = False
             self._batch += 1
             if self._batch == self._plan.batches_per_epoch():
                 self._epoch, self._batch = self._epoch + 1, 0
             yield batch
+
+    def left_by_exception(self):
+        """Whether the last batch asked for raised (as PyLoader's)."""
+        return self._left_by_exception
 
     def batches_per_epoch(self):
         return self._plan.batches_per_epoch()
@@ -187,16 +199,16 @@ class InlineCore:
 
     def _sample(self, index, out, j):
         what = "dataset[%d]" % index
-        leaves = [None] * len(self._fields)
-        _walk(self._source[index], self._tree, what, "", leaves)
+        leaves, labels = [None] * len(self._fields), [""] * len(self._fields)
+        _walk(self._source[index], self._tree, what, "", leaves, labels)
         for f, (name, dtype, shape) in enumerate(self._fields):
             if f in self._lengths:
                 continue
             leaf = self._ragged.get(f)
             if leaf is None:
-                out[f][j] = self._checked(leaves[f], dtype, shape, what, name)
+                out[f][j] = self._checked(leaves[f], dtype, shape, what + labels[f])
                 continue
-            a, count = _ragged_row(leaves[f], leaf, dtype, shape, what, name)
+            a, count = _ragged_row(leaves[f], leaf, dtype, shape, what + labels[f], name)
             row = out[f][j]
             row[:count] = a.view(np.uint8) if dtype == "bool" else a
             row[count:] = 0
@@ -205,20 +217,32 @@ class InlineCore:
     def _sequence(self, epoch, index):
         self._begin(epoch, index)
         what = "sequence[%d]" % index
-        leaves = [None] * len(self._fields)
-        _walk(self._source[index], self._tree, what, "", leaves)
-        return tuple(self._checked(leaf, dtype, None, what, name)
-                     for leaf, (name, dtype, _) in zip(leaves, self._fields))
+        leaves, labels = [None] * len(self._fields), [""] * len(self._fields)
+        _walk(self._source[index], self._tree, what, "", leaves, labels)
+        return tuple(self._checked(leaf, dtype, None, what + label)
+                     for leaf, label, (_, dtype, _) in zip(leaves, labels, self._fields))
 
     @staticmethod
-    def _checked(value, dtype, shape, what, name):
+    def _checked(value, dtype, shape, where):
+        # As the workers check (dataset_producer.cpp, ValueWriter): an array
+        # must have the field's dtype; only a Python number (exactly bool,
+        # int or float: not NumPy's float64, a float's subclass) is converted,
+        # and an integer field takes only what it holds exactly.
+        if value is None:
+            raise Error("%s is None, the first was %s" % (where, dtype))
         a = np.asarray(value)
         if a.dtype.name != dtype:
-            if not isinstance(value, (bool, int, float)):
-                raise Error("%s (field %s) is %s, the first was %s" % (what, name, a.dtype, dtype))
-            a = np.asarray(value, dtype)
-            if a.item() != value and dtype not in ("float16", "float32", "float64"):
-                raise Error("%s (field %s) is %r, which %s cannot hold" % (what, name, value, dtype))
+            if type(value) not in (bool, int, float):
+                raise Error("%s is %s, the first was %s" % (where, a.dtype, dtype))
+            try:
+                with warnings.catch_warnings():  # NumPy 1.24 warns and wraps 300 into uint8: checked here
+                    warnings.simplefilter("ignore", DeprecationWarning)
+                    a = np.asarray(value, dtype)
+                held = a.item() == value or dtype in ("float16", "float32", "float64")
+            except (ValueError, OverflowError):  # NaN or inf into an integer; NumPy 2's out of range
+                held = False
+            if not held:
+                raise Error("%s is %r, which %s cannot hold" % (where, value, dtype))
         if shape is not None and a.shape != tuple(shape):
-            raise Error("%s (field %s) has shape %s, the first had %s" % (what, name, a.shape, tuple(shape)))
+            raise Error("%s has shape %s, the first had %s" % (where, a.shape, tuple(shape)))
         return a.view(np.uint8) if dtype == "bool" else a

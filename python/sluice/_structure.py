@@ -2,7 +2,8 @@
 that shape (as sluice.Array, torch tensors or NumPy arrays).
 
 Dicts and tuples nest; a list counts as a tuple at the top of a sample (as a
-sequence's (x, y)) and is an array below it; anything else is one field,
+sequence's (x, y)) and is an array below it; a batch is built back in the
+sample's own containers (a namedtuple as its type, a top-level list as a list); anything else is one field,
 whatever NumPy makes of it (an int label is an int64 field). A field's name is
 its path: "image" for a dict's key, "0" for a tuple's first item, "meta.label"
 or "1.0" below. The description given to the extension is the tree of field
@@ -33,6 +34,22 @@ FORMATS = ("dlpack", "torch", "numpy")
 # A variable-length leaf: kind "str", "bytes" or "array"; values and lengths
 # are the indices of its two fields. The extension reads it as a 4-tuple.
 Ragged = namedtuple("Ragged", "tag kind values lengths")
+
+
+class Items(list):
+    """A tuple's (or a top-level list's) node of the tree: its children, and
+    `make`, what builds the batch's container from them (tuple, list, or a
+    namedtuple's _make)."""
+    make = tuple
+
+
+def _items(children, sample):
+    node = Items(children)
+    if isinstance(sample, tuple) and hasattr(type(sample), "_fields"):
+        node.make = type(sample)._make
+    elif isinstance(sample, list):
+        node.make = list
+    return node
 RAGGED_TAG = "ragged"
 LENGTHS = ".lengths"
 # Room per sample when ragged= does not give one: four times the first
@@ -94,12 +111,15 @@ def describe(value, what, sequence, ragged=None):
                 tree[key] = walk(v[key], path + [key], "%s[%r]" % (label, key), False)
             return tree
         if isinstance(v, tuple) or (top and isinstance(v, list)):
-            return [walk(item, path + [str(i)], "%s[%d]" % (label, i), False) for i, item in enumerate(v)]
+            return _items([walk(item, path + [str(i)], "%s[%d]" % (label, i), False) for i, item in enumerate(v)], v)
         name = ".".join(path) if path else "0"
         if isinstance(v, str):
             return ragged_leaf("str", name, label, "uint8", len(v.encode("utf-8", "surrogatepass")), ())
         if isinstance(v, (bytes, bytearray, memoryview)):
             return ragged_leaf("bytes", name, label, "uint8", memoryview(v).nbytes, ())
+        if v is None:
+            raise Error("%s%s is None: each leaf of a sample is a number, an array, a str or bytes (give a missing "
+                        "value one, e.g. -1 or NaN, or an empty array with a ragged field)" % (what, label))
         try:
             a = np.asarray(v)
         except Exception as error:
@@ -189,6 +209,16 @@ def has_ragged(tree):
     return any(has_ragged(child) for child in (tree.values() if isinstance(tree, dict) else tree))
 
 
+def own_containers(tree):
+    """Whether a tuple node of the tree is built as something else (a
+    namedtuple, a list): the batch is then shaped in Python."""
+    if isinstance(tree, dict):
+        return any(own_containers(child) for child in tree.values())
+    if isinstance(tree, list):
+        return getattr(tree, "make", tuple) is not tuple or any(own_containers(child) for child in tree)
+    return False
+
+
 def flat(tree):
     """True where every field of the tree sits right under its top (or is it)."""
     if isinstance(tree, Ragged):
@@ -199,12 +229,35 @@ def flat(tree):
     return all(isinstance(child, int) for child in children)
 
 
-def converter(fmt, dtype):
-    """sluice.Array -> what format `fmt` delivers, without a copy."""
+# torch (1.13, Debian's) has no unsigned integer past uint8: such a field
+# reaches format "torch" widened, a copy, to the signed type that holds
+# every value (uint64 checked: past int64's range is an error).
+_TORCH_WIDER = {"uint16": "int32", "uint32": "int64", "uint64": "int64"}
+
+
+def _torch_widened(dtype, name):
+    import numpy as np
+    import torch
+    wider = np.dtype(_TORCH_WIDER[dtype])
+
+    def adopt(a):
+        values = np.from_dlpack(a)
+        if dtype == "uint64" and (values.view(np.int64) < 0).any():  # 2**63 and past
+            raise Error("field %r holds a uint64 value past int64's range, which torch cannot hold: "
+                        "use format='numpy' (or 'dlpack')" % name)
+        return torch.from_numpy(values.astype(wider))
+    return adopt
+
+
+def converter(fmt, dtype, name=None):
+    """sluice.Array -> what format `fmt` delivers, without a copy (but for
+    torch's missing unsigned types, above)."""
     if fmt == "torch":
         import torch
         if dtype == "bool":  # DLPack carries a bool field as uint8 (sluice/dlpack.h)
             return lambda a: torch.from_dlpack(a).view(torch.bool)
+        if dtype in _TORCH_WIDER and getattr(torch, dtype, None) is None:
+            return _torch_widened(dtype, name)
         return torch.from_dlpack
     if fmt == "numpy":
         import numpy as np
@@ -248,7 +301,7 @@ def ragged_builder(leaf, fmt, name, dtype):
         return build
     if fmt == "dlpack":
         return lambda fields: (fields[v], fields[n])
-    adopt = converter(fmt, dtype)
+    adopt = converter(fmt, dtype, name)
 
     def build(fields):
         counts = _lengths(fields[v], fields[n], name)
@@ -260,7 +313,7 @@ def ragged_builder(leaf, fmt, name, dtype):
 def builder(tree, fields, fmt):
     """A function from a batch's fields (a tuple, in field order) to the
     sample's shape in format fmt; fields: [(name, dtype, shape)]."""
-    return _builder(tree, [converter(fmt, dtype) for _, dtype, _ in fields], fmt, fields)
+    return _builder(tree, [converter(fmt, dtype, name) for name, dtype, _ in fields], fmt, fields)
 
 
 def _builder(tree, converts, fmt, fields):
@@ -276,4 +329,5 @@ def _builder(tree, converts, fmt, fields):
         items = [(key, _builder(child, converts, fmt, fields)) for key, child in tree.items()]
         return lambda values: {key: build(values) for key, build in items}
     parts = [_builder(child, converts, fmt, fields) for child in tree]
-    return lambda fields: tuple(build(fields) for build in parts)
+    make = getattr(tree, "make", tuple)
+    return lambda fields: make([build(fields) for build in parts])

@@ -209,6 +209,7 @@ class ValueWriter {
 
   // The value as an array of field f's dtype, or an Error.
   py::array array_of(PyObject* v, std::size_t f, const std::string& what) const {
+    if (v == Py_None) throw Error(what + " is None, " + was(spec_) + " " + std::string(dtype_name(spec_.fields[f].dtype)));
     py::array a = py::array::ensure(v);
     if (!a) throw Error(what + " is " + Py_TYPE(v)->tp_name + ", which is not an array");
     PyObject* want = dtypes_[f];

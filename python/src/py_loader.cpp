@@ -45,13 +45,49 @@ class Exclusive {
 };
 
 // Python's side of a fork made while this thread holds the GIL: the import
-// lock and the os.register_at_fork hooks, as os.fork has them.
+// lock and the os.register_at_fork hooks, as os.fork has them. A Ctrl-C
+// must not be lost there: one already pending is raised before the fork;
+// one that arrives during it would be taken by the hooks' Python code
+// (logging's lock release) and reported as "ignored", and the run would go
+// on, so sys.unraisablehook is ours meanwhile, and done() raises it again.
 class ForkGuard {
  public:
-  ForkGuard() { PyOS_BeforeFork(); }
-  ~ForkGuard() { PyOS_AfterFork_Parent(); }
+  ForkGuard() {
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    sys_ = py::module_::import("sys");
+    previous_ = sys_.attr("unraisablehook");
+    sys_.attr("unraisablehook") = py::cpp_function([this](py::object info) {
+      if (PyErr_GivenExceptionMatches(info.attr("exc_type").ptr(), PyExc_KeyboardInterrupt)) {
+        interrupted_ = true;
+        return;
+      }
+      previous_(info);
+    });
+    PyOS_BeforeFork();
+  }
+  ~ForkGuard() { restore(); }
+  // After the fork: the Ctrl-C the hooks took, raised.
+  void done() {
+    restore();
+    if (interrupted_) {
+      PyErr_SetNone(PyExc_KeyboardInterrupt);
+      throw py::error_already_set();
+    }
+  }
   ForkGuard(const ForkGuard&) = delete;
   ForkGuard& operator=(const ForkGuard&) = delete;
+
+ private:
+  void restore() {
+    if (restored_) return;
+    restored_ = true;
+    PyOS_AfterFork_Parent();
+    sys_.attr("unraisablehook") = previous_;
+  }
+  py::module_ sys_;
+  py::object previous_;
+  bool interrupted_ = false;
+  bool restored_ = false;
 };
 
 // The batches of one epoch, for `for batch in loader`. Unlike a generator it
@@ -161,6 +197,7 @@ void PyLoader::start(const std::optional<std::string>& resume_json) {
     // an interpreter whose GIL this thread holds (dataset_producer.h).
     ForkGuard fork;
     loader_ = std::make_unique<sluice::Loader>(std::move(options));
+    fork.done();
     return;
   }
   py::gil_scoped_release nogil;
@@ -188,6 +225,7 @@ std::string PyLoader::write(const std::string& dir, const std::string& format, s
   if (source_.python_workers) {
     ForkGuard fork;  // as in start(): the workers' interpreters come from this one, GIL held
     loader = std::make_unique<sluice::Loader>(std::move(options));
+    fork.done();
   } else {
     py::gil_scoped_release nogil;
     loader = std::make_unique<sluice::Loader>(std::move(options));
@@ -228,6 +266,7 @@ bool PyLoader::started() {
 // GIL is released while the loader works, which may include re-forking a worker.
 py::object PyLoader::next(std::uint64_t epoch) {
   check_process();
+  left_by_exception_ = true;  // until it returns: an exception leaves it set
   for (;;) {
     std::optional<sluice::Batch> batch;
     {
@@ -242,6 +281,7 @@ py::object PyLoader::next(std::uint64_t epoch) {
         }
         if (!batch && (l.finished() || l.current_epoch() > epoch)) {
           finish_record();
+          left_by_exception_ = false;
           return py::none();
         }
       } catch (const sluice::Error&) {
@@ -262,7 +302,9 @@ py::object PyLoader::next(std::uint64_t epoch) {
     }
     if (batch) {
       try {
-        return deliver(batch->share());
+        py::object delivered = deliver(batch->share());
+        left_by_exception_ = false;
+        return delivered;
       } catch (...) {
         Exclusive one(mutex_);
         pending_ = std::move(batch);
@@ -436,6 +478,7 @@ void bind_loader(py::module_& m) {
            py::arg("shard_bytes"), py::arg("staging"))
       .def("current_epoch", &PyLoader::current_epoch)
       .def("finished", &PyLoader::finished)
+      .def("left_by_exception", [](const PyLoader& l) { return l.left_by_exception(); })
       .def("stats", &PyLoader::stats)
       .def("slots", &PyLoader::slots)
       .def("worker_pids", &PyLoader::worker_pids)

@@ -19,6 +19,7 @@
 
 #include <pybind11/pybind11.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -84,6 +85,9 @@ class PyLoader {
   std::string state_json();
   std::uint64_t current_epoch();
   bool finished();
+  // Whether the last next() ended in an exception (a sluice.Error, Ctrl-C
+  // while waiting): the loop was left by the loader, not by its consumer.
+  bool left_by_exception() const { return left_by_exception_; }
   py::dict stats();
   std::uint32_t slots();
   std::vector<int> worker_pids();
@@ -113,6 +117,7 @@ class PyLoader {
   std::unique_ptr<sluice::RunRecorder> recorder_;
   std::unique_ptr<sluice::SkipReport> skips_;
   std::optional<sluice::Batch> pending_;  // taken from the loader, not yet handed to Python (next())
+  std::atomic<bool> left_by_exception_{false};
   bool pending_recorded_ = false;         // ... and already in the run record
   pid_t owner_pid_;
   std::mutex mutex_;

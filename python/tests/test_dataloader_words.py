@@ -100,6 +100,31 @@ def test_worker_init_fn_runs_in_each_worker():
     assert workers == {0, 1}
 
 
+def test_get_worker_info_is_dataloaders_in_each_worker():
+    # PyTorch's own worker_init_fn pattern: info.dataset, info.id, info.num_workers, info.seed.
+    def init(worker_id):
+        info = torch.utils.data.get_worker_info()
+        assert info.id == worker_id and info.dataset.n == 32
+        info.dataset.opened_by = worker_id
+
+    class Sharded(Counting):
+        opened_by = -1
+
+        def __getitem__(self, i):
+            info = torch.utils.data.get_worker_info()
+            if info is None:
+                return {"worker": -1, "workers": 0, "opened": self.opened_by, "seed": 0}
+            return {"worker": info.id, "workers": info.num_workers, "opened": self.opened_by, "seed": info.seed}
+
+    loader = sluice.Loader(Sharded(32), batch_size=4, num_workers=2, worker_init_fn=init, seed=7, format="numpy")
+    rows = {(int(w), int(n), int(o), int(s)) for b in loader for w, n, o, s in
+            zip(b["worker"], b["workers"], b["opened"], b["seed"]) if w >= 0}
+    assert rows == {(0, 2, 0, 7), (1, 2, 1, 8)}
+    # workers=0: no worker, as DataLoader's num_workers=0 (sample 0's trial is made here too)
+    inline = sluice.Loader(Sharded(8), batch_size=4, num_workers=0, format="numpy")
+    assert {int(w) for b in inline for w in b["worker"]} == {-1}
+
+
 def test_prefetch_factor_is_batches_per_worker():
     loader = sluice.Loader(Counting(32), batch_size=4, num_workers=2, prefetch_factor=3)
     assert loader.slots == 3 * 2 + 2

@@ -244,11 +244,30 @@ def test_a_python_number_its_field_cannot_hold_is_an_error_naming_it(field, valu
             elif i > 0:  # Python numbers the fields hold exactly (a float field rounds)
                 sample.update(small=255, whole=3.0, flag=True, real=0.1)
             return sample
-    with pytest.raises(sluice.Error, match=r"dataset\[9\]\['%s'\] is %s, which %s cannot hold" % (field, value, dtype)):
-        for _ in sluice.Loader(dataset=Narrow(20), batch_size=4, workers=1):
-            pass
+    for workers in (1, 0):  # workers=0 checks as the workers do
+        with pytest.raises(sluice.Error, match=r"dataset\[9\]\['%s'\] is %s, which %s cannot hold" % (field, value, dtype)):
+            for _ in sluice.Loader(dataset=Narrow(20), batch_size=4, workers=workers):
+                pass
     batches = list(np.from_dlpack(b["small"]).tolist() for b in sluice.Loader(dataset=Narrow(8), batch_size=4))
     assert batches == [[0, 255, 255, 255], [255, 255, 255, 255]]
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_numpy_scalars_of_another_dtype_and_nan_are_refused_with_any_worker_count(workers):
+    # A NumPy float64 is a float's subclass, not a Python number: refused like
+    # any array of another dtype; NaN into an integer field cannot be held.
+    class Drifting(Counting):
+        def __getitem__(self, i):
+            return {"label": 1 if i == 0 else np.float64(3.0)}
+
+    class NaN(Counting):
+        def __getitem__(self, i):
+            return {"label": 1 if i == 0 else float("nan")}
+
+    with pytest.raises(sluice.Error, match=r"dataset\[1\]\['label'\] is float64, the first was int64"):
+        list(sluice.Loader(dataset=Drifting(8), batch_size=8, workers=workers))
+    with pytest.raises(sluice.Error, match=r"dataset\[1\]\['label'\] is nan, which int64 cannot hold"):
+        list(sluice.Loader(dataset=NaN(8), batch_size=8, workers=workers))
 
 
 def test_auto_workers_for_a_dataset():

@@ -49,6 +49,30 @@ def test_a_loop_left_mid_epoch_resumes_from_state_dict_exactly():
     assert got == expected
 
 
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_loop_left_early_ends_its_epoch_and_the_next_loop_is_a_whole_one(workers):
+    # As with DataLoader: break (or a peek with next(iter(loader))) ends the
+    # epoch; the same iterator object goes on within it.
+    def ids(batch):
+        return tuple(int(i) for i in np.asarray(batch["id"]).ravel())
+
+    options = dict(batch_size=8, shuffle=True, seed=3)
+    whole = sluice.Loader(dataset=Counting(100), workers=2, **options)
+    expected = [[ids(b) for b in whole] for _ in range(4)]
+    loader = sluice.Loader(dataset=Counting(100), workers=workers, **options)
+    for k, batch in enumerate(loader):
+        if k == 2:
+            break
+    del batch
+    assert [ids(b) for b in loader] == expected[1]  # epoch 1 whole, not the rest of epoch 0
+    assert ids(next(iter(loader))) == expected[2][0]  # a peek at epoch 2
+    it = iter(loader)  # epoch 3, taken in two loops over the same iterator
+    got = [ids(next(it)) for _ in range(3)]
+    got += [ids(b) for b in it]
+    assert got == expected[3]
+    assert loader.epoch == 4
+
+
 def test_an_epochs_bound_still_ends_the_run_and_a_loop_past_it_warns():
     loader = sluice.Loader(dataset=Counting(40), batch_size=8, epochs=2)
     assert [len(epoch_ids(loader)) for _ in range(2)] == [5, 5]

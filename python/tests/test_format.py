@@ -1,4 +1,5 @@
 """format="torch" | "numpy" | "dlpack", nested samples, and NumPy's array interface on fields."""
+import collections
 import gc
 
 import numpy as np
@@ -54,11 +55,65 @@ def test_a_nested_dict_in_every_format(fmt):
     assert as_numpy[4].tolist() == [[True, True], [False, True], [True, True], [False, True]]
 
 
+Pair = collections.namedtuple("Pair", "image label")
+
+
+class Named:
+    """A namedtuple sample, as torchvision-style datasets return; and a list one."""
+
+    def __init__(self, as_list=False):
+        self.as_list = as_list
+
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        image, label = np.full((2, 2), i, np.float32), i
+        return [image, label] if self.as_list else Pair(image, label)
+
+
+@pytest.mark.parametrize("fmt", ["torch", "numpy", "dlpack"])
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_namedtuple_or_list_sample_comes_back_as_its_own_container(fmt, workers):
+    batch = next(iter(sluice.Loader(dataset=Named(), batch_size=4, workers=workers, format=fmt)))
+    assert type(batch) is Pair and np.asarray(batch.label).tolist() == [0, 1, 2, 3]
+    assert np.asarray(batch.image).shape == (4, 2, 2)
+    as_list = next(iter(sluice.Loader(dataset=Named(as_list=True), batch_size=4, workers=workers, format=fmt)))
+    assert type(as_list) is list and np.asarray(as_list[1]).tolist() == [0, 1, 2, 3]
+
+
+class Unsigned:
+    """Token ids as uint16, counts as uint32 and uint64 (the last past int64 at index 5)."""
+
+    def __init__(self, past_int64=False):
+        self.past_int64 = past_int64
+
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        big = np.uint64(2**63 + 1) if self.past_int64 and i == 5 else np.uint64(2**40 + i)
+        return np.array([65535 - i, i], np.uint16), np.uint32(2**32 - 1 - i), big
+
+
+@pytest.mark.skipif(getattr(torch, "uint16", None) is not None, reason="this torch has unsigned types of its own")
+def test_format_torch_widens_the_unsigned_types_torch_lacks():
+    for workers in (0, 2):
+        ids, counts, big = next(iter(sluice.Loader(dataset=Unsigned(), batch_size=4, workers=workers, format="torch")))
+        assert ids.dtype == torch.int32 and ids[:, 0].tolist() == [65535, 65534, 65533, 65532]
+        assert counts.dtype == torch.int64 and counts.tolist() == [2**32 - 1 - j for j in range(4)]
+        assert big.dtype == torch.int64 and big.tolist() == [2**40 + j for j in range(4)]
+    loader = sluice.Loader(dataset=Unsigned(past_int64=True), batch_size=4, workers=1, format="torch")
+    with pytest.raises(sluice.Error, match="field .* holds a uint64 value past int64's range.*format='numpy'"):
+        list(loader)
+
+
 def test_format_torch_feeds_a_model_and_releases_the_slot_with_the_last_tensor():
     loader = sluice.Loader(dataset=Counting(64), batch_size=8, workers=1, prefetch=2, format="torch")
     model = torch.nn.Linear(4, 2)
     kept = []
-    for batch in loader:
+    it = iter(loader)
+    for batch in it:
         assert isinstance(batch, dict)
         out = model(batch["x"])  # a tensor: no from_dlpack
         assert out.shape == (8, 2)
@@ -66,7 +121,6 @@ def test_format_torch_feeds_a_model_and_releases_the_slot_with_the_last_tensor()
         if len(kept) == 2:
             break
     # Both slots are held by the two tensors: a third batch cannot come...
-    it = iter(loader)
     with pytest.raises(sluice.Error, match="held"):
         next(it)
     # ...until they go.

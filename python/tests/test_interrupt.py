@@ -62,16 +62,20 @@ def alive(pid):
         return False
 
 
+def terminal_child(code, *args):
+    """python -c code args, in a session of its own, with SIGINT as a
+    terminal's program has it: a job started with '&' by a non-interactive
+    shell (a CI script) inherits it ignored, and Python then never raises
+    KeyboardInterrupt."""
+    return subprocess.Popen([sys.executable, "-c", code, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
 @pytest.mark.parametrize("source", ["lua", "dataset"])
 @pytest.mark.parametrize("to_group", [False, True], ids=["kill-pid", "kill-process-group"])
 def test_ctrl_c_raises_keyboard_interrupt_and_leaves_no_worker(to_group, source):
-    what = pipeline("slow.lua") if source == "lua" else "dataset"
-    # SIGINT as a terminal's program has it: a job started with '&' by a
-    # non-interactive shell (a CI script) inherits it ignored, and Python then
-    # never raises KeyboardInterrupt.
-    child = subprocess.Popen([sys.executable, "-c", CHILD, what], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, start_new_session=True,
-                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    child = terminal_child(CHILD, pipeline("slow.lua") if source == "lua" else "dataset")
     try:
         assert child.stdout.readline().strip() == "READY"
         time.sleep(0.3)
@@ -95,3 +99,37 @@ def test_ctrl_c_raises_keyboard_interrupt_and_leaves_no_worker(to_group, source)
     while any(alive(pid) for pid in family) and time.monotonic() < deadline:
         time.sleep(0.02)
     assert not [pid for pid in family if alive(pid)], "worker processes outlived the program"
+
+
+STARTING = r"""
+import time, torch, sluice
+
+class Slow:
+    def __len__(self):
+        return 100000
+    def __getitem__(self, i):
+        time.sleep(0.002)
+        return {"x": float(i)}
+
+loader = sluice.Loader(dataset=Slow(), batch_size=16, workers=2, format="torch")
+print("READY", flush=True)
+for batch in loader:  # the Ctrl-C comes as the workers are forked
+    pass
+"""
+
+
+def test_ctrl_c_while_the_workers_are_forked_is_not_lost():
+    # The fork hooks (logging's) run Python code, which took a Ctrl-C that
+    # arrived meanwhile and reported it as ignored: the run went on.
+    for _ in range(3):
+        child = terminal_child(STARTING)
+        try:
+            assert child.stdout.readline().strip() == "READY"
+            os.killpg(child.pid, signal.SIGINT)
+            out, err = child.communicate(timeout=10)
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+        assert "KeyboardInterrupt" in err and "Exception ignored" not in err, err
+        assert child.returncode in (-signal.SIGINT, 128 + signal.SIGINT, 1)
