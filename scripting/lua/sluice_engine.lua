@@ -203,7 +203,7 @@ local function store_bytes(f, v, dst)
     n = #v
   elseif is_tensor(v) and v.dtype == "uint8" then
     n = v.nbytes
-    if n == 0 and v.data == nil then  -- a null string or byte value (take_record), not an empty one
+    if n == 0 and v.data == nil and P.source.kind == "parquet" then  -- a null string (take_record), not an empty one
       fail('%s: field \'%s\' of sample %s is null, which a bytes field cannot hold; give it a value in the map '
         .. '(s.fields.NAME.data == nil for a null), or on_error = "skip" drops such rows', who(), f.name, this_sample())
     end

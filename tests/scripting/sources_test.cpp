@@ -487,6 +487,21 @@ TEST_CASE("jsonl: gzip JSON lines reach map as bytes, a broken line fails by fil
   CHECK(seen.count(13) == 0);
   CHECK(loader.stats().skipped_samples.size() == 1);
 
+  // An empty file is an empty value, not a null (a Parquet null is refused).
+  dir.write("t/0.txt", "");
+  dir.write("t/1.txt", "hi");
+  sluice::Script texts = sluice::load_script(
+      {.path = dir.write("texts.lua", pipeline("sluice.files { 't/*.txt' }",
+                                               "  fields = { { 'text', 'bytes', 16 } },\n"
+                                               "  map = function(s) return { text = s.bytes } end,\n"
+                                               "  batch_size = 2,\n"))});
+  sluice::Loader text_loader(texts.options);
+  auto text_batch = text_loader.next();
+  REQUIRE(text_batch);
+  const auto slots = values<std::int64_t>(*text_batch, "text");  // per row: length, then 16 bytes
+  CHECK(slots[0] == 0);
+  CHECK(slots[3] == 2);
+
   // Files without a line: the error names what the pipeline gave.
   dir.write("empty.jsonl", "");
   CHECK_THROWS_WITH(sluice::load_script({.path = dir.write("empty.lua", pipeline("sluice.jsonl { 'empty.jsonl' }", rest))}),
