@@ -188,7 +188,7 @@ class Loader:
             if dataset is not None:
                 raise Error("sluice.Loader got a dataset twice: first positional and dataset=")
             path, dataset = None, path  # Loader(ds, batch_size=32), as DataLoader(ds, batch_size=32)
-        overrides, worker_init, pin_memory = _compat.translate(overrides, worker_init)
+        overrides, worker_init, pin_memory, init_fn = _compat.translate(overrides, worker_init)
         self._pinning = _pinning.Pinning() if pin_memory else None
         if self._pinning is not None:
             weakref.finalize(self, self._pinning.unpin)  # a Loader collected without close()
@@ -197,6 +197,8 @@ class Loader:
             raise Error("workers= (num_workers=) is 0 (every sample made in this process: Python datasets), "
                         "1 to 256, or 'auto'; got %d" % workers)
         inline = str(overrides.get("workers", "")) == "0"
+        if inline and init_fn:
+            worker_init = None  # DataLoader's worker_init_fn runs in workers only: num_workers=0 has none
         if inline:
             if path is not None:
                 raise Error("workers=0 is for Python datasets; a pipeline.lua runs in 1 or more workers")
@@ -229,6 +231,8 @@ class Loader:
         self._shape = self._shaper(path is not None, shape)
         self._closed = False
         self._go_on = True  # the next loop goes on from where the run stands (set by a start or a resume)
+        self._start_from = (None, False)  # where _started() starts the workers: (resume_json, same_run)
+        self._shaping_failed = False  # the last batch's shaping raised: the loop was left by the loader
         self.resume_note = None  # set by load_state_dict() from several ranks' states
         _open_loaders.add(self)
 
@@ -291,6 +295,8 @@ class Loader:
         else:
             index, first = _first(source, kind, on_error, seed, seed_globals)
             tree, described = _structure.describe(first, "%s[%d]" % (kind, index), kind == "sequence", ragged)
+        if not described:  # as the workers' loader refuses it (dataset_loader.cpp)
+            raise Error("a dataset's samples need at least one field")
         if inline:
             return _inline.InlineCore(kind, source, tree, described, count, settings, seed_globals, worker_init,
                                       type(source).__qualname__), tree
@@ -315,9 +321,11 @@ class Loader:
         KeyboardInterrupt and sluice.Error: iterate it again to go on); the
         next epoch's when the last loop was left mid-epoch by its consumer."""
         core = self._started()
-        if not self._go_on and not core.finished() and not core.left_by_exception():
+        left_by_loader = core.left_by_exception() or self._shaping_failed
+        if not self._go_on and not core.finished() and not left_by_loader:
             self._to_next_epoch(core)
         self._go_on = False
+        self._shaping_failed = False
         epochs = self._info["epochs"]
         if core.finished() and 0 < epochs <= core.current_epoch():  # over, not failed: the loop yields nothing
             warnings.warn("this loop over the loader yields nothing: the run's epochs=%d are over "
@@ -325,7 +333,14 @@ class Loader:
                           RuntimeWarning, stacklevel=2)
         if self._shape is None:
             return core.epoch_iter()
-        return map(self._shape, core.epoch_iter())  # goes on after an exception, as the epoch iterator does
+        return map(self._shaped, core.epoch_iter())  # goes on after an exception, as the epoch iterator does
+
+    def _shaped(self, batch):
+        try:
+            return self._shape(batch)
+        except BaseException:
+            self._shaping_failed = True  # an error of the loader's, as one next() raises
+            raise
 
     def _to_next_epoch(self, core):
         """A loop left mid-epoch ended that epoch: the workers restart at the
@@ -334,7 +349,7 @@ class Loader:
         if state["batch"] == 0 and not state["delivered_ahead"]:
             return  # the last loop ran to its epoch's end
         state.update(epoch=state["epoch"] + 1, batch=0, delivered_ahead=[])
-        self._start(json.dumps(state))
+        self._start(json.dumps(state), same_run=True)
 
     def _shaper(self, pipeline, tree):
         """What turns a delivered batch into what the loop yields, or None where it is that already."""
@@ -352,10 +367,18 @@ class Loader:
         if self._closed:
             raise Error("the loader has been closed")
         if not self._core.started():
-            self._start(None)
+            self._start(*self._start_from)
         return self._core
 
-    def _start(self, resume_json):
+    def _start(self, resume_json, same_run=False):
+        """(Re)starts the workers at resume_json's position (None: the run's
+        start). Where that fails (Ctrl-C meanwhile), the next use starts
+        them there, not at the run's start."""
+        self._start_from = (resume_json, same_run)
+        self._start_now(resume_json, same_run)
+        self._start_from = (None, False)
+
+    def _start_now(self, resume_json, same_run):
         if self._python_workers:
             # The workers are copies of this process: what is buffered now would be printed by each.
             for stream in (sys.stdout, sys.stderr):
@@ -365,7 +388,7 @@ class Loader:
                     pass
         if self._pinning is not None:
             self._pinning.unpin()  # before the old arena may be unmapped
-        self._core.start(resume_json)
+        self._core.start(resume_json, same_run)
         if self._pinning is not None:
             if isinstance(self._core, _inline.InlineCore):
                 self._pinning.pin(None, "workers=0 makes fresh NumPy batches, which")
@@ -377,8 +400,9 @@ class Loader:
         """Where the run stands, as a dict of plain values (torch.save-able).
 
         A Loader of the same pipeline given it by load_state_dict() delivers
-        exactly the batches this one would deliver next, whatever its worker
-        count, prefetch or ordering.
+        exactly the batches this one's iterator would deliver next, whatever
+        its worker count, prefetch or ordering: taken at a break, the rest of
+        that epoch (where a new loop over this loader starts the next one).
         """
         state = json.loads(self._started().state_json())
         return {_STATE_KEY: state, "format": _STATE_FORMAT}

@@ -37,8 +37,8 @@ def _is_default_collate(fn):
 
 
 def translate(keywords, worker_init):
-    """(keywords in Sluice's names, worker_init, pin_memory) from DataLoader's names; sluice.Error for
-    one it cannot honour."""
+    """(keywords in Sluice's names, worker_init, pin_memory, whether worker_init is DataLoader's
+    worker_init_fn) from DataLoader's names; sluice.Error for one it cannot honour."""
     out = dict(keywords)
     for name, why in _REFUSED.items():
         if out.pop(name, None) is not None:
@@ -47,10 +47,12 @@ def translate(keywords, worker_init):
         if "workers" in out:
             raise Error("num_workers= and workers= are the same setting: give one")
         out["workers"] = out.pop("num_workers")
+    init_fn = False
     if "worker_init_fn" in out:
         fn = out.pop("worker_init_fn")
         if worker_init is not None and fn is not None:
             raise Error("worker_init_fn= and worker_init= are the same setting: give one")
+        init_fn = fn is not None
         worker_init = fn if fn is not None else worker_init
     collate = out.pop("collate_fn", None)
     if collate is not None and not _is_default_collate(collate):
@@ -76,14 +78,15 @@ def translate(keywords, worker_init):
             raise Error("prefetch_factor= needs a number of workers (num_workers= or workers=) of 1 or more; "
                         "or give prefetch= (batch slots in all)")
         out["prefetch"] = int(factor) * workers + 2
-    return out, worker_init, pin
+    return out, worker_init, pin, init_fn
 
 
 def worker_started(worker_init, dataset, seed, workers):
     """What each worker calls first, worker_id its only argument: torch's
     worker info set as DataLoader's workers have it (torch imported, a
     forked copy of this process's torch), then the user's worker_init.
-    workers: the worker count (auto: the usable cores it starts with);
+    workers: the worker count (auto: the usable cores it starts with; it
+    may add workers, whose ids are past that);
     seed: seed + worker_id, a worker's own (its samples' generators are
     keyed by sample, not by worker)."""
     import os

@@ -119,7 +119,7 @@ class InlineCore:
     def started(self):
         return self._started
 
-    def start(self, resume_json):
+    def start(self, resume_json, same_run=False):
         if self._closed:
             raise Error("the loader has been closed")
         if not self._started and self._worker_init is not None:

@@ -174,6 +174,9 @@ void DatasetProducer::label_fields(const SampleNode& node) {
 
 void DatasetProducer::start_worker(std::uint32_t worker_id) {
   PyOS_AfterFork_Child();
+  // Python's own unraisable hook back (the parent had swapped it in while
+  // it forked the zygote: py_loader.cpp, ForkGuard).
+  if (PySys_SetObject("unraisablehook", PySys_GetObject("__unraisablehook__")) != 0) PyErr_Clear();
   values_.assign(spec_.fields.size(), nullptr);
   labels_.assign(spec_.fields.size(), "");
   ragged_.assign(spec_.fields.size(), nullptr);

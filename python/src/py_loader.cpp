@@ -46,14 +46,15 @@ class Exclusive {
 
 // Python's side of a fork made while this thread holds the GIL: the import
 // lock and the os.register_at_fork hooks, as os.fork has them. A Ctrl-C
-// must not be lost there: one already pending is raised before the fork;
-// one that arrives during it would be taken by the hooks' Python code
-// (logging's lock release) and reported as "ignored", and the run would go
-// on, so sys.unraisablehook is ours meanwhile, and done() raises it again.
+// must not be lost there: the caller raises one already pending before it
+// takes its mutex (a signal handler may use the loader); one that arrives
+// during the fork would be taken by the hooks' Python code (logging's lock
+// release) and reported as "ignored", and the run would go on, so
+// sys.unraisablehook is ours meanwhile, and done() raises it again. (The
+// zygote inherits the hook: its workers put Python's back, start_worker.)
 class ForkGuard {
  public:
   ForkGuard() {
-    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
     sys_ = py::module_::import("sys");
     previous_ = sys_.attr("unraisablehook");
     sys_.attr("unraisablehook") = py::cpp_function([this](py::object info) {
@@ -65,7 +66,12 @@ class ForkGuard {
     });
     PyOS_BeforeFork();
   }
-  ~ForkGuard() { restore(); }
+  ~ForkGuard() {
+    try {
+      restore();
+    } catch (const py::error_already_set&) {  // never out of a destructor
+    }
+  }
   // After the fork: the Ctrl-C the hooks took, raised.
   void done() {
     restore();
@@ -177,10 +183,20 @@ std::unique_ptr<PyLoader> PyLoader::from_script(const std::string& path,
   return std::make_unique<PyLoader>(std::move(source), std::move(record));
 }
 
-void PyLoader::start(const std::optional<std::string>& resume_json) {
+void PyLoader::start(const std::optional<std::string>& resume_json, bool same_run) {
   check_process();
+  if (PyErr_CheckSignals() != 0) throw py::error_already_set();  // before the mutex: a handler may use the loader
   Exclusive one(mutex_);
+  // The same run going on (a loop left early restarts the workers at the
+  // next epoch): its record too. Else a record starts afresh.
+  std::unique_ptr<sluice::RunRecorder> kept;
+  if (same_run && recorder_) {
+    if (loader_) skips_->update(loader_->stats());
+    skips_.reset();
+    kept = std::move(recorder_);
+  }
   close_locked();
+  recorder_ = std::move(kept);  // kept also if what follows fails: a retry goes on with it
   sluice::Options options = source_.options;
   if (options.slots == 1) {
     // `for batch in loader` holds the last batch while it asks for the next.
@@ -189,7 +205,7 @@ void PyLoader::start(const std::optional<std::string>& resume_json) {
   }
   if (resume_json) options.resume = sluice::LoaderState::from_json(*resume_json);
   if (!record_path_.empty()) {
-    recorder_ = std::make_unique<sluice::RunRecorder>(record_path_, source_.record_header());
+    if (!recorder_) recorder_ = std::make_unique<sluice::RunRecorder>(record_path_, source_.record_header());
     skips_ = std::make_unique<sluice::SkipReport>("", recorder_.get());
   }
   if (source_.python_workers) {
@@ -223,9 +239,16 @@ std::string PyLoader::write(const std::string& dir, const std::string& format, s
   writer.prepare(options);
   std::unique_ptr<sluice::Loader> loader;
   if (source_.python_workers) {
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
     ForkGuard fork;  // as in start(): the workers' interpreters come from this one, GIL held
     loader = std::make_unique<sluice::Loader>(std::move(options));
-    fork.done();
+    try {
+      fork.done();
+    } catch (...) {
+      py::gil_scoped_release nogil;  // the workers stop without the GIL, as Stop below does
+      loader.reset();
+      throw;
+    }
   } else {
     py::gil_scoped_release nogil;
     loader = std::make_unique<sluice::Loader>(std::move(options));
@@ -280,7 +303,10 @@ py::object PyLoader::next(std::uint64_t epoch) {
           batch = l.next_for(kWaitSlice, epoch);
         }
         if (!batch && (l.finished() || l.current_epoch() > epoch)) {
-          finish_record();
+          // The run's end closes its record; an epoch's end (the next loop
+          // goes on recording) puts what it holds onto the file.
+          if (l.finished()) finish_record();
+          else if (recorder_) recorder_->flush();
           left_by_exception_ = false;
           return py::none();
         }
@@ -467,7 +493,7 @@ void bind_loader(py::module_& m) {
                          };
                        }))
       .def(py::init(&PyLoader::from_script), py::arg("path"), py::arg("settings"), py::arg("record"))
-      .def("start", &PyLoader::start, py::arg("resume_json") = py::none())
+      .def("start", &PyLoader::start, py::arg("resume_json") = py::none(), py::arg("same_run") = false)
       .def("started", &PyLoader::started)
       .def("next", &PyLoader::next, py::arg("epoch"))
       .def("epoch_iter", [](py::object self) {

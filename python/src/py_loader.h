@@ -70,7 +70,9 @@ class PyLoader {
                                                std::string record);
 
   // (Re)creates the Loader, from the first batch or from a state's JSON.
-  void start(const std::optional<std::string>& resume_json);
+  // same_run: the workers restart within the run (a loop left early), which
+  // keeps writing the same run record; else a record is begun afresh.
+  void start(const std::optional<std::string>& resume_json, bool same_run = false);
   bool started();
   // The next batch of `epoch`, or None when the epoch (or the run) is over.
   py::object next(std::uint64_t epoch);

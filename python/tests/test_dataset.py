@@ -119,6 +119,18 @@ def test_bad_arguments_are_clear_errors():
     with pytest.raises(sluice.Error, match=r"dataset\[0\]\['name'\] is <U6, which sluice does not carry"):
         sluice.Loader(dataset=Strings())
 
+    class Nothing(Counting):
+        def __getitem__(self, i):
+            return {}
+    for workers in (0, 2):  # alike with any worker count
+        with pytest.raises(sluice.Error, match="samples need at least one field"):
+            sluice.Loader(dataset=Nothing(), workers=workers)
+    class Missing(Counting):
+        def __getitem__(self, i):
+            return {"x": None}
+    with pytest.raises(sluice.Error, match=r"dataset\[0\]\['x'\] is None: each leaf"):
+        sluice.Loader(dataset=Missing())
+
 
 def test_rng_is_keyed_by_seed_epoch_and_sample_not_by_worker():
     def run(workers, seed=5):

@@ -168,3 +168,40 @@ def test_a_worker_that_frees_the_hosts_garbage_tensors_leaves_their_loader_alone
     gc.collect()  # here, the cycle's slot goes back to `first`
     assert counting_ok(held.numpy(), np.arange(4))
     assert sum(1 for _ in batches) == 8  # the rest of first's epoch, as if nothing happened
+
+
+def _square(x):
+    return x * x
+
+
+class PoolUser:
+    """A fork multiprocessing Pool in __getitem__: its exit terminates the
+    Pool's processes with SIGTERM, which they must not shrug off as a
+    Sluice worker does."""
+
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        import multiprocessing
+        with multiprocessing.get_context("fork").Pool(2) as pool:
+            pids = pool.map(_pid_of, range(4))
+            return {"v": sum(pool.map(_square, [i, i + 1])), "pool": max(pids)}
+
+
+def _pid_of(_):
+    return os.getpid()
+
+
+def test_a_pool_forked_in_a_worker_is_stopped_by_its_terminate():
+    # A hang here fails the run at batch_timeout_ms (one retry), not the test's clock.
+    loader = sluice.Loader(dataset=PoolUser(), batch_size=4, workers=2, batch_timeout_ms=10000, max_retries=1,
+                           format="numpy")
+    batches = list(loader)
+    assert [b["v"].tolist() for b in batches] == [[1, 5, 13, 25], [41, 61, 85, 113]]
+    pool_pids = [int(p) for b in batches for p in b["pool"]]
+    loader.close()
+    deadline = time.monotonic() + 5
+    while any(alive(pid) for pid in pool_pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [pid for pid in pool_pids if alive(pid)], "a Pool's process outlived its terminate()"

@@ -1,4 +1,6 @@
 """Each `for` over a loader is one epoch, for as many epochs as the program loops."""
+import json
+
 import numpy as np
 import pytest
 
@@ -71,6 +73,26 @@ def test_a_loop_left_early_ends_its_epoch_and_the_next_loop_is_a_whole_one(worke
     got += [ids(b) for b in it]
     assert got == expected[3]
     assert loader.epoch == 4
+
+
+def test_a_run_record_goes_on_across_a_loop_left_early(tmp_path):
+    record = tmp_path / "run.jsonl"
+    loader = sluice.Loader(dataset=Counting(40), batch_size=8, workers=1, record=record)
+    assert len(epoch_ids(loader)) == 5
+    for k, _ in enumerate(loader):
+        if k == 1:
+            break
+    assert len(epoch_ids(loader)) == 5  # epoch 2, with fresh workers
+    loader.close()
+    lines = [json.loads(line) for line in record.read_text().splitlines()]
+    epochs = [line["epoch"] for line in lines if "batch" in line and "epoch" in line]
+    assert epochs == [0] * 5 + [1] * 2 + [2] * 5  # nothing of epochs 0 and 1 lost
+
+
+def test_dataloaders_worker_init_fn_is_not_called_without_workers():
+    called = []
+    loader = sluice.Loader(Counting(8), batch_size=4, num_workers=0, worker_init_fn=called.append)
+    assert len(list(loader)) == 2 and called == []  # as DataLoader's num_workers=0
 
 
 def test_an_epochs_bound_still_ends_the_run_and_a_loop_past_it_warns():

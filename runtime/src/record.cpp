@@ -189,6 +189,10 @@ std::string skip_json(std::uint64_t sample, std::optional<std::uint64_t> epoch, 
   return text + ",\"reason\":" + json_string(reason) + "}";
 }
 
+void RunRecorder::flush() {
+  if (file_ && std::fflush(file_) != 0) throw Error(path_ + ": write failed: " + std::strerror(errno));
+}
+
 void RunRecorder::close() {
   if (!file_ || detail::fork_generation() != made_in_generation_) return;
   std::FILE* f = file_;

@@ -7,6 +7,7 @@
 #include <limits>
 #include <malloc.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio_ext.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -94,11 +95,28 @@ void send_event(int sock, const ZygoteEvent& e) {
   }
 }
 
+// In a process that a worker's own code forks (a multiprocessing Pool in a
+// Python dataset, a fork in a C++ producer), SIGINT and SIGTERM are back at
+// their defaults: its parent must be able to stop it (Pool.terminate() sends
+// SIGTERM). A pthread_atfork child handler, set in the zygote, passed over
+// in the zygote's own forks of workers (forking_worker), which keep
+// shrugging them off. (posix_spawn and popen do not run it; execve resets
+// handlers anyway.)
+bool forking_worker = false;
+
+void default_stop_signals() {
+  if (forking_worker) return;
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+}
+
 // Forks worker `id`. The child starts as clean as the zygote, without the
 // zygote's own fds, and dies with it.
 pid_t fork_worker(std::uint32_t id, int sock, int sfd, int host, pid_t self,
                   const std::function<void(std::uint32_t)>& worker_main) {
+  forking_worker = true;
   const pid_t pid = fork();
+  forking_worker = false;  // in the worker too: its own forks get the defaults
   if (pid != 0) return pid;
   close(sfd);
   if (host >= 0) close(host);
@@ -117,6 +135,7 @@ pid_t fork_worker(std::uint32_t id, int sock, int sfd, int host, pid_t self,
 [[noreturn]] void zygote_main(int sock, pid_t loader, const std::function<void(std::uint32_t)>& worker_main,
                               std::vector<pid_t>& live) {
   reset_signals();
+  pthread_atfork(nullptr, nullptr, default_stop_signals);
   // What the host had printed but not yet flushed is the host's to write:
   // dropped here, so that a worker's flush (worker.cpp) writes its own only.
   __fpurge(stdout);

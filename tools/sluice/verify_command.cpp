@@ -49,9 +49,10 @@ int verify_command(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (!remote::is_remote(argv[i])) continue;
     std::fprintf(stderr,
-                 "sluice verify: %s: a URL; verify reads local files and folders: copy the dataset here first "
-                 "(aws s3 cp --recursive URL DIR), then sluice verify DIR. A pipeline reading the URL checks each "
-                 "shard against the manifest beside it as it downloads it.\n",
+                 "sluice verify: %s: a URL; verify reads local files and folders: copy what it names here first "
+                 "(a dataset: aws s3 cp --recursive, or wget -r for http), then verify the copy. A pipeline reading "
+                 "a written dataset by its URL checks each shard against the manifest beside it as it downloads "
+                 "it.\n",
                  argv[i]);
     return 2;
   }

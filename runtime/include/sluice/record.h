@@ -55,6 +55,9 @@ class SLUICE_API RunRecorder {
   // Appends one skipped sample's line, with why it was skipped. Throws Error
   // if the write fails.
   void record_skip(std::uint64_t sample, std::string_view reason);
+  // What is recorded so far onto the file (an epoch's end of a run that goes
+  // on); throws Error if that fails.
+  void flush();
   // Flushes and closes; throws Error if that fails. The destructor closes too.
   void close();
 

@@ -182,7 +182,7 @@ void convert_to(DType dtype, std::span<const In> in, std::byte* out, const std::
       return;
     }
     case DType::f16:
-    case DType::bf16:  // as bits, rounded to nearest even (sluice/half.h)
+    case DType::bf16:  // as bits, through float32 (an int64 past 2^24 rounds twice), then as sluice/half.h rounds
       for (std::size_t i = 0; i < in.size(); ++i) {
         const auto v = static_cast<float>(in[i]);
         const std::uint16_t bits = dtype == DType::f16 ? float_to_half(v) : float_to_bfloat16(v);

@@ -481,10 +481,11 @@ void TransferEngine::Impl::finish(Transfer& t, CURLcode code) {
       // Which server an s3:// URL went to, and where that came from.
       char* used = nullptr;
       curl_easy_getinfo(t.easy, CURLINFO_EFFECTIVE_URL, &used);
-      if (used != nullptr) why += std::string(" (asking ") + used;
-      why += options.s3.endpoint.empty()
-                 ? ", AWS's own endpoint: for another store set AWS_ENDPOINT_URL or the profile's endpoint_url)"
-                 : ")";
+      std::string where = used != nullptr ? std::string("asking ") + used : "";
+      if (options.s3.endpoint.empty())
+        where += std::string(where.empty() ? "" : ", ") +
+                 "AWS's own endpoint: for another store set AWS_ENDPOINT_URL or the profile's endpoint_url";
+      if (!where.empty()) why += " (" + where + ")";
     }
   } else if (status == 429 || status >= 500) {
     why = "HTTP " + std::to_string(status) + store_message(t.error_body);
