@@ -229,6 +229,7 @@ class Loader:
         self._python_workers = path is None and not inline
         self._info = self._core.info()
         self._shape = self._shaper(path is not None, shape)
+        self._dataset = dataset if dataset is not None else sequence
         self._closed = False
         self._go_on = True  # the next loop goes on from where the run stands (set by a start or a resume)
         self._start_from = (None, False)  # where _started() starts the workers: (resume_json, same_run)
@@ -467,6 +468,20 @@ class Loader:
     @property
     def batch_size(self):
         return self._info["batch_size"]
+
+    # DataLoader's attributes, where evaluation code reads them (len(loader.dataset)).
+    @property
+    def dataset(self):
+        """The dataset= (or sequence=) given; None for a pipeline.lua or fill=."""
+        return self._dataset
+
+    @property
+    def num_workers(self):
+        return self._info["workers"]
+
+    @property
+    def drop_last(self):
+        return self._info["drop_last"]
 
     # --- Lifetime -----------------------------------------------------------
     def close(self):

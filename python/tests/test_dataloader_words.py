@@ -125,6 +125,14 @@ def test_get_worker_info_is_dataloaders_in_each_worker():
     assert {int(w) for b in inline for w in b["worker"]} == {-1}
 
 
+def test_dataloaders_attributes_are_there_for_evaluation_code():
+    data = Counting(20)
+    for workers in (0, 2):
+        loader = sluice.Loader(data, batch_size=8, num_workers=workers, drop_last=True)
+        assert loader.dataset is data and len(loader.dataset) == 20
+        assert (loader.batch_size, loader.num_workers, loader.drop_last, len(loader)) == (8, workers, True, 2)
+
+
 def test_prefetch_factor_is_batches_per_worker():
     loader = sluice.Loader(Counting(32), batch_size=4, num_workers=2, prefetch_factor=3)
     assert loader.slots == 3 * 2 + 2
