@@ -374,12 +374,7 @@ class Loader:
     def _start(self, resume_json, same_run=False):
         """(Re)starts the workers at resume_json's position (None: the run's
         start). Where that fails (Ctrl-C meanwhile), the next use starts
-        them there, not at the run's start."""
-        self._start_from = (resume_json, same_run)
-        self._start_now(resume_json, same_run)
-        self._start_from = (None, False)
-
-    def _start_now(self, resume_json, same_run):
+        them there (_start_from), not at the run's start."""
         if self._python_workers:
             # The workers are copies of this process: what is buffered now would be printed by each.
             for stream in (sys.stdout, sys.stderr):
@@ -389,7 +384,9 @@ class Loader:
                     pass
         if self._pinning is not None:
             self._pinning.unpin()  # before the old arena may be unmapped
+        self._start_from = (resume_json, same_run)
         self._core.start(resume_json, same_run)
+        self._start_from = (None, False)
         if self._pinning is not None:
             if isinstance(self._core, _inline.InlineCore):
                 self._pinning.pin(None, "workers=0 makes fresh NumPy batches, which")
