@@ -150,12 +150,16 @@ end
 -- ranges (s3://b/train-{000000..000127}.tar) and, on S3, globs over the
 -- listing; the objects are downloaded once per node into the cache
 -- (SLUICE_CACHE_DIR) and read from there.
-local function native_source(kind, spec, paths)
+-- shown: values the signature shows for keys left out, as an earlier version
+-- filled them in, so that the states it saved still resume.
+local function native_source(kind, spec, paths, shown)
   local parts = { kind }
   for _, p in ipairs(paths) do parts[#parts + 1] = p end
   for _, key in ipairs({ "index", "index_dir", "verify_crc", "shuffle_shards", "shuffle_buffer", "size", "field",
                          "row_groups", "dtype", "eos", "vocab_size", "window" }) do
-    if spec[key] ~= nil then parts[#parts + 1] = key .. "=" .. tostring(spec[key]) end
+    local value = spec[key]
+    if value == nil and shown ~= nil then value = shown[key] end
+    if value ~= nil then parts[#parts + 1] = key .. "=" .. tostring(value) end
   end
   for _, list in ipairs({ spec.names or {}, spec.members or {}, spec.extensions or {} }) do
     for _, v in ipairs(list) do parts[#parts + 1] = v end
@@ -430,16 +434,20 @@ function M.tokens(spec)
     return source
   end
   if #paths == 0 then fail(1, "sluice.tokens: no token file given") end
-  local dtype = spec.dtype or "uint16"
-  if dtype ~= "uint16" and dtype ~= "uint32" then
-    fail(1, 'sluice.tokens: dtype must be "uint16" or "uint32", got %s', tostring(spec.dtype))
+  -- No default: a flat file does not say how wide its ids are (the native
+  -- source refuses one without dtype); a Megatron index does.
+  local dtype = spec.dtype
+  if dtype ~= nil and dtype ~= "uint16" and dtype ~= "uint32" and dtype ~= "int32" then
+    fail(1, 'sluice.tokens: dtype must be "uint16" or "uint32" ("int32", Megatron\'s name, reads as uint32), got %s',
+      tostring(spec.dtype))
   end
   if spec.eos ~= nil and not (is_integer(spec.eos) and spec.eos >= 0 and spec.eos < (dtype == "uint16" and 2^16 or 2^32)) then
-    fail(1, "sluice.tokens: eos must be a token id of dtype %s, got %s", dtype, tostring(spec.eos))
+    fail(1, "sluice.tokens: eos must be a token id of dtype %s, got %s", dtype or "uint32", tostring(spec.eos))
   end
   check_type("sluice.tokens", spec, "vocab_size", "count")
+  if dtype == "int32" then dtype = "uint32" end
   return native_source("tokens", { dtype = dtype, eos = spec.eos, vocab_size = spec.vocab_size, window = spec.window },
-    paths)
+    paths, { dtype = "uint16" })
 end
 
 -- Source: token sources mixed by weight (each a sluice.tokens), for a pipeline

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <mutex>
 #include <thread>
 #include <utility>
 
@@ -466,6 +467,7 @@ void DataSource::open_tar() {
 void DataSource::open_jsonl() {
   io::JsonlOptions options;
   options.field = spec_.field;
+  options.field_is_text = spec_.field_is_text;
   options.index_dir = spec_.index_dir;
   options.on_error = on_error_;
   auto source = std::make_shared<io::JsonlSource>(expand("sluice.jsonl", spec_.paths), options);
@@ -515,7 +517,7 @@ namespace {
 // sizes and modification times, the JSON field, the model's bytes, EOS and
 // the on_error rule.
 std::string token_identity(const DataSource& text, const SourceSpec& spec, OnError on_error, const std::string& dtype) {
-  std::string id = "sluice tokens v1\nkind " + text.kind() + "\nfield " + spec.text.at(0).field + "\neos " +
+  std::string id = "sluice tokens v2\nkind " + text.kind() + "\nfield " + spec.text.at(0).field + "\neos " +
                    std::to_string(spec.eos) + "\ndtype " + dtype + "\non_error " +
                    std::to_string(static_cast<int>(on_error)) + "\n";
   std::ifstream in(spec.tokenizer, std::ios::binary);
@@ -543,7 +545,9 @@ std::shared_ptr<const text::TokenCorpus> tokenize_corpus(const SourceSpec& spec,
                                                          const remote::CacheOptions& cache) {
   const auto model = text::SentencePiece::open(spec.tokenizer);
   // Its remote objects are unpinned once it ends here: the tokens are on disk.
-  std::shared_ptr<const DataSource> text = DataSource::open(spec.text.at(0), on_error, seed, cache);
+  SourceSpec text_spec = spec.text.at(0);
+  text_spec.field_is_text = true;  // {"text": null} is not the document "null"
+  std::shared_ptr<const DataSource> text = DataSource::open(text_spec, on_error, seed, cache);
   if (text->mode() != DataSource::Mode::indexed)
     throw Error("text = sluice." + text->kind() + " must be a source read by index (files, folders, tfrecord, tar, jsonl)");
   if (spec.eos < 0) throw Error("text needs an eos id to end each document (the model " + spec.tokenizer + " has none)");
@@ -566,12 +570,28 @@ std::shared_ptr<const text::TokenCorpus> tokenize_corpus(const SourceSpec& spec,
   request.threads = static_cast<unsigned>(std::min<std::uint64_t>(cores, 16));
   request.dtype = dtype;
   request.eos = static_cast<std::uint32_t>(spec.eos);
+  // on_error = "skip": a document that does not read (a broken JSON line,
+  // one without the field or whose field is not a string) is left out of
+  // the tokens; the first such (by document order) is named in the note.
+  std::mutex skipped_mutex;
+  std::uint64_t first_skipped = UINT64_MAX;
+  std::string first_skipped_why;
   request.encode = [&](std::uint64_t id, std::vector<std::int32_t>& ids) {
     // One buffer set per thread: encode runs on several threads at once.
     thread_local std::vector<std::byte> buffer;
     thread_local std::string bytes;
     thread_local io::Sample sample;
-    io::read_sample(*text->records(), id, buffer, sample);
+    try {
+      io::read_sample(*text->records(), id, buffer, sample);
+    } catch (const Error& e) {
+      if (on_error != OnError::skip) {
+        if (std::strstr(e.what(), "on_error") != nullptr) throw;
+        throw Error(std::string(e.what()) + " (on_error = \"skip\" leaves such documents out of the tokens)");
+      }
+      const std::lock_guard lock(skipped_mutex);
+      if (id < first_skipped) first_skipped = id, first_skipped_why = text->named(e.what());
+      return false;
+    }
     // A JSON line's document is its `field`; another record's, all its bytes.
     bytes.clear();
     if (jsonl_field != nullptr) {
@@ -581,6 +601,7 @@ std::shared_ptr<const text::TokenCorpus> tokenize_corpus(const SourceSpec& spec,
       for (const io::Field& f : sample.fields) bytes.append(reinterpret_cast<const char*>(f.bytes.data()), f.bytes.size());
     }
     model->encode(bytes, &ids);
+    return true;
   };
   const text::TokenCacheResult tokens = named([&] { return text::tokenize_cached(request); });
   char line[400];
@@ -592,14 +613,22 @@ std::shared_ptr<const text::TokenCorpus> tokenize_corpus(const SourceSpec& spec,
                   static_cast<unsigned long long>(text->size()), static_cast<unsigned long long>(tokens.tokens),
                   tokens.seconds, request.threads, tokens.idx.c_str());
   notes.push_back(line);
-  return text::TokenCorpus::open_megatron(tokens.idx, tokens.bin, {.dtype = dtype, .vocab_size = spec.vocab_size});
+  auto corpus = text::TokenCorpus::open_megatron(tokens.idx, tokens.bin, {.dtype = dtype, .vocab_size = spec.vocab_size});
+  // The documents left out (counted from the dataset, so a reused one says it too).
+  if (corpus->documents() < text->size())
+    notes.push_back("on_error = \"skip\": " + std::to_string(text->size() - corpus->documents()) + " of " +
+                    std::to_string(text->size()) + " text documents left out of the tokens" +
+                    (first_skipped_why.empty() ? std::string(" when they were tokenized")
+                                               : "; the first: " + first_skipped_why));
+  return corpus;
 }
 
 std::shared_ptr<const text::TokenCorpus> open_corpus(const SourceSpec& spec) {
   text::CorpusOptions options;
-  const auto dtype = text::parse_token_type(spec.dtype);
-  if (!dtype) throw Error("dtype must be \"uint16\" or \"uint32\", got \"" + spec.dtype + "\"");
-  options.dtype = *dtype;
+  if (!spec.dtype.empty()) {
+    options.dtype = text::parse_token_type(spec.dtype);
+    if (!options.dtype) throw Error("dtype must be \"uint16\" or \"uint32\", got \"" + spec.dtype + "\"");
+  }
   if (spec.eos >= 0) options.eos = static_cast<std::uint32_t>(spec.eos);
   options.vocab_size = spec.vocab_size;
   std::vector<text::TokenCorpus::Input> inputs;

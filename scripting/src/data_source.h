@@ -68,6 +68,7 @@ struct SourceSpec {
   int index = -1;                       // tfrecord, tar: 1 indexed, 0 streaming, -1 automatic
   std::string index_dir;                // tfrecord, jsonl: where sidecar indexes live
   std::string field = "text";            // jsonl: the key every line must have (dotted: nested)
+  bool field_is_text = false;           // jsonl: that key's value must be a string (text to tokenize)
   bool verify_crc = true;               // tfrecord
   bool shuffle_shards = false;          // streaming: a fresh shard order per pass
   std::uint64_t shuffle_buffer = 0;     // streaming: records to shuffle among
@@ -75,7 +76,7 @@ struct SourceSpec {
                                         // mix: rows per epoch, 0 = the sources' rows summed
   // tokens
   std::uint32_t row_groups = 0;         // parquet: decoded row groups kept per reader; 0 = default
-  std::string dtype = "uint16";
+  std::string dtype;                    // tokens: "" = not given (a Megatron index says it)
   std::int64_t eos = -1;                // -1: none
   std::uint64_t vocab_size = 0;
   std::uint32_t window = 0;             // > 0: samples are windows of window + 1 tokens

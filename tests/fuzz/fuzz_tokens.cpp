@@ -46,7 +46,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const sluice::Error&) {
   }
   try {
-    use(sluice::text::TokenCorpus::open({bin.path()}, {.eos = 0}));
+    use(sluice::text::TokenCorpus::open({bin.path()}, {.dtype = sluice::text::TokenType::uint16, .eos = 0}));
   } catch (const sluice::Error&) {
   }
   return 0;

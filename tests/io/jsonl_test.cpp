@@ -205,6 +205,34 @@ TEST_CASE("jsonl: a malformed line is an error naming the file and line, and the
   CHECK_THROWS_WITH(read_sample(JsonlSource({deep}), 0, buf, s), Contains("nested deeper than 256"));
 }
 
+TEST_CASE("jsonl: strings are UTF-8, other bytes an error naming the line, column and byte", "[jsonl]") {
+  test::TempDir dir;
+  const std::string path = write_text(dir, "u.jsonl",
+                                      "{\"text\": \"caf\xC3\xA9 \xE4\xB8\xAD \xF0\x9F\x98\x80\"}\n"   // 2, 3, 4 bytes
+                                      "{\"text\": \"\\n\xC3\xA9\xF4\x8F\xBF\xBF\"}\n"             // after an escape; U+10FFFF
+                                      "{\"text\": \"latin-1 caf\xE9\"}\n"                     // Latin-1
+                                      "{\"text\": \"\xC0\xAF\"}\n"                            // overlong '/'
+                                      "{\"text\": \"\xED\xA0\x80\"}\n"                        // a surrogate
+                                      "{\"text\": \"\\t\xF0\x9F\x98\"}\n"                    // cut, after an escape
+                                      "{\"text\": \"\xF4\x90\x80\x80\"}\n"                    // past U+10FFFF
+                                      "{\"t\xFF\": 1, \"text\": \"x\"}\n");                    // in a key
+  JsonlSource source({path});
+  std::vector<std::byte> buf;
+  Sample s;
+  read_sample(source, 0, buf, s);
+  CHECK(field(s, "text") == "caf\xC3\xA9 \xE4\xB8\xAD \xF0\x9F\x98\x80");
+  read_sample(source, 1, buf, s);
+  CHECK(field(s, "text") == "\n\xC3\xA9\xF4\x8F\xBF\xBF");
+  CHECK_THROWS_WITH(read_sample(source, 2, buf, s),
+                    Contains(path + ": line 3: column 22: a byte that is not UTF-8 inside a string (0xE9") &&
+                        Contains("on_error = \"skip\""));
+  CHECK_THROWS_WITH(read_sample(source, 3, buf, s), Contains("line 4: column 11: a byte that is not UTF-8 inside a string (0xC0"));
+  CHECK_THROWS_WITH(read_sample(source, 4, buf, s), Contains("line 5: column 11: a byte that is not UTF-8 inside a string (0xED"));
+  CHECK_THROWS_WITH(read_sample(source, 5, buf, s), Contains("line 6: column 13: a byte that is not UTF-8 inside a string (0xF0"));
+  CHECK_THROWS_WITH(read_sample(source, 6, buf, s), Contains("line 7: column 11: a byte that is not UTF-8 inside a string (0xF4"));
+  CHECK_THROWS_WITH(read_sample(source, 7, buf, s), Contains("line 8: column 4: a byte that is not UTF-8 inside a string (0xFF"));
+}
+
 TEST_CASE("jsonl: field selects a nested key, or a top-level key spelled with a dot", "[jsonl]") {
   test::TempDir dir;
   const std::string path = write_text(dir, "n.jsonl",

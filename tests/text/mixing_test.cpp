@@ -98,7 +98,7 @@ TEST_CASE("mix refuses bad weights and mismatched rows") {
   REQUIRE_THROWS_WITH(MixSchedule({}), Catch::Contains("no source"));
   TempDir dir;
   write_tokens(dir.file("t.bin"), make_documents(lengths(20, 5, 20, 1), true), false);
-  auto corpus = TokenCorpus::open({dir.file("t.bin")}, {.eos = 0});
+  auto corpus = TokenCorpus::open({dir.file("t.bin")}, {.dtype = TokenType::uint16, .eos = 0});
   auto a = std::make_shared<Packing>(corpus, PackOptions{.seq_len = 8});
   auto b = std::make_shared<Packing>(corpus, PackOptions{.seq_len = 16});
   REQUIRE_THROWS_WITH(Mix({a, b}, {1, 1}, {}), Catch::Contains("source 2 packs rows of 16 tokens"));

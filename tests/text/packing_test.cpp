@@ -111,7 +111,7 @@ TEST_CASE("concat over a Megatron index and several files is the same stream") {
   write_tokens(dir.file("a.bin"), first, false);
   write_tokens(dir.file("b.bin"), rest, false);
   Packing m(TokenCorpus::open({dir.file("m")}, {}), {.seq_len = 16});
-  Packing f(TokenCorpus::open({dir.file("a.bin"), dir.file("b.bin")}, {.eos = 0}), {.seq_len = 16});
+  Packing f(TokenCorpus::open({dir.file("a.bin"), dir.file("b.bin")}, {.dtype = TokenType::uint16, .eos = 0}), {.seq_len = 16});
   REQUIRE(m.rows() == f.rows());
   for (std::uint64_t r = 0; r < m.rows(); ++r) {
     const RowCopy a = fill_row(m, 0, r), b = fill_row(f, 0, r);
@@ -167,7 +167,7 @@ TEST_CASE("best_fit pads less than one document per row") {
   TempDir dir;
   const auto lens = lengths(2000, 1, 200, 5);
   write_tokens(dir.file("p.bin"), make_documents(lens, true), false);
-  auto corpus = TokenCorpus::open({dir.file("p.bin")}, {.eos = 0});
+  auto corpus = TokenCorpus::open({dir.file("p.bin")}, {.dtype = TokenType::uint16, .eos = 0});
   Packing packing(corpus, {.seq_len = 256, .mode = PackMode::best_fit, .window = 64});
   std::uint64_t naive_rows = lens.size();  // pad-to-length: one row per document
   const double naive = 1.0 - static_cast<double>(corpus->tokens()) / static_cast<double>(naive_rows * 256);
@@ -179,7 +179,7 @@ TEST_CASE("best_fit pads less than one document per row") {
 TEST_CASE("packing refuses a corpus too small for one row") {
   TempDir dir;
   write_tokens(dir.file("s.bin"), make_documents({3, 2}, true), false);
-  auto corpus = TokenCorpus::open({dir.file("s.bin")}, {.eos = 0});
+  auto corpus = TokenCorpus::open({dir.file("s.bin")}, {.dtype = TokenType::uint16, .eos = 0});
   REQUIRE_THROWS_WITH(Packing(corpus, {.seq_len = 5}), Catch::Contains("fewer than one row"));
   REQUIRE(Packing(corpus, {.seq_len = 4}).rows() == 1);
 }

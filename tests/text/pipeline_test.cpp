@@ -84,8 +84,8 @@ bool has_note(const sluice::Script& script, const std::string& text) {
 
 const char* kTokens = "sluice.tokens{ \"corpus.bin\", dtype = \"uint16\", eos = 0 }";
 const char* kMix =
-    "sluice.mix{ { sluice.tokens{ \"corpus.bin\", eos = 0 }, weight = 0.7 }, "
-    "{ sluice.tokens{ \"small.bin\", eos = 0 }, weight = 0.3 } }";
+    "sluice.mix{ { sluice.tokens{ \"corpus.bin\", dtype = \"uint16\", eos = 0 }, weight = 0.7 }, "
+    "{ sluice.tokens{ \"small.bin\", dtype = \"uint16\", eos = 0 }, weight = 0.3 } }";
 
 }  // namespace
 
@@ -144,7 +144,7 @@ TEST_CASE("sluice.tokens without pack gives documents to map") {
   const std::string path = dir.write("d.lua", R"(
 local sluice = require("sluice")
 return sluice.pipeline {
-  source = sluice.tokens{ "corpus.bin", eos = 0 },
+  source = sluice.tokens{ "corpus.bin", dtype = "uint16", eos = 0 },
   map = function(s, ctx)
     local t = s.fields.tokens
     assert(t.dtype == "uint16" and t.data[t.shape[1] - 1] == 0)
@@ -176,12 +176,12 @@ TEST_CASE("token pipelines refuse what they cannot do, naming it") {
   CHECK_THAT(error_of("local sluice = require('sluice')\nreturn sluice.pipeline{ source = " + std::string(kTokens) + " }"),
              Contains("sluice.tokens gives documents of varying length") && Contains("pack = { seq_len = n }"));
   CHECK_THAT(error_of(pipeline(kTokens, "{ seq_len = 8, mode = 'pad' }")), Contains("pack.mode must be"));
-  CHECK_THAT(error_of(pipeline("sluice.tokens{ \"corpus.bin\", eos = 0, vocab_size = 20 }", "{ seq_len = 8 }")),
+  CHECK_THAT(error_of(pipeline("sluice.tokens{ \"corpus.bin\", dtype = \"uint16\", eos = 0, vocab_size = 20 }", "{ seq_len = 8 }")),
              Contains("corpus.bin") && Contains("not below vocab_size 20"));
   sluice::text::test::write_tokens(dir.path() + "/odd.bin", sluice::text::test::make_documents({3}, true), false);
   CHECK_THAT(error_of(pipeline("sluice.tokens{ \"odd.bin\", dtype = \"uint32\" }", "{ seq_len = 8 }")),
              Contains("odd.bin: 6 bytes is not a whole number of uint32 tokens"));
-  CHECK_THAT(error_of(pipeline("sluice.mix{ { sluice.tokens{ \"corpus.bin\" }, weight = 0 } }", "{ seq_len = 8 }")),
+  CHECK_THAT(error_of(pipeline("sluice.mix{ { sluice.tokens{ \"corpus.bin\", dtype = \"uint16\" }, weight = 0 } }", "{ seq_len = 8 }")),
              Contains("weight must be a positive number"));
 }
 
@@ -277,8 +277,8 @@ TEST_CASE("a run resumed with new mixture weights keeps what came before and log
   write_corpora(dir.path());
   const std::string before = dir.write("p.lua", pipeline(kMix, "{ seq_len = 24 }"));
   const std::string mix_later =
-      "sluice.mix{ { sluice.tokens{ \"corpus.bin\", eos = 0 }, weight = 0.7 }, "
-      "{ sluice.tokens{ \"small.bin\", eos = 0 }, weight = 0.3 }, phases = { { from_row = 20, weights = { 0.2, 0.8 } } } }";
+      "sluice.mix{ { sluice.tokens{ \"corpus.bin\", dtype = \"uint16\", eos = 0 }, weight = 0.7 }, "
+      "{ sluice.tokens{ \"small.bin\", dtype = \"uint16\", eos = 0 }, weight = 0.3 }, phases = { { from_row = 20, weights = { 0.2, 0.8 } } } }";
   const std::string after = dir.write("q.lua", pipeline(mix_later, "{ seq_len = 24 }"));
   auto cli = [&](const std::vector<std::string>& args) {
     CliResult r = sluice::test::run_cli(args);
@@ -335,7 +335,7 @@ TEST_CASE("sluice.tokens{ window = N } gives nanoGPT windows of N + 1 tokens, on
   const std::string path = dir.write("w.lua", R"(
 local sluice = require("sluice")
 return sluice.pipeline {
-  source = sluice.tokens{ "corpus.bin", eos = 0, window = 32 },
+  source = sluice.tokens{ "corpus.bin", dtype = "uint16", eos = 0, window = 32 },
   batch_size = 5, shuffle = true, seed = 2,
 }
 )");
@@ -473,4 +473,65 @@ return sluice.pipeline {
   sluice::Script changed = sluice::load_script({.path = path, .epochs = 1});
   REQUIRE(has_note(changed, "tokenized into"));
   REQUIRE(changed.options.dataset_size > script.options.dataset_size);
+}
+
+TEST_CASE("text lines that do not read stop tokenization naming them, or are left out with on_error = skip") {
+  const std::string missing = spm_missing();
+  if (!missing.empty()) SKIP_TEST(missing);
+  sluice::test::TempDir dir;
+  const CacheDirEnv cache(dir.path() + "/cache");
+  train_model(dir.path());
+  const std::string good1 = "The quick brown fox jumps over the lazy dog.";
+  const std::string good2 = "Permission is hereby granted, free of charge.";
+  dir.write("docs.jsonl", "{\"text\": \"" + good1 + "\"}\n"
+                          "{\"text\": \"broken\", }\n"              // not JSON
+                          "{\"text\": null}\n"                      // not a string: not the document "null"
+                          "{\"body\": \"no text key\"}\n"
+                          "{\"text\": \"latin-1 caf\xe9\"}\n"       // not UTF-8
+                          "{\"text\": \"" + good2 + "\"}\n");
+  auto write = [&](const std::string& on_error) {
+    return dir.write("t.lua", R"(
+local sluice = require("sluice")
+return sluice.pipeline {
+  source = sluice.tokens{ text = sluice.jsonl{ "docs.jsonl" }, tokenizer = sluice.sentencepiece("m.model") },
+  pack = { seq_len = 4 }, batch_size = 1, workers = 1, on_error = ")" + on_error + R"(",
+}
+)");
+  };
+  auto error_of = [](const std::string& path) {
+    try {
+      sluice::load_script({.path = path, .epochs = 1});
+    } catch (const sluice::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK_THAT(error_of(write("fail")), Contains("docs.jsonl: line 2: column 20: expected a key in quotes") &&
+                                          Contains("on_error = \"skip\""));
+  const std::string path = write("skip");
+  sluice::Script script = sluice::load_script({.path = path, .epochs = 1});
+  CHECK(has_note(script, "on_error = \"skip\": 4 of 6 text documents left out of the tokens; the first: "));
+  CHECK(has_note(script, "docs.jsonl: line 2: column 20: expected a key in quotes"));
+  auto model = sluice::text::SentencePiece::open(dir.path() + "/m.model");
+  std::vector<std::int64_t> stream;
+  std::vector<std::int32_t> ids;
+  for (const std::string& d : {good1, good2}) {
+    model->encode(d, &ids);
+    stream.insert(stream.end(), ids.begin(), ids.end());
+    stream.push_back(model->eos_id());
+  }
+  REQUIRE(script.options.dataset_size == (stream.size() - 1) / 4);
+  const std::size_t tokens_field = field_index(script, "tokens");
+  sluice::Loader loader(script.options);
+  for (const BatchCopy& b : sluice::test::drain(loader)) {
+    const auto* t = reinterpret_cast<const std::int64_t*>(b.fields[tokens_field].data());
+    const std::uint64_t r = b.samples[0];
+    REQUIRE(std::vector<std::int64_t>(t, t + 4) ==
+            std::vector<std::int64_t>(stream.begin() + static_cast<std::ptrdiff_t>(r * 4),
+                                      stream.begin() + static_cast<std::ptrdiff_t>(r * 4 + 4)));
+  }
+  // Reused from the cache, it still says what was left out.
+  sluice::Script again = sluice::load_script({.path = path, .epochs = 1});
+  CHECK(has_note(again, "tokenized by an earlier run"));
+  CHECK(has_note(again, "4 of 6 text documents left out of the tokens when they were tokenized"));
 }

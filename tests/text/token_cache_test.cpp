@@ -44,6 +44,7 @@ TokenCacheRequest request(const std::string& dir, std::uint64_t documents, unsig
   r.encode = [](std::uint64_t d, std::vector<std::int32_t>& ids) {
     const auto more = ids_of(d);
     ids.insert(ids.end(), more.begin(), more.end());
+    return true;
   };
   return r;
 }
@@ -93,6 +94,37 @@ TEST_CASE("text is tokenized once into a Megatron dataset, the same for any thre
   REQUIRE_FALSE(tokenize_cached(request(three.path().string(), 999, 2)).reused);
 }
 
+TEST_CASE("documents encode leaves out (on_error = skip) are not in the dataset, for any thread count") {
+  TempDir one, three;
+  auto skipping = [](const std::string& dir, unsigned threads) {
+    TokenCacheRequest r = request(dir, 100, threads);
+    r.encode = [](std::uint64_t d, std::vector<std::int32_t>& ids) {
+      if (d % 10 == 3 || d == 99) return false;
+      const auto more = ids_of(d);
+      ids.insert(ids.end(), more.begin(), more.end());
+      return true;
+    };
+    return r;
+  };
+  const TokenCacheResult a = tokenize_cached(skipping(one.path().string(), 1));
+  const TokenCacheResult b = tokenize_cached(skipping(three.path().string(), 3));
+  REQUIRE(a.left_out == 11);
+  REQUIRE(b.left_out == 11);
+  REQUIRE(slurp(a.bin) == slurp(b.bin));
+  REQUIRE(slurp(a.idx) == slurp(b.idx));
+  const auto corpus = TokenCorpus::open_megatron(b.idx, b.bin, {});
+  REQUIRE(corpus->documents() == 89);
+  std::uint64_t at = 0;
+  for (std::uint64_t d = 0; d < 100; ++d) {
+    if (d % 10 == 3 || d == 99) continue;
+    auto want = ids_of(d);
+    want.push_back(kEos);
+    REQUIRE(corpus->document(at).length == want.size());
+    for (std::size_t i = 0; i < want.size(); ++i) REQUIRE(corpus->token(at, i) == static_cast<std::uint32_t>(want[i]));
+    ++at;
+  }
+}
+
 TEST_CASE("a failed tokenization leaves neither a dataset nor work files") {
   TempDir dir;
   SECTION("encode throws") {
@@ -100,12 +132,16 @@ TEST_CASE("a failed tokenization leaves neither a dataset nor work files") {
     r.encode = [](std::uint64_t d, std::vector<std::int32_t>& ids) {
       if (d == 70) throw sluice::Error("docs.jsonl line 71: not JSON");
       ids.push_back(5);
+      return true;
     };
     REQUIRE_THROWS_WITH(tokenize_cached(r), Catch::Contains("docs.jsonl line 71"));
   }
   SECTION("an id past uint16") {
     TokenCacheRequest r = request(dir.path().string(), 10, 2);
-    r.encode = [](std::uint64_t d, std::vector<std::int32_t>& ids) { ids.push_back(d == 8 ? 70000 : 3); };
+    r.encode = [](std::uint64_t d, std::vector<std::int32_t>& ids) {
+      ids.push_back(d == 8 ? 70000 : 3);
+      return true;
+    };
     REQUIRE_THROWS_WITH(tokenize_cached(r), Catch::Contains("document 8") && Catch::Contains("70000"));
   }
   REQUIRE(leftovers(dir.path().string()).empty());
@@ -129,6 +165,7 @@ TEST_CASE("processes racing for one corpus: one tokenizes, a killed one leaves n
       if (delay_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
       const auto more = ids_of(d);
       ids.insert(ids.end(), more.begin(), more.end());
+      return true;
     };
     return r;
   };

@@ -61,7 +61,7 @@ TEST_CASE("several files number their documents in the order given") {
   const auto b = make_documents({2}, true);
   write_tokens(dir.file("a.bin"), a, false);
   write_tokens(dir.file("b.bin"), b, false);
-  auto corpus = TokenCorpus::open({dir.file("a.bin"), dir.file("b.bin")}, {.eos = 0});
+  auto corpus = TokenCorpus::open({dir.file("a.bin"), dir.file("b.bin")}, {.dtype = TokenType::uint16, .eos = 0});
   REQUIRE(corpus->documents() == 3);
   REQUIRE(corpus->document(2).file == 1);
   REQUIRE(corpus->file(1) == dir.file("b.bin"));
@@ -102,16 +102,16 @@ TEST_CASE("bad token input fails with an error naming the file") {
     const std::string path = dir.file("odd.bin");
     write_tokens(path, docs, false);
     std::ofstream(path, std::ios::binary | std::ios::app).put('\x01');
-    const std::string e = error_of({path}, {.eos = 0});
+    const std::string e = error_of({path}, {.dtype = TokenType::uint16, .eos = 0});
     REQUIRE_THAT(e, Catch::Contains(path) && Catch::Contains("not a whole number of uint16 tokens"));
     REQUIRE_THAT(error_of({dir.file("odd.bin")}, {.dtype = TokenType::uint32}), Catch::Contains("uint32"));
   }
   SECTION("a token id above the vocabulary") {
     const std::string path = dir.file("big.bin");
     write_tokens(path, docs, false);
-    const std::string e = error_of({path}, {.eos = 0, .vocab_size = 10});
+    const std::string e = error_of({path}, {.dtype = TokenType::uint16, .eos = 0, .vocab_size = 10});
     REQUIRE_THAT(e, Catch::Contains(path) && Catch::Contains("token 9 (byte 18) is 10, not below vocab_size 10"));
-    REQUIRE(error_of({path}, {.eos = 0, .vocab_size = 21}).empty());
+    REQUIRE(error_of({path}, {.dtype = TokenType::uint16, .eos = 0, .vocab_size = 21}).empty());
   }
   SECTION("a truncated .idx") {
     const std::string prefix = dir.file("cut");
@@ -153,10 +153,19 @@ TEST_CASE("bad token input fails with an error naming the file") {
     const std::string prefix = dir.file("wide");
     write_megatron(prefix, docs, true);
     REQUIRE_THAT(error_of({prefix}, {.dtype = TokenType::uint16}),
-                 Catch::Contains(prefix + ".idx") && Catch::Contains("uint32 tokens"));
+                 Catch::Contains(prefix + ".idx") && Catch::Contains("int32 (read as uint32) tokens") &&
+                     Catch::Contains("give dtype = \"uint32\", or leave dtype out"));
+    REQUIRE(error_of({prefix}, {}).empty());  // no dtype: the index's
+    REQUIRE(parse_token_type("int32") == TokenType::uint32);  // Megatron's name for it
     std::ofstream(dir.file("junk.idx")) << "not an index at all, really";
     std::ofstream(dir.file("junk.bin")) << "xx";
     REQUIRE_THAT(error_of({dir.file("junk.idx")}, {}), Catch::Contains("junk.idx") && Catch::Contains("MMIDIDX"));
+  }
+  SECTION("a flat file without a dtype: its width is not guessed") {
+    const std::string path = dir.file("flat.bin");
+    write_tokens(path, docs, true);  // uint32 ids: read as uint16 they would be twice as many, all wrong
+    REQUIRE_THAT(error_of({path}, {.eos = 0}), Catch::Contains(path + ": a flat token file does not say how wide") &&
+                                                  Catch::Contains("dtype = \"uint32\""));
   }
   SECTION("a missing file") {
     REQUIRE_THAT(error_of({dir.file("none.bin")}, {}), Catch::Contains("none.bin"));

@@ -9,6 +9,27 @@ namespace {
 
 constexpr int kMaxDepth = 256;
 
+// The length of the UTF-8 sequence at p, whose first byte is 0x80 or more,
+// or 0 when it is not one: a stray continuation byte, an overlong form, a
+// surrogate, past U+10FFFF, or cut short (RFC 3629, section 4). JSON text is
+// UTF-8 (RFC 8259): other bytes in a string (Latin-1, cut characters) are
+// refused as Python's json, serde_json and DuckDB refuse them, so a
+// tokenizer never gets bytes that are not text.
+std::size_t utf8_length(const char* p, const char* end) noexcept {
+  const auto at = [&](std::size_t i) { return static_cast<unsigned char>(p[i]); };
+  const auto left = static_cast<std::size_t>(end - p);
+  const unsigned lead = at(0);
+  std::size_t n = 0;
+  unsigned lo = 0x80, hi = 0xBF;  // the second byte's range; later ones are 80..BF
+  if (lead >= 0xC2 && lead <= 0xDF) n = 2;
+  else if (lead >= 0xE0 && lead <= 0xEF) n = 3, lo = lead == 0xE0 ? 0xA0 : 0x80, hi = lead == 0xED ? 0x9F : 0xBF;
+  else if (lead >= 0xF0 && lead <= 0xF4) n = 4, lo = lead == 0xF0 ? 0x90 : 0x80, hi = lead == 0xF4 ? 0x8F : 0xBF;
+  if (n == 0 || left < n || at(1) < lo || at(1) > hi) return 0;
+  for (std::size_t i = 2; i < n; ++i)
+    if (at(i) < 0x80 || at(i) > 0xBF) return 0;
+  return n;
+}
+
 class LineParser {
  public:
   LineParser(std::span<const std::byte> line, Sample& out)
@@ -16,7 +37,9 @@ class LineParser {
 
   // The line's one object; its members go to out.fields, and the value at
   // `path` (when reached) to *selected.
-  void object_line(const std::vector<std::string>& path, std::span<const std::byte>* selected, bool* found) {
+  void object_line(const std::vector<std::string>& path, std::span<const std::byte>* selected, bool* found,
+                   bool text) {
+    text_ = text;
     ws();
     if (p_ == end_ || *p_ != '{') fail(p_ == end_ ? "an empty line" : "the line is not a JSON object");
     object(1, &path, 0, selected, found, true);
@@ -60,8 +83,15 @@ class LineParser {
       const std::string_view name(reinterpret_cast<const char*>(key.data()), key.size());
       const bool on_path = path && !*found && name == (*path)[follow];
       const bool last = on_path && follow + 1 == path->size();
+      const char* at = p_;
       const std::span<const std::byte> v =
           value(depth, on_path && !last ? path : nullptr, follow + 1, selected, found);
+      if (last && text_ && *at != '"') {
+        p_ = at;
+        const std::string json(reinterpret_cast<const char*>(v.data()), std::min<std::size_t>(v.size(), 40));
+        fail("\"" + std::string(name) + "\" is " + json + (v.size() > 40 ? "..." : "") +
+             ", not a string: a document to tokenize is a JSON string (on_error = \"skip\" leaves such lines out)");
+      }
       if (last) {
         *selected = v;
         *found = true;
@@ -184,14 +214,29 @@ class LineParser {
     }
   }
 
+  // The length of the UTF-8 character at p_ (a byte of 0x80 or more), or
+  // the line's error naming the byte.
+  std::size_t utf8_char() const {
+    const std::size_t n = utf8_length(p_, end_);
+    if (n == 0) {
+      static constexpr char kHex[] = "0123456789ABCDEF";
+      const auto b = static_cast<unsigned char>(*p_);
+      fail(std::string("a byte that is not UTF-8 inside a string (0x") + kHex[b >> 4] + kHex[b & 15] +
+           "; JSON text is UTF-8: convert the file, e.g. with iconv -f latin1 -t utf-8, or set on_error = "
+           "\"skip\" to drop such lines)");
+    }
+    return n;
+  }
+
   // A string (at '"'): a view into the line when it has no escape, else its
   // unescaped bytes appended to storage.
   std::span<const std::byte> string() {
     ++p_;  // '"'
     const char* start = p_;
     while (p_ != end_ && *p_ != '"' && *p_ != '\\') {
-      if (static_cast<unsigned char>(*p_) < 0x20) fail("a control character inside a string");
-      ++p_;
+      const auto c = static_cast<unsigned char>(*p_);
+      if (c < 0x20) fail("a control character inside a string");
+      p_ += c < 0x80 ? 1 : utf8_char();
     }
     if (p_ == end_) fail("the line ends inside a string");
     if (*p_ == '"') {
@@ -209,6 +254,12 @@ class LineParser {
         break;
       }
       if (static_cast<unsigned char>(c) < 0x20) fail("a control character inside a string");
+      if (static_cast<unsigned char>(c) >= 0x80) {
+        const std::size_t n = utf8_char();
+        for (std::size_t i = 0; i < n; ++i) put(p_[i]);
+        p_ += n;
+        continue;
+      }
       if (c != '\\') {
         put(c);
         ++p_;
@@ -250,18 +301,19 @@ class LineParser {
   const char* p_;
   const char* end_;
   Sample& out_;
+  bool text_ = false;  // the selected value must be a string
 };
 
 }  // namespace
 
 void parse_jsonl_line(std::span<const std::byte> line, std::string_view name,
-                      const std::vector<std::string>& path, Sample& out) {
+                      const std::vector<std::string>& path, Sample& out, bool text) {
   out.storage.clear();
   out.storage.reserve(line.size());  // never outgrown: spans into it stay valid
   LineParser parser(line, out);
   std::span<const std::byte> selected;
   bool found = false;
-  parser.object_line(path, &selected, &found);
+  parser.object_line(path, &selected, &found, text);
   if (name.empty()) return;  // no selected field: the keys only
   // A top-level key spelled exactly as `name` wins over a dotted path.
   for (std::size_t k = 0; k < out.fields.size(); ++k) {
@@ -270,7 +322,7 @@ void parse_jsonl_line(std::span<const std::byte> line, std::string_view name,
       return;
     }
   }
-  if (!found) throw Error("no key '" + std::string(name) + "'");
+  if (!found) throw Error("no key '" + std::string(name) + "' (on_error = \"skip\" leaves such lines out)");
   out.fields.insert(out.fields.begin(), Field{name, selected});
 }
 

@@ -24,7 +24,8 @@ namespace sluice::io::detail {
 // `path` (keys, outermost first; `name` is the field's name), then every
 // top-level member. Throws sluice::Error with the reason and the column
 // ("column 17: expected ':'"), without the file and line, which the caller adds.
+// `text`: the value at `path` must be a string.
 void parse_jsonl_line(std::span<const std::byte> line, std::string_view name,
-                      const std::vector<std::string>& path, Sample& out);
+                      const std::vector<std::string>& path, Sample& out, bool text = false);
 
 }  // namespace sluice::io::detail

@@ -106,7 +106,7 @@ void JsonlSource::decode(const SampleLocation& where, std::span<const std::byte>
     if (where.offset == 0 && raw.size() >= detail::kUtf8BomSize &&
         std::memcmp(raw.data(), detail::kUtf8Bom, detail::kUtf8BomSize) == 0)
       raw = raw.subspan(detail::kUtf8BomSize);
-    detail::parse_jsonl_line(raw, options_.field, path_, out);
+    detail::parse_jsonl_line(raw, options_.field, path_, out, options_.field_is_text);
   } catch (const Error& e) {
     out.fields.clear();
     throw Error(this->where(where.id) + ": " + e.what());

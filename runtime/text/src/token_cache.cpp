@@ -98,6 +98,7 @@ struct Part {
   std::string path;
   std::vector<std::int32_t> lengths;
   std::uint64_t tokens = 0;
+  std::uint64_t left_out = 0;
   std::string error;
 };
 
@@ -109,7 +110,10 @@ void encode_range(const TokenCacheRequest& r, std::uint64_t begin, std::uint64_t
     part.lengths.reserve(end - begin);
     for (std::uint64_t d = begin; d < end; ++d) {
       ids.clear();
-      r.encode(d, ids);
+      if (!r.encode(d, ids)) {
+        ++part.left_out;
+        continue;
+      }
       ids.push_back(static_cast<std::int32_t>(r.eos));
       if (ids.size() > static_cast<std::size_t>(INT32_MAX))
         throw Error("document " + std::to_string(d) + " has " + std::to_string(ids.size()) +
@@ -213,6 +217,7 @@ TokenCacheResult tokenize_cached(const TokenCacheRequest& r) {
         append_file(p.path, bin, key + ".bin.tmp");
         ::unlink(p.path.c_str());
         result.tokens += p.tokens;
+        result.left_out += p.left_out;
       }
       bin.sync();
     }

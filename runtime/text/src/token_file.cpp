@@ -36,7 +36,7 @@ T load(const unsigned char* p) {
 
 std::optional<TokenType> parse_token_type(const std::string& name) {
   if (name == "uint16") return TokenType::uint16;
-  if (name == "uint32") return TokenType::uint32;
+  if (name == "uint32" || name == "int32") return TokenType::uint32;
   return std::nullopt;
 }
 
@@ -102,14 +102,18 @@ void TokenCorpus::check_vocab(std::uint32_t f, std::uint64_t begin, std::uint64_
 }
 
 void TokenCorpus::add_flat(const std::string& path, const CorpusOptions& options) {
+  if (!options.dtype)
+    throw Error(path + ": a flat token file does not say how wide its ids are: give dtype = \"uint16\" (nanoGPT's "
+                "files, vocabularies up to 65,536 ids) or dtype = \"uint32\" (larger vocabularies; Megatron files, "
+                "FILE.bin beside FILE.idx, say it themselves)");
+  const TokenType type = *options.dtype;
   detail::MappedFile mapped = detail::map_file(path);
-  const std::size_t width = token_bytes(options.dtype);
+  const std::size_t width = token_bytes(type);
   if (mapped.size % width != 0)
-    throw Error(path + ": " + std::to_string(mapped.size) + " bytes is not a whole number of " +
-                name_of(options.dtype) + " tokens (" + std::to_string(width) +
-                " bytes each); is the dtype right, or the file cut short?");
+    throw Error(path + ": " + std::to_string(mapped.size) + " bytes is not a whole number of " + name_of(type) +
+                " tokens (" + std::to_string(width) + " bytes each); is the dtype right, or the file cut short?");
   const auto f = static_cast<std::uint32_t>(files_.size());
-  files_.push_back({path, options.dtype, mapped.mapping, mapped.mapping.get(), mapped.size / width});
+  files_.push_back({path, type, mapped.mapping, mapped.mapping.get(), mapped.size / width});
   const File& file = files_.back();
   check_vocab(f, 0, file.tokens, options.vocab_size);
   std::uint64_t start = 0;
@@ -150,9 +154,10 @@ void TokenCorpus::add_megatron(const std::string& idx_path, const std::string& b
   else
     throw Error(idx_path + ": token type code " + std::to_string(code) +
                 " is not supported (uint16 = 8 and int32 = 4 are)");
-  if (type != options.dtype)
-    throw Error(idx_path + ": the index holds " + name_of(type) + " tokens, but dtype = \"" +
-                name_of(options.dtype) + "\" was asked for");
+  if (options.dtype && type != *options.dtype)
+    throw Error(idx_path + ": the index holds " + std::string(code == 4 ? "int32 (read as uint32)" : "uint16") +
+                " tokens, but dtype = \"" + name_of(*options.dtype) + "\" was given: give dtype = \"" +
+                name_of(type) + "\", or leave dtype out to take the index's");
   const auto sequences = load<std::uint64_t>(p + 18);
   const auto docs = load<std::uint64_t>(p + 26);
   const std::uint64_t limit = idx.size;  // every count below is bounded by the file's size

@@ -62,6 +62,8 @@ namespace sluice::io {
 
 struct SLUICE_API JsonlOptions {
   std::string field = "text";  // the value every line must have; "" = none (the keys only)
+  bool field_is_text = false;  // the value must be a JSON string (a document to tokenize): a number,
+                               // null, array or object there is the line's error, not its JSON text
   std::string index_dir;       // where sidecars and decompressed copies live; empty = beside each file
   bool write_index = true;     // write the sidecar after scanning
   // fail: a corrupt compressed file throws. skip: its good lines are kept.

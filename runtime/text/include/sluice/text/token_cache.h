@@ -46,15 +46,18 @@ struct TokenCacheRequest {
   unsigned threads = 1;
   TokenType dtype = TokenType::uint32;  // uint16 needs every id below 65536 (checked)
   std::uint32_t eos = 0;        // appended after each document's ids
-  // Appends document d's ids to `ids` (cleared before each call). Called
-  // from `threads` threads at once for different documents.
-  std::function<void(std::uint64_t d, std::vector<std::int32_t>& ids)> encode;
+  // Appends document d's ids to `ids` (cleared before each call); false
+  // leaves the document out of the dataset (on_error = "skip": a line that
+  // does not parse), so the dataset may hold fewer documents than asked.
+  // Called from `threads` threads at once for different documents.
+  std::function<bool(std::uint64_t d, std::vector<std::int32_t>& ids)> encode;
 };
 
 struct TokenCacheResult {
   std::string idx, bin;         // the Megatron dataset's two files
   bool reused = false;          // found whole (made by an earlier run or another process)
   std::uint64_t tokens = 0;     // written by this call (0 when reused)
+  std::uint64_t left_out = 0;   // documents encode left out, this call (0 when reused)
   double seconds = 0;           // spent tokenizing (0 when reused)
 };
 

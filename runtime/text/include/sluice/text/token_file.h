@@ -39,12 +39,16 @@ namespace sluice::text {
 
 enum class TokenType { uint16, uint32 };
 
-// "uint16" / "uint32", or nullopt.
+// "uint16" / "uint32" ("int32", Megatron's name for its 4-byte ids, reads
+// as uint32: the ids are never negative), or nullopt.
 std::optional<TokenType> parse_token_type(const std::string& name);
 const char* name_of(TokenType type);
 
 struct CorpusOptions {
-  TokenType dtype = TokenType::uint16;  // flat files; must agree with a Megatron index
+  // Flat files: required (the file does not say; a uint32 file read as
+  // uint16 is all wrong ids). Megatron files: the index's when absent, else
+  // it must agree with it.
+  std::optional<TokenType> dtype = std::nullopt;
   std::optional<std::uint32_t> eos = std::nullopt;  // flat files: the document separator
   std::uint64_t vocab_size = 0;         // 0: ids are not checked
 };
