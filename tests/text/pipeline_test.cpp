@@ -82,6 +82,29 @@ bool has_note(const sluice::Script& script, const std::string& text) {
                      [&](const std::string& n) { return n.find(text) != std::string::npos; });
 }
 
+// The rows of seq_len tokens a packed pipeline over `docs` (concat, batches
+// of 1) must deliver: the model's ids of each document and its EOS, end to end.
+void check_packed_text(const sluice::Script& script, const std::string& model_path,
+                       const std::vector<std::string>& docs, std::size_t seq_len) {
+  auto model = sluice::text::SentencePiece::open(model_path);
+  std::vector<std::int64_t> stream;
+  std::vector<std::int32_t> ids;
+  for (const std::string& d : docs) {
+    model->encode(d, &ids);
+    stream.insert(stream.end(), ids.begin(), ids.end());
+    stream.push_back(model->eos_id());
+  }
+  REQUIRE(script.options.dataset_size == (stream.size() - 1) / seq_len);
+  const std::size_t tokens_field = field_index(script, "tokens");
+  sluice::Loader loader(script.options);
+  for (const BatchCopy& b : sluice::test::drain(loader)) {
+    const auto* t = reinterpret_cast<const std::int64_t*>(b.fields[tokens_field].data());
+    const auto at = static_cast<std::ptrdiff_t>(b.samples[0] * seq_len);
+    REQUIRE(std::vector<std::int64_t>(t, t + seq_len) ==
+            std::vector<std::int64_t>(stream.begin() + at, stream.begin() + at + static_cast<std::ptrdiff_t>(seq_len)));
+  }
+}
+
 const char* kTokens = "sluice.tokens{ \"corpus.bin\", dtype = \"uint16\", eos = 0 }";
 const char* kMix =
     "sluice.mix{ { sluice.tokens{ \"corpus.bin\", dtype = \"uint16\", eos = 0 }, weight = 0.7 }, "
@@ -446,24 +469,7 @@ return sluice.pipeline {
 }
 )");
   sluice::Script script = sluice::load_script({.path = path, .epochs = 1});
-  auto model = sluice::text::SentencePiece::open(dir.path() + "/m.model");
-  std::vector<std::int64_t> stream;
-  std::vector<std::int32_t> ids;
-  for (const std::string& d : docs) {
-    model->encode(d, &ids);
-    stream.insert(stream.end(), ids.begin(), ids.end());
-    stream.push_back(model->eos_id());
-  }
-  REQUIRE(script.options.dataset_size == (stream.size() - 1) / 8);
-  const std::size_t tokens_field = field_index(script, "tokens");
-  sluice::Loader loader(script.options);
-  for (const BatchCopy& b : sluice::test::drain(loader)) {
-    const auto* t = reinterpret_cast<const std::int64_t*>(b.fields[tokens_field].data());
-    const std::uint64_t r = b.samples[0];
-    REQUIRE(std::vector<std::int64_t>(t, t + 8) ==
-            std::vector<std::int64_t>(stream.begin() + static_cast<std::ptrdiff_t>(r * 8),
-                                      stream.begin() + static_cast<std::ptrdiff_t>(r * 8 + 8)));
-  }
+  check_packed_text(script, dir.path() + "/m.model", docs, 8);
   // Kept in the cache: a second load tokenizes nothing; changed text is tokenized again.
   REQUIRE(has_note(script, "tokenized into"));
   sluice::Script again = sluice::load_script({.path = path, .epochs = 1});
@@ -512,24 +518,7 @@ return sluice.pipeline {
   sluice::Script script = sluice::load_script({.path = path, .epochs = 1});
   CHECK(has_note(script, "on_error = \"skip\": 4 of 6 text documents left out of the tokens; the first: "));
   CHECK(has_note(script, "docs.jsonl: line 2: column 20: expected a key in quotes"));
-  auto model = sluice::text::SentencePiece::open(dir.path() + "/m.model");
-  std::vector<std::int64_t> stream;
-  std::vector<std::int32_t> ids;
-  for (const std::string& d : {good1, good2}) {
-    model->encode(d, &ids);
-    stream.insert(stream.end(), ids.begin(), ids.end());
-    stream.push_back(model->eos_id());
-  }
-  REQUIRE(script.options.dataset_size == (stream.size() - 1) / 4);
-  const std::size_t tokens_field = field_index(script, "tokens");
-  sluice::Loader loader(script.options);
-  for (const BatchCopy& b : sluice::test::drain(loader)) {
-    const auto* t = reinterpret_cast<const std::int64_t*>(b.fields[tokens_field].data());
-    const std::uint64_t r = b.samples[0];
-    REQUIRE(std::vector<std::int64_t>(t, t + 4) ==
-            std::vector<std::int64_t>(stream.begin() + static_cast<std::ptrdiff_t>(r * 4),
-                                      stream.begin() + static_cast<std::ptrdiff_t>(r * 4 + 4)));
-  }
+  check_packed_text(script, dir.path() + "/m.model", {good1, good2}, 4);
   // Reused from the cache, it still says what was left out.
   sluice::Script again = sluice::load_script({.path = path, .epochs = 1});
   CHECK(has_note(again, "tokenized by an earlier run"));
