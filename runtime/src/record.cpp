@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <vector>
@@ -287,6 +288,7 @@ struct GlobalRun {
   struct Step {
     std::multiset<std::uint64_t> samples;
     std::map<std::uint64_t, std::string> digests;  // sample id -> its content digest
+    std::uint32_t world = 0;  // the world size that recorded it whole (0: none did)
   };
   std::map<std::pair<std::uint64_t, std::uint64_t>, Step> steps;
   std::set<std::uint64_t> skipped;
@@ -344,7 +346,9 @@ GlobalRun::Step assemble(const StepParts& parts, std::uint64_t& redelivered) {
     return all;
   }
   for (const auto& [key, part] : parts) redelivered += key.first != whole_world;
-  return *whole;
+  GlobalRun::Step step = *whole;
+  step.world = whole_world;
+  return step;
 }
 
 GlobalRun read_global(std::span<const std::string> paths) {
@@ -413,6 +417,45 @@ std::string first_sample_difference(const GlobalRun& a, const std::multiset<std:
   return "samples differ";
 }
 
+using StepAt = std::map<std::pair<std::uint64_t, std::uint64_t>, GlobalRun::Step>::const_iterator;
+
+bool last_of_epoch(const GlobalRun& run, StepAt at) {
+  const auto next = std::next(at);
+  return next == run.steps.end() || next->first.first != at->first.first;
+}
+
+// Two steps whose samples differ, when both are their epoch's last and were
+// recorded by different world sizes, may differ as guarantees.md says the
+// tail does: shard_policy = pad adds (-N mod W) samples repeated from the
+// start of the epoch's order, drop leaves out the last N mod W. Then what it
+// is, for the verdict; else "".
+std::string tail_difference(const GlobalRun& a, StepAt ia, const GlobalRun& b, StepAt ib) {
+  const GlobalRun::Step& x = ia->second;
+  const GlobalRun::Step& y = ib->second;
+  if (!last_of_epoch(a, ia) || !last_of_epoch(b, ib) || x.world == 0 || y.world == 0 || x.world == y.world) return "";
+  const bool a_more = x.samples.size() > y.samples.size();
+  const GlobalRun& big_run = a_more ? a : b;
+  const GlobalRun::Step& big = a_more ? x : y;
+  const GlobalRun::Step& small = a_more ? y : x;
+  if (!std::includes(big.samples.begin(), big.samples.end(), small.samples.begin(), small.samples.end())) return "";
+  std::vector<std::uint64_t> extra;
+  std::set_difference(big.samples.begin(), big.samples.end(), small.samples.begin(), small.samples.end(),
+                      std::back_inserter(extra));
+  const std::string sizes = "the epoch's last step holds " + std::to_string(x.samples.size()) + " samples on world size " +
+                            std::to_string(x.world) + " and " + std::to_string(y.samples.size()) + " on " +
+                            std::to_string(y.world) + ": ";
+  const auto first = big_run.steps.find({ia->first.first, 0});
+  const bool repeated = first != big_run.steps.end() &&
+                        std::all_of(extra.begin(), extra.end(), [&](std::uint64_t id) { return first->second.samples.count(id) > 0; });
+  if (repeated && extra.size() < big.world)
+    return sizes + "shard_policy = pad fills every rank of " + std::to_string(big.world) + " with " +
+           std::to_string(extra.size()) + " sample(s) repeated from the epoch's start";
+  if (extra.size() < small.world)
+    return sizes + "shard_policy = drop leaves the last " + std::to_string(extra.size()) + " out on " +
+           std::to_string(small.world) + " ranks";
+  return "";
+}
+
 }  // namespace
 
 VerifyResult verify_records_global(std::span<const std::string> paths_a, std::span<const std::string> paths_b) {
@@ -423,6 +466,7 @@ VerifyResult verify_records_global(std::span<const std::string> paths_a, std::sp
   auto at_step = [](const std::pair<std::uint64_t, std::uint64_t>& key) {
     return "epoch " + std::to_string(key.first) + ", step " + std::to_string(key.second);
   };
+  std::vector<std::string> tails;  // epoch tails that differ only as their world sizes make them
   auto ia = a.steps.begin(), ib = b.steps.begin();
   for (; ia != a.steps.end() && ib != b.steps.end(); ++ia, ++ib) {
     if (ia->first != ib->first) {
@@ -436,8 +480,12 @@ VerifyResult verify_records_global(std::span<const std::string> paths_a, std::sp
     const GlobalRun::Step& x = ia->second;
     const GlobalRun::Step& y = ib->second;
     if (x.samples != y.samples) {
-      result.message = at_step(ia->first) + ": " + first_sample_difference(a, x.samples, b, y.samples);
-      return result;
+      const std::string tail = tail_difference(a, ia, b, ib);
+      if (tail.empty()) {
+        result.message = at_step(ia->first) + ": " + first_sample_difference(a, x.samples, b, y.samples);
+        return result;
+      }
+      tails.push_back(at_step(ia->first) + ": " + tail);
     }
     for (const auto& [id, digest] : x.digests) {
       auto other = y.digests.find(id);
@@ -471,6 +519,9 @@ VerifyResult verify_records_global(std::span<const std::string> paths_a, std::sp
                         : std::string(" (content not compared: a record without per-sample digests)")) +
                    "; " + a.name + ": " + world_sizes(a) + ", " + b.name + ": " + world_sizes(b);
   if (!a.skipped.empty()) result.message += ", the same " + std::to_string(a.skipped.size()) + " skipped";
+  if (!tails.empty())
+    result.message += "; " + std::to_string(tails.size()) +
+                      " epoch tail(s) differ only as the world size makes them (guarantees.md), the first: " + tails[0];
   for (const GlobalRun* run : {&a, &b}) {
     if (run->redelivered == 0) continue;
     result.message += "; " + run->name + " delivered " + std::to_string(run->redelivered) +
