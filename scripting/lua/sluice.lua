@@ -467,6 +467,9 @@ function M.mix(spec)
   end
   check_keys("sluice.mix", spec, { size = true, phases = true })
   check_type("sluice.mix", spec, "size", "count")
+  if spec.size == 0 then
+    fail(1, "sluice.mix: size must be at least 1 row (leave it out for the sources' rows summed)")
+  end
   local parts, signature = {}, { "mix", tostring(spec.size) }
   local phases = {}
   if spec.phases ~= nil then

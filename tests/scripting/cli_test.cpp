@@ -228,14 +228,17 @@ TEST_CASE("sluice index builds JSON lines indexes and the decompressed copy of a
 TEST_CASE("sluice inspect FILE.jsonl shows lines and keys and writes nothing, and index refuses other formats", "[cli]") {
   if (std::system("command -v gzip >/dev/null") != 0) SKIP_TEST("the gzip command is absent (it writes the test file)");
   TempDir dir;
-  dir.write("a.jsonl", "{\"text\": \"caf\\u00e9\", \"n\": 12, \"meta\": {\"a\": [1, 2]}}\n\n{\"text\": \"y\"}\n");
+  std::string long_text;  // 2-byte characters: a 60-byte preview would cut the 31st in two
+  for (int i = 0; i < 40; ++i) long_text += "\xc3\xa9";
+  dir.write("a.jsonl", "{\"text\": \"caf\\u00e9\", \"n\": 12, \"meta\": {\"a\": [1, 2]}}\n\n{\"text\": \"" + long_text + "\"}\n");
   REQUIRE(std::system(("gzip -k " + dir.path() + "/a.jsonl").c_str()) == 0);
   const std::string plain = dir.path() + "/a.jsonl", gz = plain + ".gz";
   const CliResult r = sluice::test::run_cli({"inspect", plain, gz});
   CHECK(r.status == 0);
   CHECK_THAT(r.out, Contains(plain + ": JSON lines, 2 lines") && Contains(gz + ": JSON lines (compressed), 2 lines") &&
                         Contains(plain + ": line 3") && Contains("5 bytes: caf\xc3\xa9") &&
-                        Contains("2 bytes: 12") && Contains("{\"a\": [1, 2]}"));
+                        Contains("2 bytes: 12") && Contains("{\"a\": [1, 2]}") &&
+                        Contains("80 bytes: " + long_text.substr(0, 60) + "...\n"));
   std::size_t files = 0;
   for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir.path())) ++files;
   CHECK(files == 2);  // no index, no plain copy

@@ -206,6 +206,8 @@ TEST_CASE("token pipelines refuse what they cannot do, naming it") {
              Contains("odd.bin: 6 bytes is not a whole number of uint32 tokens"));
   CHECK_THAT(error_of(pipeline("sluice.mix{ { sluice.tokens{ \"corpus.bin\", dtype = \"uint16\" }, weight = 0 } }", "{ seq_len = 8 }")),
              Contains("weight must be a positive number"));
+  CHECK_THAT(error_of(pipeline(std::string(kMix).substr(0, std::string(kMix).size() - 1) + ", size = 0 }", "{ seq_len = 8 }")),
+             Contains("sluice.mix: size must be at least 1 row"));
 }
 
 TEST_CASE("stopped on 3 ranks, resumed on 2: the same global token stream (verify --global)") {
@@ -246,6 +248,19 @@ TEST_CASE("stopped on 3 ranks, resumed on 2: the same global token stream (verif
     CHECK(v.status == 0);
     CHECK_THAT(v.out, Contains("identical: ") && Contains("same samples and per-sample digests") &&
                           Contains("delivered 3 per-rank batches again after a resume"));
+  }
+}
+
+TEST_CASE("sluice inspect shows a Megatron dataset by either file: dtype, documents, tokens") {
+  sluice::test::TempDir dir;
+  const std::string prefix = dir.path() + "/ds_text_document";
+  sluice::text::test::write_megatron(prefix, {{5, 6, 7}, {70000, 2}}, true);
+  for (const std::string& name : {prefix + ".idx", prefix + ".bin"}) {
+    const CliResult r = sluice::test::run_cli({"inspect", name});
+    INFO(r.out << r.err);
+    CHECK(r.status == 0);
+    CHECK_THAT(r.out, Contains(name + ": Megatron-LM indexed dataset") && Contains("uint32 ids, 2 documents, 5 tokens") &&
+                          Contains("document 0: 3 tokens: 5 6 7\n") && Contains("document 1: 2 tokens: 70000 2\n"));
   }
 }
 

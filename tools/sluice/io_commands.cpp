@@ -26,6 +26,7 @@
 #include "sluice/io/tar_stream.h"
 #include "sluice/io/tfrecord.h"
 #include "sluice/remote/url.h"
+#include "sluice/text/token_file.h"
 
 namespace sluice::cli {
 namespace {
@@ -35,7 +36,7 @@ using namespace sluice::io;
 constexpr const char* kInspectUsage = R"(usage: sluice inspect [--records N] FILE|DIR...
 
 Prints each file's format (TFRecord, WebDataset tar, gzip tar, .npy, .npz,
-Parquet, JSON lines, or a plain file), its record count, and the fields and sizes of its first records
+Parquet, JSON lines, a Megatron-LM token dataset, or a plain file), its record count, and the fields and sizes of its first records
 (tf.train.Example or SequenceExample features by name and kind; other records
 are said to be no Example, and names are printed with odd bytes escaped). Checks TFRecord CRCs and tar
 header checksums on the way. A Parquet file shows its schema (each column's
@@ -72,7 +73,7 @@ options:
                     (not for tars: their index is read only beside the shard)
 )";
 
-enum class Format { tfrecord, tar, tar_gz, npy, npz, parquet, jsonl, file };
+enum class Format { tfrecord, tar, tar_gz, npy, npz, parquet, jsonl, megatron, file };
 
 bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
@@ -87,6 +88,8 @@ Format detect(const std::string& path) {
   if (got >= 6 && std::memcmp(head, "\x93NUMPY", 6) == 0) return Format::npy;
   if (looks_like_zip({reinterpret_cast<const std::byte*>(head), got})) return Format::npz;
   if (got >= 4 && (std::memcmp(head, "PAR1", 4) == 0 || std::memcmp(head, "PARE", 4) == 0)) return Format::parquet;
+  if (got >= 7 && std::memcmp(head, "MMIDIDX", 7) == 0) return Format::megatron;
+  if (ends_with(path, ".bin") && std::filesystem::exists(path.substr(0, path.size() - 4) + ".idx")) return Format::megatron;
   if (got >= 2 && head[0] == 0x1f && head[1] == 0x8b &&
       (ends_with(path, ".tgz") || ends_with(path, ".tar.gz")))
     return Format::tar_gz;
@@ -264,10 +267,32 @@ void inspect_jsonl(const std::string& path, std::size_t show) {
     read_sample(source, id, buf, s);
     std::printf("  %s\n", source.where(id).c_str());
     for (const Field& f : s.fields) {
-      const std::string_view value(reinterpret_cast<const char*>(f.bytes.data()), std::min<std::size_t>(f.bytes.size(), 60));
+      // At most 60 bytes, cut before a character rather than inside one.
+      std::size_t cut = std::min<std::size_t>(f.bytes.size(), 60);
+      while (cut > 0 && cut < f.bytes.size() && (static_cast<unsigned char>(f.bytes[cut]) & 0xC0) == 0x80) --cut;
+      const std::string_view value(reinterpret_cast<const char*>(f.bytes.data()), cut);
       std::printf("    %-16s %zu bytes: %s%s\n", escaped(f.name).c_str(), f.bytes.size(), escaped(value).c_str(),
-                  f.bytes.size() > 60 ? "..." : "");
+                  cut < f.bytes.size() ? "..." : "");
     }
+  }
+}
+
+// A Megatron-LM indexed dataset (PREFIX.idx + PREFIX.bin), as sluice.tokens
+// reads it: checked whole (pointers, lengths, dtype) on the way.
+void inspect_megatron(const std::string& path, std::size_t show) {
+  const std::string prefix = path.substr(0, path.size() - 4);
+  const auto corpus = text::TokenCorpus::open_megatron(prefix + ".idx", prefix + ".bin", {});
+  std::printf("%s: Megatron-LM indexed dataset (%s.idx + .bin), %s ids, %llu documents, %llu tokens "
+              "(sluice.tokens{ \"%s\" } reads it)\n",
+              path.c_str(), prefix.c_str(), text::name_of(corpus->dtype(0)),
+              static_cast<unsigned long long>(corpus->documents()), static_cast<unsigned long long>(corpus->tokens()),
+              prefix.c_str());
+  for (std::uint64_t d = 0; d < std::min<std::uint64_t>(show, corpus->documents()); ++d) {
+    const std::uint64_t n = corpus->document(d).length;
+    std::string ids;
+    for (std::uint64_t i = 0; i < std::min<std::uint64_t>(n, 12); ++i) ids += (i ? " " : "") + std::to_string(corpus->token(d, i));
+    std::printf("  document %llu: %llu tokens: %s%s\n", static_cast<unsigned long long>(d),
+                static_cast<unsigned long long>(n), ids.c_str(), n > 12 ? " ..." : "");
   }
 }
 
@@ -327,6 +352,7 @@ int inspect_command(int argc, char** argv) {
         case Format::npz: inspect_npz(path); break;
         case Format::parquet: std::fputs(ParquetFile(path).describe().c_str(), stdout); break;
         case Format::jsonl: inspect_jsonl(path, show); break;
+        case Format::megatron: inspect_megatron(path, show); break;
         case Format::file: inspect_file(path); break;
       }
     } catch (const std::exception& e) {
