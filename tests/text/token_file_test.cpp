@@ -148,6 +148,14 @@ TEST_CASE("bad token input fails with an error naming the file") {
     idx.write(reinterpret_cast<const char*>(&at), 8);
     idx.close();
     REQUIRE_THAT(error_of({prefix}, {}), Catch::Contains(prefix + ".idx") && Catch::Contains("not right after"));
+    // Moved 1 byte: inside a uint16 token, said as such (not "outside").
+    idx.open(prefix + ".idx", std::ios::binary | std::ios::in | std::ios::out);
+    at -= 1;
+    idx.seekp(pointer1);
+    idx.write(reinterpret_cast<const char*>(&at), 8);
+    idx.close();
+    REQUIRE_THAT(error_of({prefix}, {}), Catch::Contains(prefix + ".idx: sequence 1 starts at byte ") &&
+                                             Catch::Contains("inside a uint16 token"));
   }
   SECTION("an .idx of another dtype, or not an index") {
     const std::string prefix = dir.file("wide");

@@ -195,7 +195,11 @@ void TokenCorpus::add_megatron(const std::string& idx_path, const std::string& b
     for (auto s = static_cast<std::uint64_t>(first); s < static_cast<std::uint64_t>(end); ++s) {
       const auto n = load<std::int32_t>(lengths + s * 4);
       const auto pointer = load<std::int64_t>(pointers + s * 8);
-      if (n < 0 || pointer < 0 || static_cast<std::uint64_t>(pointer) % width != 0 ||
+      if (pointer >= 0 && static_cast<std::uint64_t>(pointer) % width != 0)
+        throw Error(idx_path + ": sequence " + std::to_string(s) + " starts at byte " + std::to_string(pointer) +
+                    ", inside a " + name_of(type) + " token (a pointer must be a multiple of " +
+                    std::to_string(width) + "): the index does not match " + bin_path);
+      if (n < 0 || pointer < 0 ||
           static_cast<std::uint64_t>(pointer) / width + static_cast<std::uint64_t>(n) > files_[f].tokens)
         throw Error(idx_path + ": sequence " + std::to_string(s) + " (" + std::to_string(n) +
                     " tokens at byte " + std::to_string(pointer) + ") lies outside " + bin_path + " (" +
