@@ -123,6 +123,21 @@ ChunkMeta parse_column_meta(ThriftReader& r, ChunkMeta chunk) {
       case 7: chunk.total_compressed = r.read_int(t); break;
       case 9: chunk.data_page_offset = r.read_int(t); break;
       case 11: chunk.dictionary_page_offset = r.read_int(t); break;
+      case 12: {  // Statistics: only null_count (3) is read
+        if (t != TType::structure) {
+          r.skip(t);
+          break;
+        }
+        r.begin_struct();
+        Field sid;
+        TType st;
+        while (r.next_field(sid, st)) {
+          if (sid == 3 && st == TType::i64) chunk.null_count = r.read_int(st);
+          else r.skip(st);
+        }
+        r.end_struct();
+        break;
+      }
       default: r.skip(t);
     }
   }

@@ -89,6 +89,7 @@ struct ChunkMeta {
   std::string file_path;      // a chunk in another file: refused
   bool encrypted = false;
   std::vector<int> encodings;
+  std::int64_t null_count = -1;  // the writer's statistics; -1: not written
 };
 
 struct RowGroupMeta {

@@ -76,11 +76,23 @@ std::string ParquetFile::describe() const {
     << (meta_->row_groups.size() == 1 ? "" : "s");
   if (!meta_->created_by.empty()) s << ", written by " << meta_->created_by;
   s << "\ncolumns:\n";
-  for (const ParquetColumnInfo& c : columns_) {
+  for (std::size_t i = 0; i < columns_.size(); ++i) {
+    const ParquetColumnInfo& c = columns_[i];
     s << "  " << c.name << ": " << c.type() << " -> "
       << (c.dtype ? std::string(dtype_name(*c.dtype)) : std::string("bytes"));
     if (c.list) s << ", list";
-    if (c.nullable) s << ", nullable";
+    if (c.nullable) {
+      s << ", nullable";
+      // The writer's statistics, where every row group has them: whether a
+      // read will meet a null (a fixed field refuses one, a list's element too).
+      std::int64_t nulls = 0;
+      for (const parquet::RowGroupMeta& g : meta_->row_groups)
+        nulls = nulls < 0 || g.chunks[i].null_count < 0 ? -1 : nulls + g.chunks[i].null_count;
+      if (nulls == 0) s << " (no nulls, by the writer's statistics)";
+      else if (nulls > 0)
+        s << " (" << nulls << (nulls == 1 ? " null" : " nulls") << " by the writer's statistics"
+          << (c.list ? ": a null list reads as empty, a list with a null element is refused" : "") << ")";
+    }
     if (!c.unsupported.empty()) s << "  [not readable: " << c.unsupported << "]";
     s << "\n";
   }
