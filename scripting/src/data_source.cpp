@@ -613,7 +613,26 @@ std::shared_ptr<const text::TokenCorpus> tokenize_corpus(const SourceSpec& spec,
                   static_cast<unsigned long long>(text->size()), static_cast<unsigned long long>(tokens.tokens),
                   tokens.seconds, request.threads, tokens.idx.c_str());
   notes.push_back(line);
-  auto corpus = text::TokenCorpus::open_megatron(tokens.idx, tokens.bin, {.dtype = dtype, .vocab_size = spec.vocab_size});
+  text::CorpusOptions corpus_options{.dtype = dtype, .vocab_size = spec.vocab_size};
+  // Where a document's text lies (peek, messages), when document d is text
+  // record d (none was left out): the text source opened again when first
+  // asked, so that its index is not held for the run.
+  struct TextOrigin {
+    bool aligned = false;
+    std::shared_ptr<const DataSource> text;
+  };
+  auto origin = std::make_shared<TextOrigin>();
+  corpus_options.text_origin = [origin, text_spec, on_error, seed, cache](std::uint64_t d) {
+    if (!origin->aligned) return std::string();
+    try {
+      if (!origin->text) origin->text = DataSource::open(text_spec, on_error, seed, cache);
+      return origin->text->named(origin->text->origin(d));
+    } catch (const std::exception&) {
+      return std::string();  // the text gone since: the cache's file is named alone
+    }
+  };
+  auto corpus = text::TokenCorpus::open_megatron(tokens.idx, tokens.bin, corpus_options);
+  origin->aligned = corpus->documents() == text->size();
   // The documents left out (counted from the dataset, so a reused one says it too).
   if (corpus->documents() < text->size())
     notes.push_back("on_error = \"skip\": " + std::to_string(text->size() - corpus->documents()) + " of " +

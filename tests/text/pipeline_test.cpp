@@ -522,6 +522,10 @@ return sluice.pipeline {
 )");
   sluice::Script script = sluice::load_script({.path = path, .epochs = 1});
   check_packed_text(script, dir.path() + "/m.model", docs, 8);
+  // A row names its document's line and the token cache's file (peek's "file" column).
+  CHECK_THAT(script.sample_file(0), Catch::Matchers::StartsWith(dir.path() + "/docs.jsonl: line 1, token 0 (" + dir.path() +
+                                                                "/cache/tokens/"));
+  CHECK_THAT(script.sample_file(script.options.dataset_size - 1), Contains("docs.jsonl: line 3, token "));
   // Kept in the cache: a second load tokenizes nothing; changed text is tokenized again.
   REQUIRE(has_note(script, "tokenized into"));
   sluice::Script again = sluice::load_script({.path = path, .epochs = 1});
@@ -571,6 +575,8 @@ return sluice.pipeline {
   CHECK(has_note(script, "on_error = \"skip\": 4 of 6 text documents left out of the tokens; the first: "));
   CHECK(has_note(script, "docs.jsonl: line 2: column 20: expected a key in quotes"));
   check_packed_text(script, dir.path() + "/m.model", {good1, good2}, 4);
+  // Documents left out: a token document is no longer its line's number, so only the cache's file is named.
+  CHECK_THAT(script.sample_file(0), Catch::Matchers::StartsWith(dir.path() + "/cache/tokens/"));
   // Reused from the cache, it still says what was left out.
   sluice::Script again = sluice::load_script({.path = path, .epochs = 1});
   CHECK(has_note(again, "tokenized by an earlier run"));

@@ -172,14 +172,12 @@ std::string Packing::origin(std::uint64_t, std::uint64_t row) const {
   if (row >= rows_) return "";
   if (options_.mode == PackMode::best_fit) {
     const Piece& piece = pieces_[row_begin_[row]];
-    const Document& doc = corpus_->document(piece.document);
-    return corpus_->file(doc.file) + " token " + std::to_string(doc.begin + piece.begin);
+    return corpus_->origin(piece.document, piece.begin);
   }
   const std::uint64_t at = row * options_.seq_len;
   const std::uint64_t d =
       static_cast<std::uint64_t>(std::upper_bound(starts_.begin(), starts_.end(), at) - starts_.begin()) - 1;
-  const Document& doc = corpus_->document(d);
-  return corpus_->file(doc.file) + " token " + std::to_string(doc.begin + at - starts_[d]);
+  return corpus_->origin(d, at - starts_[d]);
 }
 
 }  // namespace sluice::text

@@ -68,6 +68,7 @@ std::shared_ptr<const TokenCorpus> TokenCorpus::open_megatron(const std::string&
                                                               const CorpusOptions& options) {
   std::shared_ptr<TokenCorpus> corpus(new TokenCorpus());
   corpus->add_megatron(idx_path, bin_path, options);
+  corpus->text_origin_ = options.text_origin;
   return corpus;
 }
 
@@ -233,10 +234,12 @@ void TokenCorpus::read(std::uint64_t d, std::uint64_t begin, std::uint64_t count
   }
 }
 
-std::string TokenCorpus::origin(std::uint64_t d) const {
+std::string TokenCorpus::origin(std::uint64_t d, std::uint64_t token) const {
   if (d >= documents_.size()) return "";
   const Document& doc = documents_[d];
-  return files_[doc.file].path + " token " + std::to_string(doc.begin);
+  const std::string where = files_[doc.file].path + " token " + std::to_string(doc.begin + token);
+  const std::string text = text_origin_ ? text_origin_(d) : std::string();
+  return text.empty() ? where : text + ", token " + std::to_string(token) + " (" + where + ")";
 }
 
 }  // namespace sluice::text

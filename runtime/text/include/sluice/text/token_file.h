@@ -30,6 +30,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -51,6 +52,10 @@ struct CorpusOptions {
   std::optional<TokenType> dtype = std::nullopt;
   std::optional<std::uint32_t> eos = std::nullopt;  // flat files: the document separator
   std::uint64_t vocab_size = 0;         // 0: ids are not checked
+  // Text tokenized at load: where document d's text lies ("docs.jsonl: line
+  // 12"; "" when unknown), which origin() names besides the token cache's
+  // file. Called from the thread that calls origin().
+  std::function<std::string(std::uint64_t d)> text_origin = {};
 };
 
 // A document: `length` tokens of file `file` from token `begin`.
@@ -106,8 +111,9 @@ class TokenCorpus {
   }
   // Tokens [begin, begin + count) of document `d`, widened into out[0, count).
   void read(std::uint64_t d, std::uint64_t begin, std::uint64_t count, std::int64_t* out) const;
-  // Where document `d` lies: "FILE document D (token T)".
-  std::string origin(std::uint64_t d) const;
+  // Where token `token` of document `d` lies: "FILE token T", or for text
+  // tokenized at load "TEXT: line L, token T (CACHE.bin token T')".
+  std::string origin(std::uint64_t d, std::uint64_t token = 0) const;
 
  private:
   TokenCorpus() = default;
@@ -117,6 +123,7 @@ class TokenCorpus {
 
   std::vector<File> files_;
   std::vector<Document> documents_;
+  std::function<std::string(std::uint64_t d)> text_origin_;
   std::uint64_t tokens_ = 0;
 };
 
