@@ -21,6 +21,12 @@ measured back to back in the same run):
                      float32[64,3,32,32], label int64[64]); both fields through
                      torch.from_dlpack, every page of both read. DataLoader: a
                      dataset of the same dicts of tensors.
+  format             what a batch costs the consumer once it is ready (the workers
+                     have filled every slot: the loop sleeps 20 ms, then takes 48
+                     batches of handoff.lua), per batch: next() alone; next() and
+                     torch.from_dlpack of the field; and format="torch", which
+                     yields the tensor. Target: format="torch" within 2 us a batch
+                     of next() with a bare torch.from_dlpack.
   transport          64 MiB float32 batches, every byte written by a worker; the
                      consumer makes a tensor and reads one value per 4 KiB page
                      (as tools/bench/transport.cpp). GB/s against single-thread
@@ -92,6 +98,24 @@ def consumer_alone_rate(torch, consume, batches):
     return batches / timed(torch, iter(lambda: batch, None), consume, 1000, batches)
 
 
+def ready_batch_us(sluice, torch, fmt, take, workers, chunks=200, per_chunk=48):
+    """Microseconds the consumer spends per batch on batches already made:
+    before each chunk of per_chunk batches the loop sleeps while the workers
+    fill the free slots (64 of them), so next() never waits for a worker."""
+    with sluice.Loader(HERE / "python" / "handoff.lua", workers=workers, prefetch=64, format=fmt) as loader:
+        items = iter(loader)
+        for _ in range(1000):
+            take(torch, next(items))
+        total = 0.0
+        for _ in range(chunks):
+            time.sleep(0.02)
+            start = time.perf_counter()
+            for _ in range(per_chunk):
+                take(torch, next(items))
+            total += time.perf_counter() - start
+    return total / (chunks * per_chunk) * 1e6
+
+
 def dataloader_rate(torch, dataset, consume, warmup, batches, workers):
     """Batches per second through torch.utils.data.DataLoader (batch_size=None), as pytorch_baseline.py."""
     loader = torch.utils.data.DataLoader(dataset, batch_size=None, shuffle=False, num_workers=workers,
@@ -160,7 +184,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--cases", default="handoff,handoff_quickstart,transport")
+    parser.add_argument("--cases", default="handoff,handoff_quickstart,format,transport")
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
 
@@ -191,6 +215,12 @@ def main():
                 theirs = dataloader_rate(torch, quickstart_dataset(torch, 1100), consume_quickstart, 50, 1000, w)
                 runs.append({"sluice_batches_per_s": ours, "dataloader_batches_per_s": theirs,
                              "ratio": ours / theirs, "consumer_wait_s": wait})
+            elif case == "format":
+                alone = ready_batch_us(sluice, torch, "dlpack", lambda t, b: b["x"], w)
+                bare = ready_batch_us(sluice, torch, "dlpack", lambda t, b: t.from_dlpack(b["x"]), w)
+                tensor = ready_batch_us(sluice, torch, "torch", lambda t, b: b["x"], w)
+                runs.append({"next_us": alone, "next_from_dlpack_us": bare, "format_torch_us": tensor,
+                             "format_torch_extra_us": tensor - bare})
             elif case == "transport":
                 memcpy = memcpy_gb_per_s(numpy)
                 ours, wait = sluice_rate(sluice, torch, "transport.lua", consume_x, TRANSPORT_WARMUP, 64, w,
@@ -219,6 +249,13 @@ def main():
                 ok = m["sluice_batches_per_s"] >= TARGET_HANDOFF_RATE and m["ratio"] >= TARGET_HANDOFF_RATIO
                 verdicts.append(f"handoff target >= {TARGET_HANDOFF_RATE} batches/s and >= {TARGET_HANDOFF_RATIO:.0f}x "
                                 f"DataLoader: {'met' if ok else 'NOT met'}")
+        elif case == "format":
+            print(f"{case:19s} per ready batch: next() {m['next_us']:.2f} us, next() + torch.from_dlpack "
+                  f"{m['next_from_dlpack_us']:.2f} us, format=\"torch\" {m['format_torch_us']:.2f} us "
+                  f"(medians of {args.runs})")
+            ok = m["format_torch_extra_us"] <= 2.0
+            verdicts.append(f"format=\"torch\" within 2 us a batch of a bare torch.from_dlpack "
+                            f"({m['format_torch_extra_us']:+.2f} us): {'met' if ok else 'NOT met'}")
         else:
             print(f"{case:19s} sluice {m['sluice_gb_per_s']:6.2f} GB/s   memcpy {m['memcpy_gb_per_s']:6.2f} GB/s   "
                   f"ratio {m['ratio_vs_memcpy']:.2f}x   DataLoader {m['dataloader_gb_per_s']:.2f} GB/s")
