@@ -67,7 +67,7 @@ std::string options_json(const Options& o, const std::string& description) {
   return "{\"dataset\":" + json_string(description) + ",\"dataset_size\":" + std::to_string(o.dataset_size) +
          ",\"batch_size\":" + std::to_string(o.batch_size) + ",\"drop_last\":" + (o.drop_last ? "true" : "false") +
          ",\"shuffle\":" + (o.shuffle ? "true" : "false") + ",\"epochs\":" + std::to_string(o.epochs) +
-         ",\"skip_fill\":\"" + name_of(o.skip_fill) +
+         ",\"skip_fill\":\"" + name_of(o.skip_fill) + "\",\"shard_policy\":\"" + name_of(o.shard_policy) +
          "\",\"fields\":" + json_string(describe_fields(o)) + "}";
 }
 

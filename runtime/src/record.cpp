@@ -295,6 +295,15 @@ struct GlobalRun {
   std::set<std::uint32_t> world_sizes;
   bool all_digests = true;  // every batch has per-sample digests
   std::uint64_t redelivered = 0;  // per-rank batches seen again after a resume, not counted twice
+  // What fixes the shape of an epoch's last step on each world size, from the
+  // headers (known: every record names the same data set size, global
+  // batch and shard_policy, and drop_last is off).
+  struct Plan {
+    bool known = false;
+    std::uint64_t samples = 0;       // options.dataset_size
+    std::uint64_t global_batch = 0;  // batch_size x world_size
+    bool pad = true;                 // shard_policy
+  } plan;
   std::string name;               // for messages: the files, shortened
   std::vector<std::string> notes;  // records' cut-off last lines
 };
@@ -365,6 +374,21 @@ GlobalRun read_global(std::span<const std::string> paths) {
     }
     if (const detail::JsonValue* k = r.header.find("rank")) rank = static_cast<std::uint32_t>(k->as_u64("rank"));
     run.world_sizes.insert(world);
+    GlobalRun::Plan plan;
+    const detail::JsonValue* o = r.header.find("options");
+    const detail::JsonValue* n = o ? o->find("dataset_size") : nullptr;
+    const detail::JsonValue* b = o ? o->find("batch_size") : nullptr;
+    const detail::JsonValue* policy = o ? o->find("shard_policy") : nullptr;
+    const detail::JsonValue* drop_last = o ? o->find("drop_last") : nullptr;
+    if (n && b && policy && policy->kind == detail::JsonValue::string &&
+        !(drop_last && drop_last->kind == detail::JsonValue::boolean && drop_last->b)) {
+      plan = {true, n->as_u64("dataset_size"), b->as_u64("batch_size") * world, policy->text != "drop"};
+    }
+    const bool first = path == paths[0];
+    if (first) run.plan = plan;
+    else if (!plan.known || plan.samples != run.plan.samples || plan.global_batch != run.plan.global_batch ||
+             plan.pad != run.plan.pad)
+      run.plan.known = false;
     for (const RecordedBatch& b : r.batches) {
       if (b.sample_digests.empty() && !b.samples.empty()) run.all_digests = false;
       RankPart part{b.samples, b.sample_digests, path};
@@ -419,41 +443,63 @@ std::string first_sample_difference(const GlobalRun& a, const std::multiset<std:
 
 using StepAt = std::map<std::pair<std::uint64_t, std::uint64_t>, GlobalRun::Step>::const_iterator;
 
-bool last_of_epoch(const GlobalRun& run, StepAt at) {
-  const auto next = std::next(at);
-  return next == run.steps.end() || next->first.first != at->first.first;
+// An epoch's last step on world size w, as guarantees.md fixes it: pad
+// fills it with (-N mod w) samples repeated from the epoch's start, drop
+// leaves the last N mod w out. extra: its samples past N (< 0: short of it).
+struct Tail {
+  std::uint64_t step = 0, size = 0;
+  std::int64_t extra = 0;
+};
+
+Tail tail_of(const GlobalRun::Plan& plan, std::uint32_t w) {
+  const std::uint64_t rest = plan.samples % w;
+  const std::uint64_t n = plan.pad ? plan.samples + (rest ? w - rest : 0) : plan.samples - rest;
+  const std::uint64_t steps = (n + plan.global_batch - 1) / plan.global_batch;
+  return {steps - 1, n - (steps - 1) * plan.global_batch,
+          static_cast<std::int64_t>(n) - static_cast<std::int64_t>(plan.samples)};
 }
 
-// Two steps whose samples differ, when both are their epoch's last and were
-// recorded by different world sizes, may differ as guarantees.md says the
-// tail does: shard_policy = pad adds (-N mod W) samples repeated from the
-// start of the epoch's order, drop leaves out the last N mod W. Then what it
-// is, for the verdict; else "".
+// Two steps whose samples differ may both be their epoch's last step on
+// different world sizes, differing as guarantees.md says it does: then what
+// it is, for the verdict; else "". Only where both runs' headers fix the
+// tail (the same data set size, global batch and shard_policy, no
+// drop_last), the step is the last one both world sizes compute, each holds
+// exactly the samples its world size gives it, one is the other plus
+// exactly the difference in padding (or drop), and pad's extra samples are
+// among the first global step of the epoch in the other run (they repeat the
+// epoch's first positions).
 std::string tail_difference(const GlobalRun& a, StepAt ia, const GlobalRun& b, StepAt ib) {
   const GlobalRun::Step& x = ia->second;
   const GlobalRun::Step& y = ib->second;
-  if (!last_of_epoch(a, ia) || !last_of_epoch(b, ib) || x.world == 0 || y.world == 0 || x.world == y.world) return "";
-  const bool a_more = x.samples.size() > y.samples.size();
-  const GlobalRun& big_run = a_more ? a : b;
+  const GlobalRun::Plan& p = a.plan;
+  if (!p.known || !b.plan.known || p.samples != b.plan.samples || p.global_batch != b.plan.global_batch ||
+      p.pad != b.plan.pad || x.world == 0 || y.world == 0 || x.world == y.world)
+    return "";
+  const Tail tx = tail_of(p, x.world), ty = tail_of(p, y.world);
+  const std::uint64_t step = ia->first.second;
+  if (tx.step != step || ty.step != step || x.samples.size() != tx.size || y.samples.size() != ty.size) return "";
+  const bool a_more = tx.extra > ty.extra;
   const GlobalRun::Step& big = a_more ? x : y;
   const GlobalRun::Step& small = a_more ? y : x;
   if (!std::includes(big.samples.begin(), big.samples.end(), small.samples.begin(), small.samples.end())) return "";
   std::vector<std::uint64_t> extra;
   std::set_difference(big.samples.begin(), big.samples.end(), small.samples.begin(), small.samples.end(),
                       std::back_inserter(extra));
+  if (p.pad) {
+    const GlobalRun& other = a_more ? b : a;
+    const auto first = other.steps.find({ia->first.first, 0});
+    if (first == other.steps.end()) return "";
+    for (std::uint64_t id : extra)
+      if (first->second.samples.count(id) == 0) return "";
+  }
   const std::string sizes = "the epoch's last step holds " + std::to_string(x.samples.size()) + " samples on world size " +
                             std::to_string(x.world) + " and " + std::to_string(y.samples.size()) + " on " +
                             std::to_string(y.world) + ": ";
-  const auto first = big_run.steps.find({ia->first.first, 0});
-  const bool repeated = first != big_run.steps.end() &&
-                        std::all_of(extra.begin(), extra.end(), [&](std::uint64_t id) { return first->second.samples.count(id) > 0; });
-  if (repeated && extra.size() < big.world)
-    return sizes + "shard_policy = pad fills every rank of " + std::to_string(big.world) + " with " +
+  if (p.pad)
+    return sizes + "shard_policy = pad fills every rank of " + std::to_string(a_more ? x.world : y.world) + " with " +
            std::to_string(extra.size()) + " sample(s) repeated from the epoch's start";
-  if (extra.size() < small.world)
-    return sizes + "shard_policy = drop leaves the last " + std::to_string(extra.size()) + " out on " +
-           std::to_string(small.world) + " ranks";
-  return "";
+  return sizes + "shard_policy = drop leaves " + std::to_string(extra.size()) + " more of the epoch's last samples out on " +
+         std::to_string(a_more ? y.world : x.world) + " ranks";
 }
 
 }  // namespace

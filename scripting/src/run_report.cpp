@@ -26,9 +26,9 @@ std::string text_notes_json(const std::vector<std::string>& notes) {
 std::string options_json(const Options& o, const std::string& script_path, const std::vector<std::string>& notes) {
   char text[256];
   std::snprintf(text, sizeof text, ",\"dataset_size\":%llu,\"batch_size\":%u,\"drop_last\":%s,\"shuffle\":%s,"
-                "\"epochs\":%u,\"skip_fill\":\"%s\",\"fields\":",
+                "\"epochs\":%u,\"skip_fill\":\"%s\",\"shard_policy\":\"%s\",\"fields\":",
                 static_cast<unsigned long long>(o.dataset_size), o.batch_size, o.drop_last ? "true" : "false",
-                o.shuffle ? "true" : "false", o.epochs, name_of(o.skip_fill));
+                o.shuffle ? "true" : "false", o.epochs, name_of(o.skip_fill), name_of(o.shard_policy));
   return "{\"script\":" + json_string(script_path) + text + json_string(describe_fields(o)) + text_notes_json(notes) +
          "}";
 }

@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "sluice/error.h"
 #include "sluice/loader.h"
@@ -264,41 +266,79 @@ TEST_CASE("sluice inspect shows a Megatron dataset by either file: dtype, docume
   }
 }
 
+// The sample ids of `path`'s record of (epoch, batch), through `edit`.
+void edit_record(const std::string& path, const std::string& at, const std::function<void(std::vector<std::string>&)>& edit) {
+  std::ifstream in(path);
+  std::string text, line;
+  while (std::getline(in, line)) {
+    if (line.rfind(at, 0) == 0) {
+      const std::size_t open = line.find("\"samples\":[") + 11, close = line.find(']', open);
+      std::vector<std::string> ids;
+      std::stringstream list(line.substr(open, close - open));
+      for (std::string id; std::getline(list, id, ',');) ids.push_back(id);
+      edit(ids);
+      std::string joined;
+      for (const std::string& id : ids) joined += (joined.empty() ? "" : ",") + id;
+      line = line.substr(0, open) + joined + line.substr(close);
+    }
+    text += line + "\n";
+  }
+  std::ofstream(path) << text;
+}
+
 TEST_CASE("verify --global: an epoch's tail differs between world sizes only as documented") {
   sluice::test::TempDir dir;
   write_corpora(dir.path());
-  // 125 rows, global batch 12: the last step holds 5 rows on 1 rank; on 2 and
-  // 3 ranks shard_policy = pad adds 1 row repeated from the epoch's start.
+  // 125 rows, global batch 12: 11 steps an epoch; the last holds 5 rows on 1
+  // rank; on 2 and 3 ranks pad adds 1 row repeated from the epoch's start,
+  // drop leaves 1 (2 ranks) or 2 (3 ranks) out.
   const std::string mix = std::string(kMix).substr(0, std::string(kMix).size() - 1) + ", size = 125 }";
-  const std::string script = dir.write("p.lua", pipeline(mix, "{ seq_len = 24 }"));
   auto cli = [&](std::vector<std::string> args) {
     CliResult r = sluice::test::run_cli(args);
     INFO(r.out << r.err);
     REQUIRE(r.status == 0);
   };
-  cli({"run", script, "--quiet", "--global-batch-size", "12", "--record", dir.path() + "/full.jsonl"});
-  for (int world : {2, 3}) {
-    const std::string records = dir.path() + "/w" + std::to_string(world);
-    std::filesystem::create_directories(records);
-    for (int r = 0; r < world; ++r)
-      cli({"run", script, "--quiet", "--global-batch-size", "12", "--rank", std::to_string(r), "--world-size",
-           std::to_string(world), "--record", records + "/r" + std::to_string(r) + ".jsonl"});
-    CliResult v = sluice::test::run_cli({"verify", "--global", dir.path() + "/full.jsonl", records});
-    INFO(v.out << v.err);
-    CHECK(v.status == 0);
-    CHECK_THAT(v.out, Contains("identical: 22 global steps") &&
-                          Contains("2 epoch tail(s) differ only as the world size makes them") &&
-                          Contains("epoch 0, step 10: the epoch's last step holds 5 samples on world size 1 and 6 on " +
-                                   std::to_string(world) + ": shard_policy = pad fills every rank of " +
-                                   std::to_string(world) + " with 1 sample(s) repeated from the epoch's start"));
+  for (const std::string policy : {"pad", "drop"}) {
+    const std::string script = dir.write("p.lua", pipeline(mix, "{ seq_len = 24 }"));
+    const std::string full = dir.path() + "/full_" + policy + ".jsonl";
+    cli({"run", script, "--quiet", "--shard-policy", policy, "--global-batch-size", "12", "--record", full});
+    for (int world : {2, 3}) {
+      const std::string records = dir.path() + "/" + policy + std::to_string(world);
+      std::filesystem::create_directories(records);
+      for (int r = 0; r < world; ++r)
+        cli({"run", script, "--quiet", "--shard-policy", policy, "--global-batch-size", "12", "--rank", std::to_string(r), "--world-size",
+             std::to_string(world), "--record", records + "/r" + std::to_string(r) + ".jsonl"});
+      CliResult v = sluice::test::run_cli({"verify", "--global", full, records});
+      INFO(policy << " on " << world << ": " << v.out << v.err);
+      CHECK(v.status == 0);
+      const std::string tail = policy == "pad" ? "5 samples on world size 1 and 6 on " + std::to_string(world) +
+                                                     ": shard_policy = pad fills every rank of " + std::to_string(world) +
+                                                     " with 1 sample(s) repeated from the epoch's start"
+                                               : "5 samples on world size 1 and " + std::to_string(5 - (world - 1)) +
+                                                     " on " + std::to_string(world) + ": shard_policy = drop leaves " +
+                                                     std::to_string(world - 1) + " more of the epoch's last samples out";
+      CHECK_THAT(v.out, Contains("identical: 22 global steps") &&
+                            Contains("2 epoch tail(s) differ only as the world size makes them") &&
+                            Contains("epoch 0, step 10: the epoch's last step holds " + tail));
+    }
   }
-  // A tail that differs otherwise is still a difference: rank 1's record of world size 2 swapped for one of
-  // another seed is caught at its first step, not excused.
-  cli({"run", script, "--quiet", "--global-batch-size", "12", "--rank", "1", "--world-size", "2", "--seed", "9",
-       "--record", dir.path() + "/w2/r1.jsonl"});
-  CliResult v = sluice::test::run_cli({"verify", "--global", dir.path() + "/full.jsonl", dir.path() + "/w2"});
-  CHECK(v.status != 0);
-  CHECK_THAT(v.out + v.err, Contains("epoch 0, step 0:"));
+  // Tails shaped otherwise are differences: pad's repeat replaced by a sample
+  // not from the epoch's start (rank 1 of 2 holds the repeat, last in its
+  // batch), or a sample of the tail missing (another's copy in its place).
+  const std::string rank1 = dir.path() + "/pad2/r1.jsonl";
+  const std::string saved = [&] {
+    std::ifstream in(rank1);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }();
+  edit_record(rank1, "{\"epoch\":0,\"batch\":10,", [](std::vector<std::string>& ids) { ids.back() = "124"; });
+  CliResult swapped = sluice::test::run_cli({"verify", "--global", dir.path() + "/full_pad.jsonl", dir.path() + "/pad2"});
+  CHECK(swapped.status != 0);
+  CHECK_THAT(swapped.out + swapped.err, Contains("epoch 0, step 10: samples differ"));
+  std::ofstream(rank1) << saved;
+  edit_record(rank1, "{\"epoch\":0,\"batch\":10,", [](std::vector<std::string>& ids) { ids[0] = ids[1]; });
+  CliResult short_tail = sluice::test::run_cli({"verify", "--global", dir.path() + "/full_pad.jsonl", dir.path() + "/pad2"});
+  CHECK(short_tail.status != 0);
+  CHECK_THAT(short_tail.out + short_tail.err, Contains("epoch 0, step 10: samples differ"));
 }
 
 TEST_CASE("sluice.sentencepiece tokenizes any source's bytes in the workers, as the C++ model does") {

@@ -10,9 +10,10 @@
 // A string value arrives unescaped as its UTF-8 bytes (what a tokenizer
 // wants); any other value (number, true, false, null, array, object) as its
 // JSON text. A line that is not a JSON object, is malformed (syntax, a control
-// character in a string, a bad \u escape, nesting deeper than 256) or lacks
-// `field` throws sluice::Error "FILE: line N: why", N counting from 1 in the
-// decompressed text. Invalid UTF-8 inside strings is passed through unchecked.
+// character in a string, bytes that are not UTF-8 in a string, a bad \u
+// escape, nesting deeper than 256), lacks `field`, or (field_is_text) has a
+// `field` that is not a string throws sluice::Error "FILE: line N: why", N
+// counting from 1 in the decompressed text.
 //
 // Random access. The index of a file lists each sample's byte offset, length
 // and line number in the plain text. It is kept in a sidecar, FILE.idx beside
