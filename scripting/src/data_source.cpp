@@ -574,6 +574,7 @@ std::shared_ptr<const text::TokenCorpus> tokenize_corpus(const SourceSpec& spec,
   // one without the field or whose field is not a string) is left out of
   // the tokens; the first such (by document order) is named in the note.
   std::mutex skipped_mutex;
+  std::uint64_t skipped = 0;
   std::uint64_t first_skipped = UINT64_MAX;
   std::string first_skipped_why;
   request.encode = [&](std::uint64_t id, std::vector<std::int32_t>& ids) {
@@ -583,12 +584,13 @@ std::shared_ptr<const text::TokenCorpus> tokenize_corpus(const SourceSpec& spec,
     thread_local io::Sample sample;
     try {
       io::read_sample(*text->records(), id, buffer, sample);
-    } catch (const Error& e) {
+    } catch (const RecordError& e) {  // the line's own fault; a failed read is no reason to drop it for good
       if (on_error != OnError::skip) {
         if (std::strstr(e.what(), "on_error") != nullptr) throw;
         throw Error(std::string(e.what()) + " (on_error = \"skip\" leaves such documents out of the tokens)");
       }
       const std::lock_guard lock(skipped_mutex);
+      ++skipped;
       if (id < first_skipped) first_skipped = id, first_skipped_why = text->named(e.what());
       return false;
     }
@@ -603,7 +605,15 @@ std::shared_ptr<const text::TokenCorpus> tokenize_corpus(const SourceSpec& spec,
     model->encode(bytes, &ids);
     return true;
   };
-  const text::TokenCacheResult tokens = named([&] { return text::tokenize_cached(request); });
+  text::TokenCacheResult tokens;
+  try {
+    tokens = named([&] { return text::tokenize_cached(request); });
+  } catch (const Error&) {
+    if (skipped == 0 || skipped < request.documents) throw;  // (every one left out: the cache keeps nothing)
+    throw Error("sluice.tokens: every one of the " + std::to_string(request.documents) +
+                " text documents was left out by on_error = \"skip\", so nothing was tokenized; the first: " +
+                first_skipped_why + (jsonl_field ? " (is field = \"" + *jsonl_field + "\" the key the lines hold?)" : ""));
+  }
   char line[400];
   if (tokens.reused)
     std::snprintf(line, sizeof line, "tokens: %llu text documents, tokenized by an earlier run: %s",

@@ -173,6 +173,17 @@ TEST_CASE("jsonl: the sidecar index and the decompressed copy are reused, and re
   JsonlSource g2({gz});
   CHECK(fs::last_write_time(gz + ".plain") == copy_stamp);
   check_corpus(g2, gz);
+  // Replaced by another version with an older time (cp -p, rsync -a, tar x):
+  // the copy was made from another file, so it is made again.
+  const std::string newer = compress(dir, "gzip", "other.jsonl.gz", "{\"text\": \"new\"}\n");
+  fs::copy_file(newer, gz, fs::copy_options::overwrite_existing);
+  fs::last_write_time(gz, copy_stamp - std::chrono::hours(1));
+  JsonlSource g3({gz});
+  REQUIRE(g3.size() == 1);
+  std::vector<std::byte> buf;
+  Sample s;
+  read_sample(g3, 0, buf, s);
+  CHECK(field(s, "text") == "new");
 }
 
 TEST_CASE("jsonl: a malformed line is an error naming the file and line, and the other lines still read", "[jsonl]") {

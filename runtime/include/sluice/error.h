@@ -17,4 +17,15 @@ class SLUICE_API Error : public std::runtime_error {
   explicit Error(const std::string& what) : std::runtime_error(what) {}
 };
 
+// A record that was read whole but whose content is not what it must be (a
+// JSON line that does not parse, lacks its field, or holds bytes that are not
+// UTF-8): the record's own fault, which on_error = "skip" may drop for good
+// (text tokenized at load leaves it out of the token cache). Any other Error
+// (a read that failed, a file that changed) is not the record's, and no skip
+// rule makes it permanent.
+class SLUICE_API RecordError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace sluice

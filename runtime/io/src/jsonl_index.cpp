@@ -258,13 +258,15 @@ JsonlIndex scan_jsonl(const std::string& plain_path) {
 
 void write_jsonl_index(const std::string& index_path, const JsonlIndex& index) {
   detail::write_atomically(index_path, [&](std::ostream& out) {
-    out << "sluice-jsonl-index 2 " << index.text_size << ' ' << index.records() << ' ' << index.text_mtime_ns << '\n';
+    out << "sluice-jsonl-index 3 " << index.text_size << ' ' << index.records() << ' ' << index.text_mtime_ns << ' '
+        << index.source_size << ' ' << index.source_mtime_ns << '\n';
     for (std::size_t i = 0; i < index.records(); ++i)
       out << index.offsets[i] << ' ' << index.lengths[i] << ' ' << index.lines[i] << '\n';
   });
 }
 
-std::optional<JsonlIndex> load_jsonl_index(const std::string& index_path, const std::string& text) {
+std::optional<JsonlIndex> load_jsonl_index(const std::string& index_path, const std::string& text,
+                                           const std::string& source) {
   struct stat ts;
   if (::stat(text.c_str(), &ts) != 0) return std::nullopt;
   std::ifstream in(index_path);
@@ -272,10 +274,18 @@ std::optional<JsonlIndex> load_jsonl_index(const std::string& index_path, const 
   int version = 0;
   std::uint64_t count = 0;
   JsonlIndex index;
+  // Version 2 (no source identity) still serves a plain file.
   if (!(in >> magic >> version >> index.text_size >> count >> index.text_mtime_ns) || magic != "sluice-jsonl-index" ||
-      version != 2 || index.text_size != static_cast<std::uint64_t>(ts.st_size) || count > index.text_size ||
-      index.text_mtime_ns == 0 || index.text_mtime_ns != detail::mtime_ns(ts))
+      (version != 2 && version != 3) || index.text_size != static_cast<std::uint64_t>(ts.st_size) ||
+      count > index.text_size || index.text_mtime_ns == 0 || index.text_mtime_ns != detail::mtime_ns(ts))
     return std::nullopt;
+  if (version == 3 && !(in >> index.source_size >> index.source_mtime_ns)) return std::nullopt;
+  if (!source.empty()) {
+    struct stat ss;
+    if (version != 3 || ::stat(source.c_str(), &ss) != 0 || index.source_size != static_cast<std::uint64_t>(ss.st_size) ||
+        index.source_mtime_ns != detail::mtime_ns(ss))
+      return std::nullopt;
+  }
   index.offsets.reserve(count);
   index.lengths.reserve(count);
   index.lines.reserve(count);

@@ -1,4 +1,7 @@
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include "file_util.h"
@@ -46,8 +49,11 @@ JsonlSource::JsonlSource(std::vector<std::string> files, JsonlOptions options)
       }
     } else {
       plain = detail::sidecar_path(file, options_.index_dir, ".plain");
-      if (detail::not_older(plain, file)) index = load_jsonl_index(index_path, plain);
+      if (detail::not_older(plain, file)) index = load_jsonl_index(index_path, plain, file);
       if (!index) {
+        // The compressed file as it is before it is read: changed meanwhile, it is read again next time.
+        struct stat source {};
+        if (::stat(file.c_str(), &source) != 0) throw Error(file + ": " + std::strerror(errno));
         detail::DecompressedCopy copy;
         try {
           copy = detail::decompress_jsonl(file, compression, plain, options_.on_error);
@@ -60,6 +66,8 @@ JsonlSource::JsonlSource(std::vector<std::string> files, JsonlOptions options)
         plain = copy.copy_path;
         index = std::move(copy.index);
         index->text_mtime_ns = detail::mtime_ns(plain);  // the copy's, now it is in place
+        index->source_size = static_cast<std::uint64_t>(source.st_size);
+        index->source_mtime_ns = detail::mtime_ns(source);
         if (!copy.damage.empty()) {
           index_skips_.add(starts_.back() + index->records(), copy.damage);
         } else if (options_.write_index) {
@@ -97,19 +105,19 @@ std::string JsonlSource::where(std::uint64_t id) const {
 void JsonlSource::decode(const SampleLocation& where, std::span<const std::byte> raw, Sample& out) const {
   const std::uint64_t record = where.id - starts_[where.file];
   out.reset(where.id, files_[where.file], {}, -1, record, where.offset);
+  if (raw.size() != where.length)  // not the line's fault: an Error, not a RecordError
+    throw Error(this->where(where.id) + ": read " + std::to_string(raw.size()) + " bytes where the index says " +
+                std::to_string(where.length) + "; the file changed since it was indexed");
+  // A byte-order mark (Windows tools, Python's utf-8-sig) before the first
+  // line is not part of it.
+  if (where.offset == 0 && raw.size() >= detail::kUtf8BomSize &&
+      std::memcmp(raw.data(), detail::kUtf8Bom, detail::kUtf8BomSize) == 0)
+    raw = raw.subspan(detail::kUtf8BomSize);
   try {
-    if (raw.size() != where.length)
-      throw Error("read " + std::to_string(raw.size()) + " bytes where the index says " +
-                  std::to_string(where.length) + "; the file changed since it was indexed");
-    // A byte-order mark (Windows tools, Python's utf-8-sig) before the first
-    // line is not part of it.
-    if (where.offset == 0 && raw.size() >= detail::kUtf8BomSize &&
-        std::memcmp(raw.data(), detail::kUtf8Bom, detail::kUtf8BomSize) == 0)
-      raw = raw.subspan(detail::kUtf8BomSize);
     detail::parse_jsonl_line(raw, options_.field, path_, out, options_.field_is_text);
   } catch (const Error& e) {
     out.fields.clear();
-    throw Error(this->where(where.id) + ": " + e.what());
+    throw RecordError(this->where(where.id) + ": " + e.what());
   }
 }
 

@@ -209,8 +209,14 @@ TokenCacheResult tokenize_cached(const TokenCacheRequest& r) {
                              std::ref(parts[k]));
       encode_range(r, 0, r.documents / count, parts[0]);
     }  // joined here
-    for (const Part& p : parts)
+    std::uint64_t left_out = 0;
+    for (const Part& p : parts) {
       if (!p.error.empty()) throw Error(p.error);
+      left_out += p.left_out;
+    }
+    // Nothing to keep: an empty dataset published would be reused as if it were the text's.
+    if (left_out == r.documents && r.documents > 0)
+      throw Error("every one of the " + std::to_string(r.documents) + " documents was left out");
     {
       Writer bin(key + ".bin.tmp");
       for (Part& p : parts) {

@@ -76,6 +76,12 @@ struct SLUICE_API JsonlOptions {
 struct SLUICE_API JsonlIndex {
   std::uint64_t text_size = 0;  // bytes of the plain text indexed
   std::int64_t text_mtime_ns = 0;  // its modification time when indexed (0: unknown, never loaded)
+  // A decompressed copy's: the compressed file's size and modification time
+  // it was made from (0 for a plain file), so that a file replaced by another
+  // with the same or an older time (cp -p, rsync -a, tar x) is decompressed
+  // again rather than read from the old copy.
+  std::uint64_t source_size = 0;
+  std::int64_t source_mtime_ns = 0;
   std::vector<std::uint64_t> offsets;
   std::vector<std::uint32_t> lengths;
   std::vector<std::uint64_t> lines;
@@ -91,8 +97,10 @@ SLUICE_API void write_jsonl_index(const std::string& index_path, const JsonlInde
 
 // Reads a sidecar; nullopt when absent, or when `text`'s size or modification
 // time differs from the ones it was built for (an edit in place, even one that
-// keeps the size, or a copy over it with an older time).
-SLUICE_API std::optional<JsonlIndex> load_jsonl_index(const std::string& index_path, const std::string& text);
+// keeps the size, or a copy over it with an older time), or, given `source`
+// (the compressed file `text` was decompressed from), when the source's do.
+SLUICE_API std::optional<JsonlIndex> load_jsonl_index(const std::string& index_path, const std::string& text,
+                                                      const std::string& source = "");
 
 class SLUICE_API JsonlSource final : public RecordSource {
  public:

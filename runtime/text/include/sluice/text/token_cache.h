@@ -26,8 +26,9 @@
 // depend on the thread count. Every thread is joined before this returns.
 // Memory: one document's ids per thread plus 4 bytes per document.
 //
-// Errors: sluice::Error naming the cache file and errno, or the first error
-// `encode` threw (by the range order), with the work files removed.
+// Errors: sluice::Error naming the cache file and errno, the first error
+// `encode` threw (by the range order), or that encode left out every
+// document (nothing is published then), with the work files removed.
 #pragma once
 
 #include <cstdint>
