@@ -39,7 +39,9 @@ std::string read_head(int fd) {
 }
 
 // The head with its Connection header replaced by "close".
-std::string closing(const std::string& head) {
+// The request head as the upstream gets it: Connection: close, and without
+// If-Match when `drop_if_match`.
+std::string closing(const std::string& head, bool drop_if_match) {
   std::string out;
   std::size_t at = 0;
   while (at < head.size()) {
@@ -48,6 +50,7 @@ std::string closing(const std::string& head) {
     at = end + 2;
     if (line.empty()) break;
     if (strncasecmp(line.c_str(), "connection:", 11) == 0) continue;
+    if (drop_if_match && strncasecmp(line.c_str(), "if-match:", 9) == 0) continue;
     out += line + "\r\n";
   }
   return out + "Connection: close\r\n\r\n";
@@ -124,7 +127,7 @@ void FaultProxy::handle(int client, Fault fault) {
     ::close(client);
     return;
   }
-  const std::string request = closing(head);
+  const std::string request = closing(head, fault == Fault::no_if_match);
   send_all(upstream, request.data(), request.size());
   // An upload's body follows its head: Content-Length bytes, passed on.
   std::size_t body_left = 0;
@@ -142,11 +145,19 @@ void FaultProxy::handle(int client, Fault fault) {
     send_all(upstream, buf, static_cast<std::size_t>(r));
     body_left -= static_cast<std::size_t>(r);
   }
+  // Passed on as it comes (a client killed mid-download meets a partial
+  // body, as from the server); a cut or stall needs the whole answer first.
   std::string response;
   for (;;) {
     const ssize_t r = ::recv(upstream, buf, sizeof buf, 0);
     if (r <= 0) break;
-    response.append(buf, static_cast<std::size_t>(r));
+    if (fault == Fault::cut || fault == Fault::stall) response.append(buf, static_cast<std::size_t>(r));
+    else if (!send_all(client, buf, static_cast<std::size_t>(r))) break;
+  }
+  if (fault != Fault::cut && fault != Fault::stall) {
+    ::close(upstream);
+    ::close(client);
+    return;
   }
   ::close(upstream);
   const std::size_t body = response.find("\r\n\r\n") + 4;

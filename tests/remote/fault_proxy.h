@@ -14,6 +14,8 @@
 //   reset       the connection reset (RST) as soon as the request is read
 //   cut         the upstream's response cut after its headers and half its body
 //   stall       the headers and a few bytes, then silence for stall_ms, then closed
+//   no_if_match forwarded without its If-Match header, as a store that
+//               ignores the condition answers (the current version's bytes)
 // Runs on its own thread; stops when destroyed. Thread safety: requests()
 // may be read from any thread.
 #pragma once
@@ -26,7 +28,7 @@
 
 namespace sluice::test {
 
-enum class Fault { pass, status_503, status_403, reset, cut, stall };
+enum class Fault { pass, status_503, status_403, reset, cut, stall, no_if_match };
 
 class FaultProxy {
  public:

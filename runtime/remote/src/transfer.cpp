@@ -101,7 +101,9 @@ struct Transfer {
   bool range_sent = false;
   std::string write_problem;     // why write_cb refused the body, when it did
   bool message_probe = false;    // a GET after a failed HEAD, for the store's message
-  bool refused = false;          // on_headers refused the answer
+  bool refused = false;          // on_headers refused the answer, or it was another version
+  std::string expected_etag;     // the version this attempt asked for with If-Match ("": any)
+  bool changed = false;          // the answer was another version than expected_etag
   std::string error_body;        // the body of a status >= 300, for its message
   uv_timer_t* backoff = nullptr;
   std::uint64_t last_byte_ms = 0;  // uv_now when this attempt began or last received a byte
@@ -128,6 +130,16 @@ std::uint64_t parse_u64(std::string_view s) {
   return v;
 }
 
+// Two ETags name the same version (quotes and a weak W/ prefix aside).
+bool same_version(std::string_view a, std::string_view b) {
+  auto bare = [](std::string_view e) {
+    if (e.rfind("W/", 0) == 0) e.remove_prefix(2);
+    if (e.size() >= 2 && e.front() == '"' && e.back() == '"') e = e.substr(1, e.size() - 2);
+    return e;
+  };
+  return bare(a) == bare(b);
+}
+
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
@@ -141,10 +153,21 @@ size_t header_cb(char* data, size_t size, size_t n, void* user) {
     t->announced = 0;
     return size * n;
   }
-  if ((line == "\r\n" || line == "\n") && t->on_headers) {  // the end of one answer's headers
+  if (line == "\r\n" || line == "\n") {  // the end of one answer's headers
     long status = 0;
     curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
-    if (status >= 200 && status < 300) {
+    // Bytes of one version only: an answer to If-Match (a resumed download,
+    // or a retry going on from the bytes kept) that is another version means
+    // the store ignored the condition (or restarted a ranged read with 200);
+    // refused as the 412 it should have been, so that the caller starts over.
+    if (status >= 200 && status < 300 && !t->expected_etag.empty() && !t->response.etag.empty() &&
+        !same_version(t->response.etag, t->expected_etag)) {
+      t->write_problem = "the object changed during the download (ETag " + t->response.etag + ", the bytes kept so far " +
+                         "are of " + t->expected_etag + ") and the store did not refuse If-Match";
+      t->refused = t->changed = true;
+      return 0;  // curl fails the transfer with CURLE_WRITE_ERROR
+    }
+    if (status >= 200 && status < 300 && t->on_headers) {
       Response seen = t->response;
       seen.status = status;
       if (status == 200 && seen.object_size == 0) seen.object_size = t->announced;
@@ -408,6 +431,7 @@ void TransferEngine::Impl::begin(Transfer& t) {
   const std::string& match = !t.request.if_match.empty()  ? t.request.if_match
                              : t.received > 0 && t.get() ? t.response.etag
                                                          : std::string();
+  t.expected_etag = match;
   if (!match.empty()) t.headers = curl_slist_append(t.headers, ("If-Match: " + match).c_str());
   if (!t.request.if_none_match.empty())
     t.headers = curl_slist_append(t.headers, ("If-None-Match: " + t.request.if_none_match).c_str());
@@ -468,6 +492,7 @@ void TransferEngine::Impl::finish(Transfer& t, CURLcode code) {
   }
   if (t.refused) {
     why = t.write_problem;
+    if (t.changed) t.response.status = 412;  // what the store should have answered
   } else if (code != CURLE_OK && !(code == CURLE_WRITE_ERROR && status >= 300)) {
     why = curl_easy_strerror(code);
     if (code == CURLE_OPERATION_TIMEDOUT)
