@@ -168,6 +168,7 @@ void RunRecorder::record(const Batch& b) {
   }
   line += "]}\n";
   write(line);
+  flush();  // so that a failed write is this batch's: the lines before it are whole in the file
 }
 
 void RunRecorder::write(const std::string& line) {

@@ -155,6 +155,22 @@ TEST_CASE("a run stopped and resumed with another worker count sees what one who
   CHECK_THAT(differ.out, Contains("epoch 0, batch 0") && Contains("samples differ"));
 }
 
+TEST_CASE("a record that cannot be written stops the run with a state before the unrecorded batch", "[cli][resume]") {
+  if (::access("/dev/full", W_OK) != 0) SKIP_TEST("/dev/full is not writable here (it makes every write fail with ENOSPC)");
+  TempDir dir;
+  const std::string script = dir.write("p.lua", kPipeline);
+  const std::string state = dir.path() + "/state.json";
+  // Every write to /dev/full fails as a full disk does: the first batch's line is the first written.
+  CliResult full_disk = sluice::test::run_cli({"run", script, "--quiet", "--record", "/dev/full", "--state", state});
+  INFO(full_disk.err);
+  CHECK(full_disk.status == 1);
+  CHECK_THAT(full_disk.err, Contains("/dev/full: write failed: No space left on device") &&
+                                Contains("state saved to " + state));
+  std::ifstream in(state);
+  const std::string json{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  CHECK_THAT(json, Contains("\"epoch\":0") && Contains("\"batch\":0"));  // batch 0 is not taken as delivered
+}
+
 TEST_CASE("mpirun -np 3: ranks see disjoint shards with equal batch counts, and resume per rank", "[cli][mpi]") {
   if (std::system("command -v mpirun > /dev/null 2>&1") != 0) {
     SKIP_TEST("mpirun not found (Debian package openmpi-bin): the distributed test needs it");

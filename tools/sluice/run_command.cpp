@@ -389,11 +389,23 @@ int run(const RunArgs& args) {
   Progress progress(args, total, o.epochs);
   const auto loop_start = Clock::now();
   std::uint64_t delivered = 0;
+  // A batch whose record line failed (a full disk) is not delivered: the state
+  // saved is the one before it, so a resumed run records it (and those after).
+  std::optional<LoaderState> unrecorded;
   try {
     while (args.batches == 0 || delivered < args.batches) {
+      LoaderState before;
+      if (recorder) before = loader.state();
       std::optional<Batch> batch = loader.next();
       if (!batch) break;
-      if (recorder) recorder->record(*batch);
+      if (recorder) {
+        try {
+          recorder->record(*batch);
+        } catch (const Error&) {
+          unrecorded = std::move(before);
+          throw;
+        }
+      }
       batch->release();
       ++delivered;
       const Stats stats = loader.stats();
@@ -405,8 +417,8 @@ int run(const RunArgs& args) {
     // The batches delivered so far stay delivered: a rerun with --resume
     // continues after them (a remote store down mid-run, reusing the cache).
     try {
-      if (recorder) recorder->close();
-      g_after_error = save_state(args, o, loader.state(), 0, delivered, "by the error above");
+      if (recorder && !unrecorded) recorder->close();
+      g_after_error = save_state(args, o, unrecorded ? *unrecorded : loader.state(), 0, delivered, "by the error above");
     } catch (const Error& e) {
       g_after_error = std::string("sluice run: no state saved: ") + e.what() + "\n";
     }

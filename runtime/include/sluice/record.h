@@ -50,7 +50,9 @@ class SLUICE_API RunRecorder {
   RunRecorder(const RunRecorder&) = delete;
   RunRecorder& operator=(const RunRecorder&) = delete;
 
-  // Appends one batch's line. Throws Error if the write fails.
+  // Appends one batch's line and hands it to the file (fflush, no fsync).
+  // Throws Error if the write fails: then every earlier batch's line is
+  // whole in the file and this one's is not there or cut.
   void record(const Batch& batch);
   // Appends one skipped sample's line, with why it was skipped. Throws Error
   // if the write fails.
