@@ -92,6 +92,12 @@ TEST_CASE("text is tokenized once into a Megatron dataset, the same for any thre
   REQUIRE(again.idx == b.idx);
   // Another identity is another dataset.
   REQUIRE_FALSE(tokenize_cached(request(three.path().string(), 999, 2)).reused);
+  // A whole dataset is used without taking its lock (a cache on a read-only
+  // mount): here the lock cannot be opened, as a directory in its place.
+  const std::string lock = b.idx.substr(0, b.idx.size() - 4) + ".lock";
+  std::filesystem::remove(lock);
+  std::filesystem::create_directory(lock);
+  REQUIRE(tokenize_cached(request(three.path().string(), 1000, 2)).reused);
 }
 
 TEST_CASE("documents encode leaves out (on_error = skip) are not in the dataset, for any thread count") {

@@ -183,11 +183,17 @@ TokenCacheResult tokenize_cached(const TokenCacheRequest& r) {
   if (ec) throw Error("token cache: cannot create " + dir + ": " + ec.message());
   const std::string key = dir + "/" + hex16(digest_bytes(r.identity.data(), r.identity.size()));
   TokenCacheResult result{.idx = key + ".idx", .bin = key + ".bin"};
+  // Published whole (KEY.idx is renamed in last): used without the lock, so
+  // a cache on a read-only mount, made elsewhere, serves as it is.
+  if (detail::file_exists(result.idx)) {
+    result.reused = true;
+    return result;
+  }
   Fd lock(::open((key + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
   if (lock.fd < 0) fail("create", key + ".lock");
   while (::flock(lock.fd, LOCK_EX) != 0)
     if (errno != EINTR) fail("lock", key + ".lock");
-  if (detail::file_exists(result.idx)) {  // published whole, by the protocol above
+  if (detail::file_exists(result.idx)) {  // published by the process that held the lock before
     result.reused = true;
     return result;
   }
