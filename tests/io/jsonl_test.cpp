@@ -5,6 +5,7 @@
 #include <set>
 #include <thread>
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -242,6 +243,19 @@ TEST_CASE("jsonl: strings are UTF-8, other bytes an error naming the line, colum
   CHECK_THROWS_WITH(read_sample(source, 5, buf, s), Contains("line 6: column 13: a byte that is not UTF-8 inside a string (0xF0"));
   CHECK_THROWS_WITH(read_sample(source, 6, buf, s), Contains("line 7: column 11: a byte that is not UTF-8 inside a string (0xF4"));
   CHECK_THROWS_WITH(read_sample(source, 7, buf, s), Contains("line 8: column 4: a byte that is not UTF-8 inside a string (0xFF"));
+}
+
+TEST_CASE("jsonl: a FIFO, a device or a directory given as a file is refused at once, not waited on", "[jsonl]") {
+  test::TempDir dir;
+  const std::string fifo = dir.file("pipe.jsonl");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // No writer ever comes: an open() that waited for one would hang here.
+  CHECK_THROWS_WITH(JsonlSource({fifo}), Contains(fifo + ": a FIFO (named pipe), not a file of data"));
+  const std::string zero = dir.file("zero.jsonl");
+  fs::create_symlink("/dev/zero", zero);
+  CHECK_THROWS_WITH(JsonlSource({zero}), Contains(zero + ": a device, not a file of data"));
+  fs::create_directory(dir.file("folder.jsonl"));
+  CHECK_THROWS_WITH(JsonlSource({dir.file("folder.jsonl")}), Contains("folder.jsonl: a directory, not a file of data"));
 }
 
 TEST_CASE("jsonl: field selects a nested key, or a top-level key spelled with a dot", "[jsonl]") {

@@ -198,7 +198,7 @@ struct AsyncReader::Impl {
       for (std::uint32_t j = 0; j < n; ++j) {
         Slot& s = *slots[j];
         io_uring_sqe* open = io_uring_get_sqe(&ring_);
-        io_uring_prep_openat_direct(open, AT_FDCWD, s.path->c_str(), O_RDONLY, 0, j);
+        io_uring_prep_openat_direct(open, AT_FDCWD, s.path->c_str(), O_RDONLY | O_NONBLOCK, 0, j);  // a FIFO: no wait
         open->flags |= IOSQE_IO_LINK;  // a failed open cancels the read and close
         io_uring_sqe_set_data64(open, tag(j, kOpen));
         io_uring_sqe* read = io_uring_get_sqe(&ring_);
@@ -260,7 +260,7 @@ struct AsyncReader::Impl {
 #endif
 
   static void read_whole_file(Slot& s) {
-    int fd = ::open(s.path->c_str(), O_RDONLY | O_CLOEXEC);
+    int fd = ::open(s.path->c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // a FIFO: no wait for a writer
     if (fd < 0) {
       s.err = -errno;
       s.failed_call = "open";
@@ -270,6 +270,12 @@ struct AsyncReader::Impl {
     if (::fstat(fd, &st) != 0) {
       s.err = -errno;
       s.failed_call = "fstat";
+      ::close(fd);
+      return;
+    }
+    if (!S_ISREG(st.st_mode)) {  // a directory, FIFO, device or socket given as a file
+      s.err = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+      s.failed_call = "open (not a regular file)";
       ::close(fd);
       return;
     }
@@ -339,7 +345,7 @@ struct AsyncReader::Impl {
     s.reserve(s.length);
     detail::Fd& fd = fds[s.where.file];
     if (fd.get() < 0 && open_errors[s.where.file] == 0) {
-      int f = ::open(s.path->c_str(), O_RDONLY | O_CLOEXEC);
+      int f = ::open(s.path->c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // a FIFO: no wait for a writer
       if (f < 0) open_errors[s.where.file] = errno;
       else fd = detail::Fd(f);
     }

@@ -44,9 +44,26 @@ ScratchBuffer& ScratchBuffer::operator=(ScratchBuffer&& o) noexcept {
 }
 
 Fd open_read(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO opens at once rather than waiting for a writer
+  // forever, and is then refused below with anything else that is not a
+  // regular file (a device such as /dev/zero, a directory, a socket). It
+  // changes nothing for a regular file.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw Error("cannot open " + path + ": " + std::strerror(errno));
-  return Fd(fd);
+  Fd owned(fd);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) throw Error("cannot stat " + path + ": " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) throw Error(path + ": " + not_regular(st) + ", not a file of data");
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return owned;
+}
+
+std::string not_regular(const struct stat& st) {
+  if (S_ISDIR(st.st_mode)) return "a directory";
+  if (S_ISFIFO(st.st_mode)) return "a FIFO (named pipe)";
+  if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) return "a device";
+  if (S_ISSOCK(st.st_mode)) return "a socket";
+  return "not a regular file";
 }
 
 std::uint64_t file_size(int fd, const std::string& path) {

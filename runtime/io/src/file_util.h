@@ -72,6 +72,8 @@ class ScratchBuffer {
 
 // Opens `path` read-only; throws sluice::Error "cannot open PATH: reason".
 Fd open_read(const std::string& path);
+// What a file that is not a regular one is, for messages ("a FIFO (named pipe)").
+std::string not_regular(const struct stat& st);
 
 std::uint64_t file_size(int fd, const std::string& path);
 

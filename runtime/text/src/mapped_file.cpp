@@ -13,13 +13,17 @@
 namespace sluice::text::detail {
 
 MappedFile map_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // a FIFO: no wait for a writer
   if (fd < 0) throw Error("cannot open " + path + ": " + std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     const int err = errno;
     ::close(fd);
     throw Error("cannot stat " + path + ": " + std::strerror(err));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw Error(path + ": not a regular file (a directory, FIFO or device), not a file of data");
   }
   MappedFile file;
   file.size = static_cast<std::uint64_t>(st.st_size);
