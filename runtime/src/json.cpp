@@ -115,7 +115,9 @@ class Parser {
           if (pos_ + 4 > s_.size()) error("short \\u escape");
           unsigned code = static_cast<unsigned>(std::strtoul(std::string(s_.substr(pos_, 4)).c_str(), nullptr, 16));
           pos_ += 4;
-          if (code < 0x80) {
+          if (code >= 0xdc80 && code <= 0xdcff) {  // a byte append_json_string escaped
+            out += static_cast<char>(code - 0xdc00);
+          } else if (code < 0x80) {
             out += static_cast<char>(code);
           } else if (code < 0x800) {
             out += static_cast<char>(0xc0 | (code >> 6));
@@ -185,12 +187,46 @@ const JsonValue& JsonValue::at(std::string_view key) const {
   return *v;
 }
 
+namespace {
+
+// Bytes of the well-formed UTF-8 character at s[i] (its first byte 0x80 or
+// more), or 0 (RFC 3629: no overlong form, surrogate, or past U+10FFFF).
+std::size_t utf8_at(std::string_view s, std::size_t i) {
+  const auto at = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  const unsigned lead = at(0);
+  std::size_t n = 0;
+  unsigned lo = 0x80, hi = 0xBF;
+  if (lead >= 0xC2 && lead <= 0xDF) n = 2;
+  else if (lead >= 0xE0 && lead <= 0xEF) n = 3, lo = lead == 0xE0 ? 0xA0 : 0x80, hi = lead == 0xED ? 0x9F : 0xBF;
+  else if (lead >= 0xF0 && lead <= 0xF4) n = 4, lo = lead == 0xF0 ? 0x90 : 0x80, hi = lead == 0xF4 ? 0x8F : 0xBF;
+  if (n == 0 || s.size() - i < n || at(1) < lo || at(1) > hi) return 0;
+  for (std::size_t k = 2; k < n; ++k)
+    if (at(k) < 0x80 || at(k) > 0xBF) return 0;
+  return n;
+}
+
+}  // namespace
+
+// A byte that is not part of UTF-8 text (a Latin-1 file name) is written as
+// the lone surrogate \udcXX, as Python's surrogateescape decodes it, so the
+// line stays valid JSON for every reader and parse_json gives the byte back.
 void append_json_string(std::string& out, std::string_view s) {
   static const char* hex = "0123456789abcdef";
   out += '"';
-  for (char c : s) {
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
     auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
+    if (u >= 0x80) {
+      const std::size_t n = utf8_at(s, i);
+      if (n == 0) {
+        out += "\\udc";
+        out += hex[u >> 4];
+        out += hex[u & 15];
+      } else {
+        out.append(s.substr(i, n));
+        i += n - 1;
+      }
+    } else if (c == '"' || c == '\\') {
       out += '\\';
       out += c;
     } else if (c == '\n') {

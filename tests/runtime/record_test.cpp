@@ -209,3 +209,15 @@ TEST_CASE("a record whose last line a killed run cut off is compared without it,
   std::ofstream(b) << text;
   CHECK_THROWS_WITH(verify_records(a, b), Catch::Matchers::Contains(b + ":3: "));
 }
+
+TEST_CASE("JSON strings with bytes that are not UTF-8 stay valid JSON and parse back to the bytes", "[record]") {
+  // A Latin-1 file name (caf\xe9), a valid 2-byte character, a cut 3-byte one.
+  const std::string name = "/data/caf\xe9/\xc3\xa9t\xc3\xa9-\xe4\xb8";
+  const std::string json = sluice::json_string(name);
+  CHECK(json == "\"/data/caf\\udce9/\xc3\xa9t\xc3\xa9-\\udce4\\udcb8\"");
+  // Python's json reads it (surrogateescape gives the bytes back: os.fsencode).
+  const std::string py = "/usr/bin/python3 -c 'import json,os,sys; s=json.loads(sys.argv[1]); "
+                         "sys.exit(0 if os.fsencode(s) == b\"/data/caf\\xe9/\\xc3\\xa9t\\xc3\\xa9-\\xe4\\xb8\" else 1)' '" +
+                         json + "'";
+  if (std::system("/usr/bin/python3 -c 'import json' 2>/dev/null") == 0) CHECK(std::system(py.c_str()) == 0);
+}
