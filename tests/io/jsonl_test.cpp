@@ -258,6 +258,24 @@ TEST_CASE("jsonl: a FIFO, a device or a directory given as a file is refused at 
   CHECK_THROWS_WITH(JsonlSource({dir.file("folder.jsonl")}), Contains("folder.jsonl: a directory, not a file of data"));
 }
 
+TEST_CASE("jsonl: what a killed indexer left is removed by the next one, what a live one writes is not", "[jsonl]") {
+  test::TempDir dir;
+  const std::string path = write_text(dir, "k.jsonl", kCorpus);
+  const pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  ::waitpid(dead, nullptr, 0);  // a PID no process has now
+  const std::string stale = path + ".idx.tmp" + std::to_string(dead);
+  const std::string young = path + ".idx.tmp" + std::to_string(dead) + "0";  // dead too, but written just now
+  const std::string live = path + ".idx.tmp1";                                // PID 1 lives
+  for (const std::string& f : {stale, young, live}) write_text(dir, fs::path(f).filename().string(), "partial index");
+  for (const std::string& f : {stale, live}) fs::last_write_time(f, fs::file_time_type::clock::now() - std::chrono::minutes(5));
+  JsonlSource source({path});  // writes k.jsonl.idx
+  CHECK(fs::exists(path + ".idx"));
+  CHECK_FALSE(fs::exists(stale));
+  CHECK(fs::exists(young));
+  CHECK(fs::exists(live));
+}
+
 TEST_CASE("jsonl: field selects a nested key, or a top-level key spelled with a dot", "[jsonl]") {
   test::TempDir dir;
   const std::string path = write_text(dir, "n.jsonl",

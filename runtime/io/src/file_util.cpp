@@ -1,5 +1,6 @@
 #include "file_util.h"
 
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 
@@ -7,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -104,7 +106,28 @@ std::string sidecar_path(const std::string& file, const std::string& dir, const 
       .string();
 }
 
+void remove_dead_writers(const std::string& stem) {
+  const std::filesystem::path p(stem);
+  const std::string dir = p.parent_path().empty() ? "." : p.parent_path().string();
+  const std::string prefix = p.filename().string();
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+    std::size_t at = prefix.size();
+    pid_t pid = 0;
+    while (at < name.size() && name[at] >= '0' && name[at] <= '9' && pid < 100'000'000) pid = pid * 10 + (name[at++] - '0');
+    if (at == prefix.size() || pid <= 0 || pid == ::getpid()) continue;
+    if (::kill(pid, 0) == 0 || errno != ESRCH) continue;  // its writer may live (or is not ours to ask)
+    struct stat st;
+    if (::stat(it->path().c_str(), &st) != 0 || std::time(nullptr) - st.st_mtime < 60) continue;
+    std::filesystem::remove(it->path(), ec);
+    ec.clear();
+  }
+}
+
 void write_atomically(const std::string& path, const std::function<void(std::ostream&)>& write) {
+  remove_dead_writers(path + ".tmp");
   const std::string tmp = path + ".tmp" + std::to_string(::getpid());
   {
     std::ofstream out(tmp, std::ios::trunc | std::ios::binary);

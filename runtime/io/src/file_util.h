@@ -91,6 +91,11 @@ std::shared_ptr<const std::byte> map_read_only(int fd, std::size_t bytes, const 
 // lines indexes, decompressed copies).
 std::string sidecar_path(const std::string& file, const std::string& dir, const std::string& suffix);
 
+// Removes what writers that died left under `stem` + PID... (a kill -9 mid
+// write): files whose PID is no process here and that nothing wrote for a
+// minute (a writer alive in another PID namespace keeps its file fresh).
+void remove_dead_writers(const std::string& stem);
+
 // Writes `path` through `write` into PATH.tmpPID, then renames it over `path`,
 // so readers see the old file or the whole new one. Throws sluice::Error
 // "cannot write PATH: reason" (the temp file is removed).

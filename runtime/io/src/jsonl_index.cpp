@@ -213,6 +213,7 @@ DecompressedCopy decompress_jsonl(const std::string& path, Compression compressi
   // Processes that decompress one file at once each rename their own whole
   // copy into place: rename is atomic, so a reader opens one whole copy, and
   // every copy of one compressed file has the same bytes.
+  remove_dead_writers(copy_path + ".part");
   const std::string own_path = copy_path + ".part" + std::to_string(::getpid());
   write_atomically(own_path, run);
   JsonlIndex index = scanner.finish();
