@@ -34,7 +34,12 @@ std::string describe_wait_status(int status) {
   if (WIFSIGNALED(status)) {
     int sig = WTERMSIG(status);
     const char* name = strsignal(sig);
-    return "killed by signal " + std::to_string(sig) + " (" + (name ? name : "?") + ")";
+    std::string text = "killed by signal " + std::to_string(sig) + " (" + (name ? name : "?") + ")";
+    // A memory-mapped file cut short under the run (an .npy, a token file)
+    // faults this way on its first page past the new end.
+    if (sig == SIGBUS)
+      text += ": a memory-mapped data file (.npy, a token file) that was truncated or replaced while the run read it?";
+    return text;
   }
   return "stopped (wait status " + std::to_string(status) + ")";
 }

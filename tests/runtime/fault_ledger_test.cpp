@@ -3,11 +3,13 @@
 // with real workers.
 #include <catch2/catch.hpp>
 
+#include <csignal>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "fault_ledger.h"
+#include "zygote.h"
 
 using namespace sluice;
 using namespace sluice::detail;
@@ -189,4 +191,12 @@ TEST_CASE("a producer that throws gets on_error at once", "[fault_ledger]") {
     CHECK(d.reason == "worker 2 failed on epoch 0, batch 5 (samples 40 to 43), which on_error = skip had "
                       "emptied: bad jpeg");
   }
+}
+
+TEST_CASE("a worker's end is told in words, a SIGBUS with its likely cause", "[fault]") {
+  CHECK(sluice::detail::describe_wait_status(3 << 8) == "exited with status 3");
+  CHECK(sluice::detail::describe_wait_status(SIGKILL) == "killed by signal 9 (Killed)");
+  CHECK_THAT(sluice::detail::describe_wait_status(SIGBUS),
+             Catch::StartsWith("killed by signal 7 (Bus error): a memory-mapped data file") &&
+                 Catch::Contains("truncated or replaced while the run read it"));
 }
