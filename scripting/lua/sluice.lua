@@ -456,8 +456,8 @@ end
 -- sluice/text/mixing.h). A small source repeats, a large one is cut, each
 -- over its own epochs; size = rows per epoch of the mixture (default: the
 -- sources' rows summed).
---   sluice.mix{ { sluice.tokens{ "web.bin", eos = 0 }, weight = 0.7 },
---               { sluice.tokens{ "code.bin", eos = 0 }, weight = 0.3 } }
+--   sluice.mix{ { sluice.tokens{ "web.bin", dtype = "uint16", eos = 0 }, weight = 0.7 },
+--               { sluice.tokens{ "code.bin", dtype = "uint16", eos = 0 }, weight = 0.3 } }
 -- New weights from a global row on (epoch * rows per epoch + row; a resumed
 -- run adds a phase where it resumes, the rows before it stay as they were):
 --   phases = { { from_row = 120000, weights = { 0.5, 0.5 } } }

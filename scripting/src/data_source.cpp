@@ -625,24 +625,37 @@ std::shared_ptr<const text::TokenCorpus> tokenize_corpus(const SourceSpec& spec,
   notes.push_back(line);
   text::CorpusOptions corpus_options{.dtype = dtype, .vocab_size = spec.vocab_size};
   // Where a document's text lies (peek, messages), when document d is text
-  // record d (none was left out): the text source opened again when first
-  // asked, so that its index is not held for the run.
+  // record d (none was left out) and the text is local: the text source
+  // opened again when first asked (under a mutex; once, failed or not), so
+  // that its index is not held for the run. Remote text is not fetched again
+  // for it: the cache's file is named alone.
   struct TextOrigin {
-    bool aligned = false;
+    std::mutex mutex;
+    bool aligned = false, tried = false;
     std::shared_ptr<const DataSource> text;
   };
   auto origin = std::make_shared<TextOrigin>();
-  corpus_options.text_origin = [origin, text_spec, on_error, seed, cache](std::uint64_t d) {
-    if (!origin->aligned) return std::string();
-    try {
-      if (!origin->text) origin->text = DataSource::open(text_spec, on_error, seed, cache);
-      return origin->text->named(origin->text->origin(d));
-    } catch (const std::exception&) {
-      return std::string();  // the text gone since: the cache's file is named alone
-    }
-  };
+  const bool local = std::none_of(text_spec.paths.begin(), text_spec.paths.end(),
+                                  [](const std::string& p) { return remote::is_remote(p); });
+  if (local)
+    corpus_options.text_origin = [origin, text_spec, on_error, seed, cache](std::uint64_t d) noexcept {
+      try {
+        const std::lock_guard lock(origin->mutex);
+        if (!origin->aligned) return std::string();
+        if (!origin->tried) {
+          origin->tried = true;
+          origin->text = DataSource::open(text_spec, on_error, seed, cache);
+        }
+        return origin->text ? origin->text->named(origin->text->origin(d)) : std::string();
+      } catch (const std::exception&) {
+        return std::string();  // the text gone since: the cache's file is named alone
+      }
+    };
   auto corpus = text::TokenCorpus::open_megatron(tokens.idx, tokens.bin, corpus_options);
-  origin->aligned = corpus->documents() == text->size();
+  {
+    const std::lock_guard lock(origin->mutex);
+    origin->aligned = corpus->documents() == text->size();
+  }
   // The documents left out (counted from the dataset, so a reused one says it too).
   if (corpus->documents() < text->size())
     notes.push_back("on_error = \"skip\": " + std::to_string(text->size() - corpus->documents()) + " of " +

@@ -54,8 +54,9 @@ TEST_CASE("sluice inspect FILE.parquet shows the schema, row groups, codecs and 
   CHECK_THAT(r.out, Contains("datapage_v2.snappy.parquet: Parquet, 5 rows in 1 row group"));
   // With the writer's null counts, which say whether a read meets a null.
   CHECK_THAT(r.out, Contains("  a: BYTE_ARRAY (string) -> bytes, nullable (1 null by the writer's statistics)\n"));
-  CHECK_THAT(r.out, Contains("  e: INT32 -> int32, list, nullable (2 nulls by the writer's statistics: a null list "
-                             "reads as empty, a list with a null element is refused)\n"));
+  CHECK_THAT(r.out, Contains("  e: INT32 -> int32, list, nullable (2 nulls or empty lists by the writer's statistics, "
+                             "which do not tell them apart: a null or empty list reads as empty, a list with a null "
+                             "element is refused)\n"));
   CHECK_THAT(r.out, Contains("  0: 5 rows, 317 bytes compressed, 311 uncompressed, SNAPPY\n"));
   CHECK_THAT(r.out, Contains("[not readable: nested lists]"));
   const CliResult enc = sluice::test::run_cli({"inspect", data + "uniform_encryption.parquet.encrypted"});

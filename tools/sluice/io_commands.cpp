@@ -88,8 +88,14 @@ Format detect(const std::string& path) {
   if (got >= 6 && std::memcmp(head, "\x93NUMPY", 6) == 0) return Format::npy;
   if (looks_like_zip({reinterpret_cast<const std::byte*>(head), got})) return Format::npz;
   if (got >= 4 && (std::memcmp(head, "PAR1", 4) == 0 || std::memcmp(head, "PARE", 4) == 0)) return Format::parquet;
-  if (got >= 7 && std::memcmp(head, "MMIDIDX", 7) == 0) return Format::megatron;
-  if (ends_with(path, ".bin") && std::filesystem::exists(path.substr(0, path.size() - 4) + ".idx")) return Format::megatron;
+  // A Megatron dataset: PREFIX.idx (with its magic) or PREFIX.bin beside one.
+  auto megatron_index = [](const std::string& idx) {
+    char magic[7] = {};
+    std::ifstream f(idx, std::ios::binary);
+    return f.read(magic, sizeof magic) && std::memcmp(magic, "MMIDIDX", 7) == 0;
+  };
+  if (ends_with(path, ".idx") && got >= 7 && std::memcmp(head, "MMIDIDX", 7) == 0) return Format::megatron;
+  if (ends_with(path, ".bin") && megatron_index(path.substr(0, path.size() - 4) + ".idx")) return Format::megatron;
   if (got >= 2 && head[0] == 0x1f && head[1] == 0x8b &&
       (ends_with(path, ".tgz") || ends_with(path, ".tar.gz")))
     return Format::tar_gz;

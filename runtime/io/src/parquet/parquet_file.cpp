@@ -90,8 +90,11 @@ std::string ParquetFile::describe() const {
         nulls = nulls < 0 || g.chunks[i].null_count < 0 ? -1 : nulls + g.chunks[i].null_count;
       if (nulls == 0) s << " (no nulls, by the writer's statistics)";
       else if (nulls > 0)
-        s << " (" << nulls << (nulls == 1 ? " null" : " nulls") << " by the writer's statistics"
-          << (c.list ? ": a null list reads as empty, a list with a null element is refused" : "") << ")";
+        s << " (" << nulls << (nulls == 1 ? " null" : " nulls")
+          << (c.list ? " or empty lists by the writer's statistics, which do not tell them apart: a null or empty "
+                       "list reads as empty, a list with a null element is refused"
+                     : " by the writer's statistics")
+          << ")";
     }
     if (!c.unsupported.empty()) s << "  [not readable: " << c.unsupported << "]";
     s << "\n";

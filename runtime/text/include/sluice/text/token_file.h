@@ -21,12 +21,13 @@
 // a bad magic or version or an unsupported type, sequences outside the .bin,
 // document indices that do not run from 0 to the sequence count, a document
 // whose sequences are not contiguous, a type that disagrees with the one
-// asked for, a token id at or above `vocab_size` (when given; checked for
-// every token at open, with its offset).
+// asked for, a flat file without a dtype, a token id at or above
+// `vocab_size` (when given; checked for every token at open, with its offset).
 //
 // Lifetime and fork: the mappings are shared and read-only; a TokenCorpus
 // holds no descriptors (each is closed once mapped), so it crosses fork().
-// Thread safety: immutable after open(); const methods are reentrant.
+// Thread safety: immutable after open(); const methods are reentrant
+// (origin() calls CorpusOptions::text_origin, which must be too).
 #pragma once
 
 #include <cstdint>
@@ -54,7 +55,9 @@ struct CorpusOptions {
   std::uint64_t vocab_size = 0;         // 0: ids are not checked
   // Text tokenized at load: where document d's text lies ("docs.jsonl: line
   // 12"; "" when unknown), which origin() names besides the token cache's
-  // file. Called from the thread that calls origin().
+  // file. Called from the thread that calls origin(); must not throw and
+  // must be safe to call from several threads (open_megatron keeps it;
+  // open() does not take it).
   std::function<std::string(std::uint64_t d)> text_origin = {};
 };
 
