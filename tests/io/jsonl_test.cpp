@@ -276,6 +276,34 @@ TEST_CASE("jsonl: what a killed indexer left is removed by the next one, what a 
   CHECK(fs::exists(live));
 }
 
+TEST_CASE("jsonl: field_is_text refuses a selected value that is not a string, by the key that wins", "[jsonl]") {
+  test::TempDir dir;
+  const std::string path = write_text(dir, "t.jsonl",
+                                      "{\"text\": 12}\n"
+                                      "{\"meta.text\": null, \"meta\": {\"text\": \"x\"}}\n"    // the top-level key wins: null
+                                      "{\"meta.text\": \"doc\", \"meta\": {\"text\": 5}}\n"      // the top-level key wins: a string
+                                      "{\"meta\": {\"text\": [1, 2]}}\n"                          // along the path: an array
+                                      "{\"meta\": {\"text\": \"nested\"}}\n");
+  std::vector<std::byte> buf;
+  Sample s;
+  JsonlOptions plain;
+  plain.field_is_text = true;
+  CHECK_THROWS_WITH(read_sample(JsonlSource({path}, plain), 0, buf, s),
+                    Contains(path + ": line 1: \"text\" is 12, not a string"));
+  JsonlOptions dotted = plain;
+  dotted.field = "meta.text";
+  JsonlSource source({path}, dotted);
+  CHECK_THROWS_WITH(read_sample(source, 1, buf, s), Contains("line 2: \"meta.text\" is null, not a string"));
+  read_sample(source, 2, buf, s);
+  CHECK(field(s, "meta.text") == "doc");
+  CHECK_THROWS_WITH(read_sample(source, 3, buf, s), Contains("line 4: \"meta.text\" is [1, 2], not a string"));
+  read_sample(source, 4, buf, s);
+  CHECK(field(s, "meta.text") == "nested");
+  // Without field_is_text any value reaches a map as its JSON text.
+  read_sample(JsonlSource({path}), 0, buf, s);
+  CHECK(field(s, "text") == "12");
+}
+
 TEST_CASE("jsonl: field selects a nested key, or a top-level key spelled with a dot", "[jsonl]") {
   test::TempDir dir;
   const std::string path = write_text(dir, "n.jsonl",

@@ -86,17 +86,15 @@ class LineParser {
       const char* at = p_;
       const std::span<const std::byte> v =
           value(depth, on_path && !last ? path : nullptr, follow + 1, selected, found);
-      if (last && text_ && *at != '"') {
-        p_ = at;
-        const std::string json(reinterpret_cast<const char*>(v.data()), std::min<std::size_t>(v.size(), 40));
-        fail("\"" + std::string(name) + "\" is " + json + (v.size() > 40 ? "..." : "") +
-             ", not a string: a document to tokenize is a JSON string (on_error = \"skip\" leaves such lines out)");
-      }
+      if (last) selected_string_ = *at == '"';
       if (last) {
         *selected = v;
         *found = true;
       }
-      if (top) out_.fields.push_back({name, v});
+      if (top) {
+        out_.fields.push_back({name, v});
+        top_string_.push_back(*at == '"');
+      }
       ws();
       if (p_ == end_) fail("the line ends inside an object");
       if (*p_ == '}') {
@@ -302,6 +300,16 @@ class LineParser {
   const char* end_;
   Sample& out_;
   bool text_ = false;  // the selected value must be a string
+
+ public:
+  // Whether top-level member k (out.fields[k] as parsed) is a string, and
+  // whether the value found along the path was.
+  bool top_string(std::size_t k) const { return k < top_string_.size() && top_string_[k]; }
+  bool selected_string() const { return selected_string_; }
+
+ private:
+  std::vector<bool> top_string_;
+  bool selected_string_ = false;
 };
 
 }  // namespace
@@ -316,13 +324,23 @@ void parse_jsonl_line(std::span<const std::byte> line, std::string_view name,
   parser.object_line(path, &selected, &found, text);
   if (name.empty()) return;  // no selected field: the keys only
   // A top-level key spelled exactly as `name` wins over a dotted path.
+  // The value selected must be a string when it is text to tokenize.
+  auto not_text = [&](std::span<const std::byte> v) {
+    std::size_t cut = std::min<std::size_t>(v.size(), 40);
+    while (cut > 0 && cut < v.size() && (static_cast<unsigned char>(v[cut]) & 0xC0) == 0x80) --cut;
+    return Error("\"" + std::string(name) + "\" is " + std::string(reinterpret_cast<const char*>(v.data()), cut) +
+                 (cut < v.size() ? "..." : "") +
+                 ", not a string: a document to tokenize is a JSON string (on_error = \"skip\" leaves such lines out)");
+  };
   for (std::size_t k = 0; k < out.fields.size(); ++k) {
     if (out.fields[k].name == name) {
+      if (text && !parser.top_string(k)) throw not_text(out.fields[k].bytes);
       if (k > 0) std::swap(out.fields[0], out.fields[k]);
       return;
     }
   }
   if (!found) throw Error("no key '" + std::string(name) + "' (on_error = \"skip\" leaves such lines out)");
+  if (text && !parser.selected_string()) throw not_text(selected);
   out.fields.insert(out.fields.begin(), Field{name, selected});
 }
 
