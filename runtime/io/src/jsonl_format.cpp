@@ -217,9 +217,17 @@ class LineParser {
   std::size_t utf8_char() const {
     const std::size_t n = utf8_length(p_, end_);
     if (n == 0) {
+      // The bytes of the would-be character: a lead byte that starts none
+      // alone, else the lead and what follows it up to its length.
       static constexpr char kHex[] = "0123456789ABCDEF";
-      const auto b = static_cast<unsigned char>(*p_);
-      fail(std::string("a byte that is not UTF-8 inside a string (0x") + kHex[b >> 4] + kHex[b & 15] +
+      const auto lead = static_cast<unsigned char>(*p_);
+      const std::size_t want = lead >= 0xF0 && lead <= 0xF4 ? 4 : lead >= 0xE0 && lead <= 0xEF ? 3 : lead >= 0xC2 && lead <= 0xDF ? 2 : 1;
+      std::string bytes;
+      for (std::size_t i = 0; i < want && p_ + i < end_; ++i) {
+        const auto b = static_cast<unsigned char>(p_[i]);
+        bytes += std::string(i ? " " : "") + "0x" + kHex[b >> 4] + kHex[b & 15];
+      }
+      fail("a byte that is not UTF-8 inside a string (" + bytes +
            "; JSON text is UTF-8: convert the file, e.g. with iconv -f latin1 -t utf-8, or set on_error = "
            "\"skip\" to drop such lines)");
     }
