@@ -187,11 +187,7 @@ const JsonValue& JsonValue::at(std::string_view key) const {
   return *v;
 }
 
-namespace {
-
-// Bytes of the well-formed UTF-8 character at s[i] (its first byte 0x80 or
-// more), or 0 (RFC 3629: no overlong form, surrogate, or past U+10FFFF).
-std::size_t utf8_at(std::string_view s, std::size_t i) {
+std::size_t utf8_at(std::string_view s, std::size_t i) noexcept {
   const auto at = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
   const unsigned lead = at(0);
   std::size_t n = 0;
@@ -204,8 +200,6 @@ std::size_t utf8_at(std::string_view s, std::size_t i) {
     if (at(k) < 0x80 || at(k) > 0xBF) return 0;
   return n;
 }
-
-}  // namespace
 
 // A byte that is not part of UTF-8 text (a Latin-1 file name) is written as
 // the lone surrogate \udcXX, as Python's surrogateescape decodes it, so the

@@ -32,6 +32,11 @@ struct JsonValue {
 // Parses one JSON value; throws Error with the byte offset of a syntax error.
 JsonValue parse_json(std::string_view text);
 
+// Bytes of the well-formed UTF-8 character at s[i] (its first byte 0x80 or
+// more), or 0 (RFC 3629: no overlong form, surrogate, or past U+10FFFF, and
+// not cut short by the end of s).
+std::size_t utf8_at(std::string_view s, std::size_t i) noexcept;
+
 // Appends s as a JSON string literal.
 void append_json_string(std::string& out, std::string_view s);
 

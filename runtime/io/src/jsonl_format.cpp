@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "json.h"
 #include "sluice/error.h"
 
 namespace sluice::io::detail {
@@ -9,25 +10,13 @@ namespace {
 
 constexpr int kMaxDepth = 256;
 
-// The length of the UTF-8 sequence at p, whose first byte is 0x80 or more,
-// or 0 when it is not one: a stray continuation byte, an overlong form, a
-// surrogate, past U+10FFFF, or cut short (RFC 3629, section 4). JSON text is
-// UTF-8 (RFC 8259): other bytes in a string (Latin-1, cut characters) are
-// refused as Python's json, serde_json and DuckDB refuse them, so a
-// tokenizer never gets bytes that are not text.
+// The length of the UTF-8 character at p (its first byte 0x80 or more), or
+// 0 when it is not one (detail::utf8_at). JSON text is UTF-8 (RFC 8259):
+// other bytes in a string (Latin-1, cut characters) are refused as Python's
+// json, serde_json and DuckDB refuse them, so a tokenizer never gets bytes
+// that are not text.
 std::size_t utf8_length(const char* p, const char* end) noexcept {
-  const auto at = [&](std::size_t i) { return static_cast<unsigned char>(p[i]); };
-  const auto left = static_cast<std::size_t>(end - p);
-  const unsigned lead = at(0);
-  std::size_t n = 0;
-  unsigned lo = 0x80, hi = 0xBF;  // the second byte's range; later ones are 80..BF
-  if (lead >= 0xC2 && lead <= 0xDF) n = 2;
-  else if (lead >= 0xE0 && lead <= 0xEF) n = 3, lo = lead == 0xE0 ? 0xA0 : 0x80, hi = lead == 0xED ? 0x9F : 0xBF;
-  else if (lead >= 0xF0 && lead <= 0xF4) n = 4, lo = lead == 0xF0 ? 0x90 : 0x80, hi = lead == 0xF4 ? 0x8F : 0xBF;
-  if (n == 0 || left < n || at(1) < lo || at(1) > hi) return 0;
-  for (std::size_t i = 2; i < n; ++i)
-    if (at(i) < 0x80 || at(i) > 0xBF) return 0;
-  return n;
+  return sluice::detail::utf8_at(std::string_view(p, static_cast<std::size_t>(end - p)), 0);
 }
 
 class LineParser {
