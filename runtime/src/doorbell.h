@@ -33,6 +33,9 @@ class Doorbell {
     std::atomic_thread_fence(std::memory_order_seq_cst);
     return armed_.load(std::memory_order_relaxed) != 0;
   }
+  // Anyone: whether the sleeper is about to sleep or asleep. A hint for
+  // choosing when to wake it (no fence: it may be stale by the time it returns).
+  bool armed() const { return armed_.load(std::memory_order_relaxed) != 0; }
 
  private:
   std::atomic<std::uint32_t> armed_{0};

@@ -150,6 +150,8 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   std::uint32_t least_loaded_worker() const;
   // Auto workers: after a delivered batch, lets the tuner grow (or settle) the workers in use.
   void tune();
+  void set_active_workers(std::uint32_t n);
+  bool issue_now() const;  // issue(): whether free slots go to the workers now or wait for more
   // This is a forked child's copy of the core (made_in_generation_).
   bool forked_copy() const;
   std::string forked_copy_message() const;
@@ -180,6 +182,7 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   std::vector<std::uint64_t> resumed_ahead_;   // unordered resume: batches not to issue again
   std::vector<std::uint32_t> outstanding_;   // per worker: tasks issued, not yet completed
   std::uint32_t active_workers_ = 0;         // workers given batches: ids [0, active_workers_)
+  std::uint32_t cores_ = 1;                  // CPUs this process may run on (sched_getaffinity)
   std::optional<AutoTuner> tuner_;           // with options.max_workers
   std::uint64_t notify_mask_ = 0;            // workers given tasks since the last notify
   moodycamel::ConcurrentQueue<std::uint32_t> released_;

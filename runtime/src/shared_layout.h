@@ -157,6 +157,14 @@ struct ArenaHeader {
   // a completion, or a thread that released a batch, rings the eventfd only
   // if it is armed (doorbell.h).
   alignas(kCacheLine) Doorbell parent_sleeping;
+  // Whether a worker waiting for a task polls its ring a while before it
+  // sleeps (worker.cpp): 1 while the parent and the active workers each
+  // have a core of this process's CPUs, 0 when they would share them, as a
+  // polling worker then takes the core the consumer or a busy worker needs.
+  // Set by the parent before the fork and whenever the active workers change
+  // (relaxed: a hint read at each wait; a stale value costs speed, never
+  // correctness).
+  alignas(kCacheLine) std::atomic<std::uint32_t> workers_poll;
 };
 
 struct FieldDesc {

@@ -104,6 +104,10 @@ class SpscRing {
     sleeping_.disarm();
   }
 
+  // Producer: whether the consumer sleeps or is about to (a hint, doorbell.h):
+  // a push then costs a wake-up.
+  bool consumer_sleeps() const { return sleeping_.armed(); }
+
   // Anyone: wakes a sleeping consumer without pushing (used to deliver "stop").
   void wake() { futex_wake_all(tail_); }
 

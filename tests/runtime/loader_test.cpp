@@ -10,11 +10,14 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <deque>
+#include <fstream>
 #include <map>
 #include <set>
 #include <thread>
 
 #include "json.h"
+#include "skip.h"
 #include "sluice/error.h"
 #include "sluice/loader.h"
 #include "sluice/producer.h"
@@ -198,6 +201,62 @@ TEST_CASE("prefetch is bounded by slots and fills them while the consumer is bus
   std::vector<Batch> held;
   for (int i = 0; i < 4; ++i) held.push_back(*loader.next());
   REQUIRE(loader.stats().consumer_waits == waits);
+}
+
+namespace {
+
+// The times process `pid` went to sleep of its own accord (/proc/PID/status).
+long voluntary_switches(int pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("voluntary_ctxt_switches:", 0) == 0) return std::stol(line.substr(line.find(':') + 1));
+  }
+  return -1;
+}
+
+}  // namespace
+
+TEST_CASE("a consumer slower than its worker wakes it once a burst of slots, not once a batch", "[loader][backpressure]") {
+  if (test::proc_shows_emulator_signal_state()) {
+    SKIP_TEST("/proc/PID/status describes the emulator's threads (qemu-user), not the worker's sleeps");
+  }
+  Options o = id_options(300, 1, 1);
+  o.slots = 32;  // bursts of 8
+  Loader loader(o);
+  std::set<std::uint64_t> seen;
+  long switches = 0;
+  for (int i = 0; i < 300; ++i) {
+    auto b = loader.next();
+    REQUIRE(b);
+    for (std::uint64_t id : checked_ids(*b)) REQUIRE(seen.insert(id).second);
+    // Longer than a worker polls (50 us): it sleeps between the batches it is given.
+    std::this_thread::sleep_for(std::chrono::microseconds(300));
+    if (i == 298) switches = voluntary_switches(loader.worker_pids().at(0));  // the worker still runs
+  }
+  REQUIRE(seen.size() == 300);
+  REQUIRE(!loader.next());
+  // Woken once a batch, it would have slept ~300 times; once a burst of 8, ~40.
+  INFO("the worker slept " << switches << " times");
+  REQUIRE(switches >= 0);
+  REQUIRE(switches < 300 / 4);
+}
+
+TEST_CASE("a consumer that holds most slots, freeing a few at a time, still gets every batch", "[loader][backpressure]") {
+  Options o = id_options(300, 1, 2);
+  o.slots = 32;
+  Loader loader(o);
+  std::set<std::uint64_t> seen;
+  std::deque<Batch> held;
+  for (int i = 0; i < 300; ++i) {
+    auto b = loader.next_for(std::chrono::seconds(30));
+    REQUIRE(b);
+    for (std::uint64_t id : checked_ids(*b)) REQUIRE(seen.insert(id).second);
+    held.push_back(std::move(*b));
+    if (held.size() == 31) {  // every slot but one held: three freed, fewer than a burst
+      for (int k = 0; k < 3; ++k) held.pop_front();
+    }
+  }
+  REQUIRE(seen.size() == 300);
 }
 
 TEST_CASE("held batches block the pipeline only up to slots, and released ones free it", "[loader][backpressure]") {
