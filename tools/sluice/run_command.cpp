@@ -229,14 +229,22 @@ class SignalScope {
   SignalScope& operator=(const SignalScope&) = delete;
 };
 
+// By way of PATH.tmp, which a failure (a full disk) removes: PATH keeps its
+// last version and nothing partial is left beside it.
 void write_text_file(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp";
+  auto fail = [&](const std::string& what) {
+    const int err = errno;
+    std::remove(tmp.c_str());
+    throw Error(what + ": cannot write: " + std::strerror(err));
+  };
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) fail(tmp);
     out << text;
-    if (!out.flush()) throw Error(tmp + ": cannot write: " + std::strerror(errno));
+    if (!out.flush()) fail(tmp);
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw Error(path + ": cannot write: " + std::strerror(errno));
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) fail(path);
 }
 
 // "{rank}" in a path becomes the rank, so that the ranks of a distributed run

@@ -134,10 +134,15 @@ void publish_file(const std::string& from, const std::string& to) {
 
 void write_file_atomic(const std::string& path, std::string_view text) {
   const std::string tmp = path + ".tmp";
-  OutputFile out(tmp);
-  out.write(text);
-  out.finish();
-  publish_file(tmp, path);
+  try {
+    OutputFile out(tmp);
+    out.write(text);
+    out.finish();
+    publish_file(tmp, path);
+  } catch (...) {
+    ::unlink(tmp.c_str());  // a full disk leaves no partial file behind (path keeps its last version)
+    throw;
+  }
 }
 
 }  // namespace sluice::io::detail
