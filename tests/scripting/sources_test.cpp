@@ -508,6 +508,29 @@ TEST_CASE("jsonl: gzip JSON lines reach map as bytes, a broken line fails by fil
                     Contains("sluice.jsonl: the data set holds no samples (" + dir.path() + "/empty.jsonl)"));
 }
 
+TEST_CASE("an index that cannot be saved is noted, and the run reads from the index in memory", "[sources]") {
+  TempDir dir;
+  std::string text;
+  for (int i = 0; i < 50; ++i) text += "{\"text\": \"line " + std::to_string(i) + "\"}\n";
+  dir.write("a.jsonl", text);
+  dir.write("not_a_folder", "");  // index_dir here: every write under it fails (ENOTDIR), as a full disk's would
+  const std::string rest = "  map = function(s, ctx) return { n = ctx.index } end,\n  fields = { { 'n', 'int64' } },\n";
+  sluice::Script script = sluice::load_script({.path = dir.write(
+      "p.lua", pipeline("sluice.jsonl { 'a.jsonl', field = 'text', index_dir = '" + dir.path() + "/not_a_folder' }", rest))});
+  CHECK(script.options.dataset_size == 50);
+  const bool noted = std::any_of(script.notes.begin(), script.notes.end(), [&](const std::string& n) {
+    return n.find("sluice.jsonl: 1 index could not be saved (cannot write " + dir.path() + "/not_a_folder/") == 0 &&
+           n.find("Not a directory") != std::string::npos && n.find("the next run builds it again") != std::string::npos;
+  });
+  INFO((script.notes.empty() ? std::string("no notes") : script.notes.front()));
+  CHECK(noted);
+  sluice::Loader loader(script.options);
+  std::int64_t total = 0;
+  while (auto batch = loader.next())
+    for (std::int64_t n : values<std::int64_t>(*batch, "n")) total += n;
+  CHECK(total == 49 * 50 / 2);  // every line once
+}
+
 TEST_CASE("shuffle_window: a pipeline over JSON lines files reads them a window of files at a time", "[sources]") {
   TempDir dir;
   // 8 files of 3 to 10 lines: line j of file f is {"f": f, "text": "f-j"}.

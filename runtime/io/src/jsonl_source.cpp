@@ -42,8 +42,8 @@ JsonlSource::JsonlSource(std::vector<std::string> files, JsonlOptions options)
         if (options_.write_index) {
           try {
             write_jsonl_index(index_path, *index);
-          } catch (const Error&) {
-            // A read-only folder: the index stays in memory.
+          } catch (const Error& e) {
+            unsaved_indexes_.push_back(e.what());  // the index stays in memory for this run
           }
         }
       }
@@ -73,8 +73,8 @@ JsonlSource::JsonlSource(std::vector<std::string> files, JsonlOptions options)
         } else if (options_.write_index) {
           try {
             write_jsonl_index(index_path, *index);
-          } catch (const Error&) {
-            // The copy is rebuilt next time.
+          } catch (const Error& e) {
+            unsaved_indexes_.push_back(e.what());  // the copy is made again next time
           }
         }
       }

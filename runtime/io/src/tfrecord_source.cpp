@@ -23,8 +23,8 @@ TFRecordSource::TFRecordSource(std::vector<std::string> shards, TFRecordOptions 
       if (options_.write_index && index_skips_.count() == skipped_before) {
         try {
           write_tfrecord_index(index_path, *index);
-        } catch (const Error&) {
-          // A read-only folder: the index stays in memory.
+        } catch (const Error& e) {
+          unsaved_indexes_.push_back(e.what());  // the index stays in memory for this run
         }
       }
     }

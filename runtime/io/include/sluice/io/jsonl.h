@@ -123,6 +123,9 @@ class SLUICE_API JsonlSource final : public RecordSource {
   // Where file `file` + line: "a.jsonl.gz: line 7".
   std::string where(std::uint64_t id) const;
   const SkipLog& index_skips() const { return index_skips_; }
+  // The indexes that could not be saved (a full or read-only folder), each
+  // "PATH: why": those files are indexed again, from their text, next time.
+  const std::vector<std::string>& unsaved_indexes() const { return unsaved_indexes_; }
 
  private:
   std::vector<std::string> files_;
@@ -132,6 +135,7 @@ class SLUICE_API JsonlSource final : public RecordSource {
   std::vector<JsonlIndex> indexes_;
   std::vector<std::uint64_t> starts_;
   SkipLog index_skips_;
+  std::vector<std::string> unsaved_indexes_;
 };
 
 }  // namespace sluice::io

@@ -86,6 +86,9 @@ class SLUICE_API TFRecordSource final : public RecordSource {
   std::uint64_t records_in(std::size_t shard) const { return indexes_[shard].records(); }
   // Shards cut short while indexing (on_error = skip).
   const SkipLog& index_skips() const { return index_skips_; }
+  // The indexes that could not be saved (a full or read-only folder), each
+  // "PATH: why": those shards are scanned again next time.
+  const std::vector<std::string>& unsaved_indexes() const { return unsaved_indexes_; }
 
  private:
   std::vector<std::string> shards_;
@@ -93,6 +96,7 @@ class SLUICE_API TFRecordSource final : public RecordSource {
   std::vector<TFRecordIndex> indexes_;
   std::vector<std::uint64_t> starts_;  // first global id of each shard, plus the total
   SkipLog index_skips_;
+  std::vector<std::string> unsaved_indexes_;
 };
 
 }  // namespace sluice::io
