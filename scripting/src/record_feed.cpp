@@ -435,7 +435,15 @@ std::int32_t RecordFeed::fill_parquet(std::span<const std::uint64_t> samples,
   std::int32_t written = 0;
   gather_at_.clear();
   try {
-    for (std::size_t i = 0; i < n;) {
+    // A shuffled batch seldom holds two consecutive rows side by side: then
+    // every row is gathered, found with one pass that does not branch a row.
+    bool runs = false;
+    for (std::size_t i = 0; i + 1 < n; ++i) runs |= samples[i + 1] == samples[i] + 1;
+    if (!runs) {
+      gather_at_.resize(n);
+      for (std::size_t i = 0; i < n; ++i) gather_at_[i] = static_cast<std::uint32_t>(i);
+    }
+    for (std::size_t i = 0; runs && i < n;) {
       std::size_t consecutive = 1;
       while (i + consecutive < n && samples[i + consecutive] == samples[i] + consecutive) ++consecutive;
       if (consecutive == 1) {  // gathered below with the other rows of its row group
@@ -516,16 +524,27 @@ bool RecordFeed::fields_in_row(std::span<const sluice_parquet_slot> slots, const
     hi = hi == nullptr ? run.data + run.width : std::max(hi, run.data + run.width);
   }
   if (lo == nullptr || static_cast<std::size_t>(hi - lo) > s) return false;  // not one row: not interleaved
-  for (std::size_t k = 0; k < slots.size(); ++k) {
-    if (!slot_copied_[k]) continue;
-    const io::ParquetColumnRun& run = parquet_runs_[static_cast<std::size_t>(slot_column_[k])];
-    group_fields_.push_back({static_cast<std::size_t>(run.data - lo), run.width, static_cast<std::byte*>(slots[k].dst)});
-  }
   // In the row's order (the slot's may differ: fields inferred from a sample
   // are sorted by name, c10 before c2), so split_rows finds the side-by-side
-  // columns it transposes together.
-  std::sort(group_fields_.begin(), group_fields_.end(),
-            [](const io::ParquetRowField& a, const io::ParquetRowField& b) { return a.offset < b.offset; });
+  // columns it transposes together. Every row group of the files lays its
+  // row out alike: the order found for one group serves the next ones.
+  auto offset_of = [&](std::size_t k) {
+    return static_cast<std::size_t>(parquet_runs_[static_cast<std::size_t>(slot_column_[k])].data - lo);
+  };
+  bool ordered = !row_order_.empty();
+  for (std::size_t i = 0; ordered && i < row_order_.size(); ++i)
+    ordered = slot_copied_[row_order_[i]] && (i == 0 || offset_of(row_order_[i - 1]) < offset_of(row_order_[i]));
+  if (ordered) ordered = row_order_.size() == static_cast<std::size_t>(std::count(slot_copied_.begin(), slot_copied_.end(), 1));
+  if (!ordered) {
+    row_order_.clear();
+    for (std::size_t k = 0; k < slots.size(); ++k)
+      if (slot_copied_[k]) row_order_.push_back(k);
+    std::sort(row_order_.begin(), row_order_.end(), [&](std::size_t a, std::size_t b) { return offset_of(a) < offset_of(b); });
+  }
+  for (const std::size_t k : row_order_) {
+    const io::ParquetColumnRun& run = parquet_runs_[static_cast<std::size_t>(slot_column_[k])];
+    group_fields_.push_back({offset_of(k), run.width, static_cast<std::byte*>(slots[k].dst)});
+  }
   *first = lo;
   *span = static_cast<std::size_t>(hi - lo);
   *stride = s;

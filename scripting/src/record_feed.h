@@ -203,6 +203,7 @@ class RecordFeed {
   std::vector<std::byte> split_scratch_;
   std::vector<std::uint8_t> split_mark_;
   std::vector<io::ParquetRowField> split_fields_, group_fields_;
+  std::vector<std::size_t> row_order_;  // fields_in_row: the copied slots in their row's order, as last found
   std::size_t split_stride_ = 0;
   std::uint64_t rows_gathered_ = 0;
   // packed
