@@ -188,6 +188,9 @@ class Loader:
             if dataset is not None:
                 raise Error("sluice.Loader got a dataset twice: first positional and dataset=")
             path, dataset = None, path  # Loader(ds, batch_size=32), as DataLoader(ds, batch_size=32)
+        # DataLoader's prefetch_factor is per worker: with no worker count given, it assumes the default one.
+        factor_assumes = ("prefetch_factor" in overrides and "workers" not in overrides
+                          and "num_workers" not in overrides)
         overrides, worker_init, pin_memory, init_fn = _compat.translate(overrides, worker_init)
         self._pinning = _pinning.Pinning() if pin_memory else None
         if self._pinning is not None:
@@ -228,6 +231,10 @@ class Loader:
                                                    settings, record, bool(seed_globals), format, inline, ragged)
         self._python_workers = path is None and not inline
         self._info = self._core.info()
+        if factor_assumes and path is not None and str(self._info["workers"]) != _default("workers"):
+            self._core.close()
+            raise Error("prefetch_factor= is per worker, and %s sets workers = %s: give num_workers= with it "
+                        "(or prefetch=, the batch slots in all)" % (os.fspath(path), self._info["workers"]))
         self._shape = self._shaper(path is not None, shape)
         self._dataset = dataset if dataset is not None else sequence
         self._closed = False

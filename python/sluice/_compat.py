@@ -4,7 +4,8 @@
     worker_init_fn=f       worker_init=f: f(worker_id) once in each worker
     prefetch_factor=k      prefetch = k * workers + 2 batch slots (DataLoader's k batches
                            per worker, plus the one the loop holds and one being handed over;
-                           k=2 is Sluice's default)
+                           k=2 is Sluice's default; the workers are num_workers=, else the
+                           default, and a pipeline.lua that sets others is refused by Loader)
     timeout=s              batch_timeout_ms = 1000 s: a batch that takes longer has its worker
                            replaced and is made again (max_retries), then fails the run
     persistent_workers=... accepted: Sluice's workers always live as long as the loader

@@ -140,6 +140,20 @@ def test_prefetch_factor_is_batches_per_worker():
         sluice.Loader(Counting(32), batch_size=4, workers="auto", prefetch_factor=3)
 
 
+def test_prefetch_factor_with_a_pipeline_that_sets_its_workers(tmp_path):
+    script = tmp_path / "p.lua"
+    script.write_text("local sluice = require('sluice')\n"
+                      "return sluice.pipeline { source = sluice.range(64), batch_size = 4, workers = 3,\n"
+                      "  fields = { { 'i', 'int64' } }, map = function(i) return { i = i } end }\n")
+    # Per worker, as DataLoader's: the script's 3 workers are not the 2 it would assume, so it asks for num_workers=.
+    with pytest.raises(sluice.Error, match=r"prefetch_factor= is per worker, and .*p\.lua sets workers = 3: "
+                                           r"give num_workers= with it"):
+        sluice.Loader(script, prefetch_factor=3)
+    with sluice.Loader(script, prefetch_factor=3, num_workers=3) as loader:
+        assert loader.slots == 3 * 3 + 2
+        assert sum(len(b["i"]) for b in loader) == 64
+
+
 def test_timeout_replaces_a_hung_worker(tmp_path):
     loader = sluice.Loader(CrashOnce(17, tmp_path / "hung", "hang"), batch_size=4, num_workers=2, timeout=1,
                            persistent_workers=True, pin_memory=True)
