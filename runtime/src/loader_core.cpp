@@ -229,7 +229,10 @@ void LoaderCore::tune() {
 // has a core of its own (ArenaHeader::workers_poll).
 void LoaderCore::set_active_workers(std::uint32_t n) {
   active_workers_ = n;
-  arena_header(*arena_).workers_poll.store(n + 1 <= cores_ ? 1 : 0, std::memory_order_relaxed);
+  const std::uint32_t poll = n + 1 <= cores_ ? 1 : 0;
+  std::atomic<std::uint32_t>& shared = arena_header(*arena_).workers_poll;
+  // Written only when it changes: the tuner calls this after every batch, and the line is shared.
+  if (shared.load(std::memory_order_relaxed) != poll) shared.store(poll, std::memory_order_relaxed);
 }
 
 // Gives batch `seq` in `slot` to the least loaded worker. Its ring never
@@ -277,13 +280,21 @@ void LoaderCore::issue() {
 
 // A worker asleep (ArenaHeader::workers_poll) costs a futex call here and a
 // context switch there to wake. So while at least half the slots hold
-// batches made or being made, a few free slots wait for that worker until a
-// quarter of the slots can go at once: one wake-up a burst, not one a batch
-// (on 2 cores with 2 workers the Python handoff went from 71,000 to 95,000
-// batches/s). A worker awake gets its task at once: a slot reused soon is
-// still in the caches (bursts made the C++ handoff, where workers are the
-// bottleneck, 40% slower). Never a stall: the batches the consumer wants
-// next are among those ahead, and each one it takes brings the burst closer.
+// batches issued or ready ("ahead"), a few free slots wait for that worker
+// until a quarter of the slots can go at once: one wake-up a burst, not one a
+// batch (on 2 cores with 2 workers the Python handoff went from 71,000 to
+// 95,000 batches/s). A worker awake gets its task at once: a slot reused soon
+// is still in the caches (bursts made the C++ handoff, where workers are the
+// bottleneck, 40% slower). Never a stall, as the batch the consumer waits for
+// is among those ahead: ordered, every batch in [next_deliver_, next_issue_)
+// holds a slot (issued or ready; those delivered before a resume are passed
+// over); unordered, batches are issued in sequence order, so one of the
+// epoch being read is ahead while any is. Each batch the consumer takes
+// lowers `ahead` by one (ready -> held), and each completion rings the parent
+// awake, so within `ahead - slots / 2 + 1` deliveries the free slots are
+// issued, whether or not the consumer releases anything. With fewer than 8 slots a
+// burst is one slot: nothing waits. The held-slots watchdog sees every slot
+// held, when nothing is free to wait.
 bool LoaderCore::issue_now() const {
   const std::uint32_t burst = layout_.slots / 4, free = slots_.free_count();
   if (free == 0 || free >= burst) return true;

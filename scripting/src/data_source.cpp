@@ -453,8 +453,9 @@ void DataSource::open_tfrecord() {
 void DataSource::note_unsaved_indexes(const std::string& what, const std::vector<std::string>& unsaved) {
   if (unsaved.empty()) return;
   notes_.push_back(what + ": " + std::to_string(unsaved.size()) + (unsaved.size() == 1 ? " index" : " indexes") +
-                   " could not be saved (" + unsaved.front() + "), so the next run builds " +
-                   (unsaved.size() == 1 ? "it" : "them") + " again (index_dir = a writable folder keeps them)");
+                   " could not be saved (" + unsaved.front() + (unsaved.size() > 1 ? ", and others" : "") +
+                   "), so the next run reads the files again to rebuild " + (unsaved.size() == 1 ? "it" : "them") +
+                   ", decompressing a compressed one (index_dir = a writable folder keeps them)");
 }
 
 void DataSource::open_tar() {

@@ -241,22 +241,27 @@ TEST_CASE("a consumer slower than its worker wakes it once a burst of slots, not
   REQUIRE(switches < 300 / 4);
 }
 
-TEST_CASE("a consumer that holds most slots, freeing a few at a time, still gets every batch", "[loader][backpressure]") {
-  Options o = id_options(300, 1, 2);
-  o.slots = 32;
-  Loader loader(o);
-  std::set<std::uint64_t> seen;
-  std::deque<Batch> held;
-  for (int i = 0; i < 300; ++i) {
-    auto b = loader.next_for(std::chrono::seconds(30));
-    REQUIRE(b);
-    for (std::uint64_t id : checked_ids(*b)) REQUIRE(seen.insert(id).second);
-    held.push_back(std::move(*b));
-    if (held.size() == 31) {  // every slot but one held: three freed, fewer than a burst
-      for (int k = 0; k < 3; ++k) held.pop_front();
+TEST_CASE("a slow consumer that holds batches, freeing one at a time, gets every batch while its worker sleeps", "[loader][backpressure]") {
+  // 10 of 32 slots held, one freed for each taken: the rest (issued or ready)
+  // stay above half the slots, so free slots wait for a burst of 8 while the
+  // worker sleeps between them (issue_now). Then most held: no wait at all.
+  for (const std::size_t keep : {std::size_t{10}, std::size_t{29}}) {
+    Options o = id_options(300, 1, 2);
+    o.slots = 32;
+    Loader loader(o);
+    std::set<std::uint64_t> seen;
+    std::deque<Batch> held;
+    for (int i = 0; i < 300; ++i) {
+      auto b = loader.next_for(std::chrono::seconds(30));
+      REQUIRE(b);
+      for (std::uint64_t id : checked_ids(*b)) REQUIRE(seen.insert(id).second);
+      held.push_back(std::move(*b));
+      if (held.size() > keep) held.pop_front();
+      std::this_thread::sleep_for(std::chrono::microseconds(200));  // slower than the workers: they sleep
     }
+    REQUIRE(seen.size() == 300);
+    REQUIRE(!loader.next_for(std::chrono::seconds(30)));
   }
-  REQUIRE(seen.size() == 300);
 }
 
 TEST_CASE("held batches block the pipeline only up to slots, and released ones free it", "[loader][backpressure]") {

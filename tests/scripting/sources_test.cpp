@@ -520,7 +520,7 @@ TEST_CASE("an index that cannot be saved is noted, and the run reads from the in
   CHECK(script.options.dataset_size == 50);
   const bool noted = std::any_of(script.notes.begin(), script.notes.end(), [&](const std::string& n) {
     return n.find("sluice.jsonl: 1 index could not be saved (cannot write " + dir.path() + "/not_a_folder/") == 0 &&
-           n.find("Not a directory") != std::string::npos && n.find("the next run builds it again") != std::string::npos;
+           n.find("Not a directory") != std::string::npos && n.find("the next run reads the files again to rebuild it") != std::string::npos;
   });
   INFO((script.notes.empty() ? std::string("no notes") : script.notes.front()));
   CHECK(noted);

@@ -238,12 +238,11 @@ void write_text_file(const std::string& path, const std::string& text) {
     std::remove(tmp.c_str());
     throw Error(what + ": cannot write: " + std::strerror(err));
   };
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) fail(tmp);
-    out << text;
-    if (!out.flush()) fail(tmp);
-  }
+  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+  if (!out) fail(tmp);
+  out << text;
+  out.close();
+  if (!out) fail(tmp);
   if (std::rename(tmp.c_str(), path.c_str()) != 0) fail(path);
 }
 

@@ -140,7 +140,7 @@ void write_file_atomic(const std::string& path, std::string_view text) {
     out.finish();
     publish_file(tmp, path);
   } catch (...) {
-    ::unlink(tmp.c_str());  // a full disk leaves no partial file behind (path keeps its last version)
+    ::unlink(tmp.c_str());  // a full disk leaves no partial file behind (failed before the rename, path is as it was)
     throw;
   }
 }
