@@ -225,9 +225,19 @@ Zygote::Zygote(std::function<void(std::uint32_t)> worker_main, std::uint32_t max
   // registry's around it, as around every fork of the process (holding it
   // here too would deadlock a host thread forking at the same time with a C
   // library that runs the handlers under its own atfork lock).
+  // Every signal blocked across the fork, so that no handler of the host's
+  // runs in the zygote before reset_signals() puts its own in place (a signal
+  // sent to the process group in between, by timeout(1) or Slurm, waits
+  // pending until then, and meets the zygote's disposition); the parent gets
+  // its mask back at once.
+  sigset_t all, host_mask;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &host_mask);
   pid_ = fork();
+  const int fork_errno = errno;
+  if (pid_ != 0) pthread_sigmask(SIG_SETMASK, &host_mask, nullptr);
   if (pid_ < 0) {
-    const int err = errno;
+    const int err = fork_errno;
     OwnedLock lock;
     for (int fd : sv) {
       unregister_fd(fd);

@@ -5,6 +5,7 @@
 // so a regression fails the test instead of hanging the suite.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -85,6 +87,53 @@ std::uint64_t ms_since(std::chrono::steady_clock::time_point t) {
 }
 
 }  // namespace
+
+namespace {
+int g_foreign_pipe = -1;
+pid_t g_host_pid = 0;
+// The host's SIGTERM handler: it notes any process other than the host that runs it.
+void note_foreign_handler(int) {
+  const pid_t self = getpid();
+  if (self != g_host_pid) [[maybe_unused]] ssize_t n = write(g_foreign_pipe, &self, sizeof self);
+}
+}  // namespace
+
+TEST_CASE("a signal to the process group while the zygote is forked never runs the host's handler in it", "[supervision]") {
+  const std::string error = test::in_child(
+      [] {
+        setpgid(0, 0);  // a group of our own: the signals below reach this process and its children only
+        int fds[2];
+        if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) return std::string("pipe2 failed");
+        g_foreign_pipe = fds[1];
+        g_host_pid = getpid();
+        struct sigaction sa {};
+        sa.sa_handler = note_foreign_handler;
+        sa.sa_flags = SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGTERM, &sa, nullptr);
+        std::atomic<bool> done{false};
+        std::thread storm([&] {  // SIGTERM to the whole group, as timeout(1) and Slurm send it
+          while (!done.load()) {
+            kill(0, SIGTERM);
+            std::this_thread::sleep_for(std::chrono::microseconds(20));
+          }
+        });
+        std::string result;
+        for (int i = 0; i < 40 && result.empty(); ++i) {
+          Loader loader(small_options(8, 4, 1));
+          result = consume_all(loader, 2);
+        }
+        done = true;
+        storm.join();
+        pid_t foreign = 0;
+        if (result.empty() && read(fds[0], &foreign, sizeof foreign) == static_cast<ssize_t>(sizeof foreign))
+          result = "the host's SIGTERM handler ran in process " + std::to_string(foreign) + ", a child of the loader";
+        return result;
+      },
+      60000);
+  REQUIRE(error == "");
+  REQUIRE(test::descendants(getpid()).empty());
+}
 
 TEST_CASE("several loaders in one process, destroyed in any order, never deadlock", "[supervision]") {
   const std::string error = test::in_child(
