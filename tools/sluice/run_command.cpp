@@ -185,8 +185,20 @@ class Progress {
 // loops without hooks). So a signal before the Loader exists arms a 2 s alarm,
 // and a second signal or the alarm, still without a Loader, exits at once with
 // 128 + the first signal, saving nothing.
+//
+// Only in the process that installed them: a child forked meanwhile (the
+// zygote, before it sets its own dispositions) that takes a signal sent to
+// the whole process group (timeout(1), Slurm) must not arm an alarm that
+// fires after `sluice run` has returned and says the opposite of what it did.
+//
+// And only while starting: the handler may run on any thread of the process,
+// between the main thread's setting g_loader and its cancelling the alarm, so
+// the alarm asks g_started (set for good once the run has a Loader, or has
+// saved its state without one), not g_loader (null again once the run is over).
 volatile std::sig_atomic_t g_signal = 0;
+volatile std::sig_atomic_t g_started = 0;
 Loader* volatile g_loader = nullptr;
+volatile pid_t g_main_pid = 0;
 constexpr unsigned kStartupGraceS = 2;
 
 [[noreturn]] void abandon_startup() {
@@ -198,10 +210,13 @@ constexpr unsigned kStartupGraceS = 2;
 }
 
 void on_signal(int sig) {
+  if (getpid() != g_main_pid) return;  // a forked child's copy of the handler (async-signal-safe)
   const bool again = g_signal != 0;
   if (!again) g_signal = sig;
   if (Loader* loader = g_loader) {
     loader->interrupt();
+  } else if (g_started) {
+    // the run is over (its state saved or being saved): nothing left to stop
   } else if (again) {
     abandon_startup();
   } else {
@@ -210,7 +225,7 @@ void on_signal(int sig) {
 }
 
 void on_alarm(int) {
-  if (g_loader == nullptr) abandon_startup();
+  if (getpid() == g_main_pid && !g_started) abandon_startup();
 }
 
 // Points the handler at a Loader for its lifetime; interrupts it at once if a
@@ -218,6 +233,7 @@ void on_alarm(int) {
 class SignalScope {
  public:
   explicit SignalScope(Loader& loader) {
+    g_started = 1;
     g_loader = &loader;  // before reading g_signal: a signal in between is seen by one or the other
     if (g_signal != 0) {
       alarm(0);  // started in time: the run saves its state (on_alarm also checks g_loader)
@@ -381,6 +397,8 @@ int run(const RunArgs& args) {
   if (const int signal = g_signal) {
     // Stopped while the script loaded: no Loader to start and stop, the
     // state is where the run would have begun.
+    g_started = 1;
+    alarm(0);
     if (recorder) recorder->close();
     std::fputs(save_state(args, o, LoaderState::start_of(o), signal, 0).c_str(), stderr);
     return 128 + signal;
@@ -529,6 +547,7 @@ int run(const RunArgs& args) {
 }  // namespace
 
 void install_signal_handlers() {
+  g_main_pid = getpid();
   struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
