@@ -221,6 +221,10 @@ class Loader:
             raise Error("format= is one of %s, not %r" % (", ".join(map(repr, _structure.FORMATS)), format))
         self._format = format
         if path is not None:
+            if worker_init is not None:
+                raise Error("%s= is for Python datasets: a pipeline.lua's workers run Lua, not this process's "
+                            "Python (set up there, at the script's top level, or give dataset=)"
+                            % ("worker_init_fn" if init_fn else "worker_init"))
             if ragged is not None or fields is not None:
                 raise Error("%s= is for Python datasets: a pipeline.lua declares its fields itself"
                             % ("ragged" if ragged is not None else "fields"))

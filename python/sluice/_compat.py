@@ -66,11 +66,15 @@ def translate(keywords, worker_init):
     if pin and device and not str(device).startswith("cuda"):
         raise Error("pin_memory_device=%r: Sluice pins for CUDA only" % (device,))
     timeout = out.pop("timeout", None)
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0):
+        raise Error("timeout= is seconds, 0 or more (0: none, as DataLoader's), got %r" % (timeout,))
     if timeout:
         if "batch_timeout_ms" in out:
             raise Error("timeout= and batch_timeout_ms= are the same setting: give one")
         out["batch_timeout_ms"] = int(round(float(timeout) * 1000))
     factor = out.pop("prefetch_factor", None)
+    if factor is not None and (isinstance(factor, bool) or not isinstance(factor, int) or factor < 1):
+        raise Error("prefetch_factor= is the batches each worker keeps ready, an int of 1 or more, got %r" % (factor,))
     if factor is not None:
         if "prefetch" in out:
             raise Error("prefetch_factor= and prefetch= say the same: give one")

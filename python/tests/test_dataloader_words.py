@@ -154,6 +154,24 @@ def test_prefetch_factor_with_a_pipeline_that_sets_its_workers(tmp_path):
         assert sum(len(b["i"]) for b in loader) == 64
 
 
+def test_values_dataloader_refuses_are_refused_in_its_words(tmp_path):
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(sluice.Error, match=r"prefetch_factor= is the batches each worker keeps ready, an int of 1 or more"):
+            sluice.Loader(Counting(32), batch_size=4, num_workers=2, prefetch_factor=bad)
+    for bad in (-1, "5"):
+        with pytest.raises(sluice.Error, match=r"timeout= is seconds, 0 or more"):
+            sluice.Loader(Counting(32), batch_size=4, num_workers=2, timeout=bad)
+    script = tmp_path / "p.lua"
+    script.write_text("local sluice = require('sluice')\n"
+                      "return sluice.pipeline { source = sluice.range(8), batch_size = 4,\n"
+                      "  fields = { { 'i', 'int64' } }, map = function(i) return { i = i } end }\n")
+    # A pipeline's workers run Lua: a Python worker_init_fn would never be called there.
+    with pytest.raises(sluice.Error, match=r"worker_init_fn= is for Python datasets: a pipeline.lua's workers run Lua"):
+        sluice.Loader(script, worker_init_fn=lambda worker_id: None)
+    with pytest.raises(sluice.Error, match=r"worker_init= is for Python datasets"):
+        sluice.Loader(script, worker_init=lambda worker_id: None)
+
+
 def test_timeout_replaces_a_hung_worker(tmp_path):
     loader = sluice.Loader(CrashOnce(17, tmp_path / "hung", "hang"), batch_size=4, num_workers=2, timeout=1,
                            persistent_workers=True, pin_memory=True)

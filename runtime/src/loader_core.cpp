@@ -167,7 +167,8 @@ void LoaderCore::fail_all_slots_held() {
               "alive), so no batch can be filled: release batches before calling next() again (keep a copy "
               "of what outlives its step: .clone() of a tensor, .copy() of an array, .item() of a loss; a "
               "small view pins its whole batch), or raise prefetch (prefetch= in Python, prefetch in a "
-              "pipeline, Options::slots in C++) above the number of batches kept at once");
+              "pipeline, Options::slots in C++) to at least 2 more than the batches kept at once (one being filled "
+              "while the loop holds another)");
 }
 
 void LoaderCore::reclaim_released() {
