@@ -444,18 +444,20 @@ void DataSource::open_tfrecord() {
                       : std::make_shared<io::TFRecordSource>(shards_, options);
   for (const io::SkippedSample& s : source->index_skips().entries())
     notes_.push_back("on_error = \"skip\": " + s.reason + "; the shard is read up to there");
-  note_unsaved_indexes("sluice.tfrecord", source->unsaved_indexes());
+  note_unsaved_indexes("sluice.tfrecord", source->unsaved_indexes(), "");
   size_ = source->size();
   records_ = std::move(source);
 }
 
 // One note for the indexes a source could not save beside its files.
-void DataSource::note_unsaved_indexes(const std::string& what, const std::vector<std::string>& unsaved) {
+// `how`: what rebuilding one costs besides reading its file.
+void DataSource::note_unsaved_indexes(const std::string& what, const std::vector<std::string>& unsaved,
+                                      const std::string& how) {
   if (unsaved.empty()) return;
   notes_.push_back(what + ": " + std::to_string(unsaved.size()) + (unsaved.size() == 1 ? " index" : " indexes") +
                    " could not be saved (" + unsaved.front() + (unsaved.size() > 1 ? ", and others" : "") +
-                   "), so the next run reads the files again to rebuild " + (unsaved.size() == 1 ? "it" : "them") +
-                   ", decompressing a compressed one (index_dir = a writable folder keeps them)");
+                   "), so the next run reads the files again to rebuild " + (unsaved.size() == 1 ? "it" : "them") + how +
+                   " (index_dir = a writable folder keeps them)");
 }
 
 void DataSource::open_tar() {
@@ -483,7 +485,7 @@ void DataSource::open_jsonl() {
   auto source = std::make_shared<io::JsonlSource>(expand("sluice.jsonl", spec_.paths), options);
   for (const io::SkippedSample& s : source->index_skips().entries())
     notes_.push_back("on_error = \"skip\": " + s.reason + "; the file is read up to its last whole line there");
-  note_unsaved_indexes("sluice.jsonl", source->unsaved_indexes());
+  note_unsaved_indexes("sluice.jsonl", source->unsaved_indexes(), ", decompressing a compressed one");
   size_ = source->size();
   records_ = std::move(source);
 }

@@ -185,7 +185,7 @@ class DataSource {
   void open_tfrecord();
   void open_tar();
   void open_jsonl();
-  void note_unsaved_indexes(const std::string& what, const std::vector<std::string>& unsaved);
+  void note_unsaved_indexes(const std::string& what, const std::vector<std::string>& unsaved, const std::string& how);
   void open_npy();
   void open_parquet();
   void count_stream();
