@@ -155,7 +155,8 @@ static py::dict remote_dict(const sluice::ScriptRemoteStats& r) {
 }
 
 PyLoader::PyLoader(LoaderSource source, std::string record)
-    : source_(std::move(source)), record_path_(std::move(record)), owner_pid_(getpid()) {}
+    : source_(std::move(source)), record_path_(std::move(record)), owner_pid_(getpid()),
+      owner_generation_(sluice::fork_generation()) {}
 
 std::unique_ptr<PyLoader> PyLoader::from_script(const std::string& path,
                                                 const std::vector<std::pair<std::string, std::string>>& settings,
@@ -421,13 +422,13 @@ std::uint64_t PyLoader::batches_per_epoch() const {
 }
 
 void PyLoader::close() {
-  if (getpid() != owner_pid_) return;  // a forked child's copy: the workers and the record are the parent's
+  if (sluice::fork_generation() != owner_generation_) return;  // a forked child's copy: the workers and the record are the parent's
   Exclusive one(mutex_);
   close_locked();
 }
 
 void PyLoader::check_process() const {
-  if (getpid() == owner_pid_) return;
+  if (sluice::fork_generation() == owner_generation_) return;
   throw Error("this Loader belongs to process " + std::to_string(owner_pid_) + ", and process " +
               std::to_string(getpid()) + " is a fork of it (one of its workers, os.fork, multiprocessing with "
               "fork): a Loader cannot be used from a forked process; make one there instead");
@@ -450,7 +451,7 @@ PyLoader* PyLoader::of(PyObject* self) {
 
 void PyLoader::drop_kept() {
   // The GC breaks the cycle here: the workers stop first, as they use what is kept.
-  if (getpid() == owner_pid_ && mutex_.try_lock()) {
+  if (sluice::fork_generation() == owner_generation_ && mutex_.try_lock()) {
     close_locked();
     mutex_.unlock();
   }

@@ -122,6 +122,7 @@ class PyLoader {
   std::atomic<bool> left_by_exception_{false};
   bool pending_recorded_ = false;         // ... and already in the run record
   pid_t owner_pid_;
+  std::uint64_t owner_generation_;  // sluice::fork_generation() there: tells a forked copy without a system call
   std::mutex mutex_;
 };
 

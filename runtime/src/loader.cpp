@@ -5,6 +5,7 @@
 
 #include "json.h"
 #include "loader_core.h"
+#include "owned_resources.h"
 
 namespace sluice {
 
@@ -88,6 +89,8 @@ std::optional<Batch> Loader::next_for(std::chrono::milliseconds timeout) {
 std::optional<Batch> Loader::next_for(std::chrono::milliseconds timeout, std::uint64_t last_epoch) {
   return core_->next(last_epoch, std::max(timeout, std::chrono::milliseconds(0)));
 }
+
+std::uint64_t fork_generation() { return detail::fork_generation(); }
 
 bool Loader::finished() const { return core_->finished(); }
 int Loader::ready_fd() { return core_->ready_fd(); }

@@ -44,6 +44,13 @@ namespace detail {
 class LoaderCore;
 }
 
+// How many forks separate this process from the one where Sluice was first
+// used: an object that records it when it is made belongs to an ancestor
+// wherever it differs (a Loader refuses to deliver to its forked copies).
+// No system call, unlike getpid(): a relaxed load of a counter that a
+// pthread_atfork handler bumps in the child, so hot paths may ask it per batch.
+SLUICE_API std::uint64_t fork_generation();
+
 struct SLUICE_API Stats {
   std::uint64_t batches_delivered = 0;
   std::uint64_t samples_delivered = 0;
