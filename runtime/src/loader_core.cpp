@@ -402,8 +402,15 @@ std::optional<Batch> LoaderCore::deliver(std::uint32_t slot) {
   } else if (h.field_count != copy.field_count || h.ids_offset != copy.ids_offset) {
     wrong = "its field count";
   } else {
-    describe_fields(copy.fields, options_, layout_, copy.size);
-    for (std::uint32_t f = 0; wrong.empty() && f < copy.field_count; ++f) {
+    if (described_size_ != copy.size) {
+      describe_fields(described_.fields, options_, layout_, copy.size);
+      described_size_ = copy.size;
+    }
+    std::copy_n(described_.fields, copy.field_count, copy.fields);
+    // Field by field (for the message) only where the bytes differ: the
+    // arena starts zeroed, and neither side writes a dimension past ndim.
+    const bool same = std::memcmp(h.fields, copy.fields, copy.field_count * sizeof(FieldDesc)) == 0;
+    for (std::uint32_t f = 0; !same && wrong.empty() && f < copy.field_count; ++f) {
       wrong = field_mismatch(h.fields[f], copy.fields[f]);
       if (!wrong.empty()) wrong = "field " + std::to_string(f) + " ('" + options_.fields[f].name + "'): " + wrong;
     }

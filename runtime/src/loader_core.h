@@ -188,6 +188,11 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   moodycamel::ConcurrentQueue<std::uint32_t> released_;
 
   FaultLedger faults_;  // failures in a row, and what each new one means
+  // What deliver() checks a slot's header against: the fields of a batch of
+  // described_size_ samples (a batch size or a ragged last batch's), made
+  // again only when the size changes.
+  BatchHeader described_{};
+  std::uint32_t described_size_ = UINT32_MAX;
 
   // Timing.
   std::uint64_t created_ns_ = 0;
