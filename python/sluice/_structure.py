@@ -2,7 +2,8 @@
 that shape (as sluice.Array, torch tensors or NumPy arrays).
 
 Dicts and tuples nest; a list counts as a tuple at the top of a sample (as a
-sequence's (x, y)) and is an array below it; a batch is built back in the
+sequence's (x, y)) and is one array below it (np.asarray of it; refused where
+that would round an integer item, list_problem); a batch is built back in the
 sample's own containers (a namedtuple as its type, a top-level list as a list); anything else is one field,
 whatever NumPy makes of it (an int label is an int64 field). A field's name is
 its path: "image" for a dict's key, "0" for a tuple's first item, "meta.label"
@@ -81,6 +82,36 @@ def _rooms(ragged):
         raise Error("ragged= takes field names, or {name: room}, not %r" % (ragged,)) from None
 
 
+def list_problem(value, a, where):
+    """Why the array `a` NumPy made of a list below the top of a sample (one
+    leaf: np.asarray of it) does not stand for the list, or None. NumPy's
+    promotion keeps every value except an integer among floats that the
+    floating dtype cannot hold (an int64 beyond 2**53 in float64): such a
+    list is refused, not rounded. Every sample's such lists are checked (the
+    workers call this too, dataset_producer.cpp)."""
+    import numpy as np
+    if a.dtype.kind != "f":
+        return None
+    items = [value]
+    while items:
+        item = items.pop()
+        if isinstance(item, (list, tuple)):
+            items.extend(item)
+            continue
+        i = np.asarray(item)
+        if i.dtype.kind not in "iu":
+            continue
+        held = i.astype(a.dtype).astype(object)
+        exact = i.astype(object)
+        if not np.array_equal(held, exact):
+            k = np.flatnonzero(held.ravel() != exact.ravel())[0]
+            return ("%s is a list, which below the top of a sample is one array, and NumPy makes it %s, which "
+                    "changes its item %r into %r: give its items one dtype (np.asarray(..., dtype=...)), or make it "
+                    "a tuple to carry each item as a leaf of its own" % (where, a.dtype, exact.ravel()[k],
+                                                                         held.ravel()[k]))
+    return None
+
+
 def describe(value, what, sequence, ragged=None):
     """(tree, fields) of a sample or a sequence's batch; fields: [(name, dtype, shape)],
     a variable-length leaf laid out as two (see above)."""
@@ -125,7 +156,15 @@ def describe(value, what, sequence, ragged=None):
         except Exception as error:
             raise Error("%s%s is %s, which is not an array: %s" % (what, label, type(v).__name__, error)) from None
         if a.dtype.name not in DTYPES:
+            if isinstance(v, list):
+                raise Error("%s%s is a list, which below the top of a sample is one array, and NumPy makes it %s, "
+                            "which sluice does not carry (%s): make it a tuple to carry each item as a leaf of its "
+                            "own (a str or bytes one is a variable-length leaf)"
+                            % (what, label, a.dtype, ", ".join(DTYPES)))
             raise Error("%s%s is %s, which sluice does not carry (%s)" % (what, label, a.dtype, ", ".join(DTYPES)))
+        problem = list_problem(v, a, what + label) if isinstance(v, list) else None
+        if problem:
+            raise Error(problem)
         if sequence and a.ndim == 0:
             raise Error("%s%s is a scalar: a sequence's batch has rows" % (what, label))
         shape = tuple(int(d) for d in a.shape)

@@ -215,6 +215,12 @@ class ValueWriter {
     if (v == Py_None) throw Error(what + " is None, " + was(spec_) + " " + std::string(dtype_name(spec_.fields[f].dtype)));
     py::array a = py::array::ensure(v);
     if (!a) throw Error(what + " is " + Py_TYPE(v)->tp_name + ", which is not an array");
+    // A list is one array as NumPy makes it, which may round an integer item
+    // among floats: refused, as the first sample's is (_structure.list_problem).
+    if (PyList_Check(v) && a.dtype().kind() == 'f') {
+      py::object problem = py::module_::import("sluice._structure").attr("list_problem")(py::handle(v), a, what);
+      if (!problem.is_none()) throw Error(problem.cast<std::string>());
+    }
     PyObject* want = dtypes_[f];
     PyObject* got = reinterpret_cast<PyObject*>(a.dtype().ptr());
     if (got != want && PyObject_RichCompareBool(got, want, Py_EQ) != 1) {

@@ -82,6 +82,41 @@ def test_a_namedtuple_or_list_sample_comes_back_as_its_own_container(fmt, worker
     assert type(as_list) is list and np.asarray(as_list[1]).tolist() == [0, 1, 2, 3]
 
 
+class Lists:
+    """Lists below the top of a sample: numbers (a box), and one whose int64 item a float64 array would round
+    (in sample `lossy` only, so that the workers' check, not only the first sample's, is what refuses it)."""
+
+    def __init__(self, lossy=None, strings=False):
+        self.lossy, self.strings = lossy, strings
+
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        item = np.int64(2**53 + 1) if i == self.lossy else np.int64(2**53 + 2)  # 2**53 + 2 is a float64
+        sample = {"box": [i, 2.5, 3, 4], "mixed": [item, np.float32(0.5)]}
+        if self.strings:
+            sample["tags"] = ["a", "bc"]
+        return sample
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_list_below_the_top_is_one_array_and_never_rounds_an_item(workers):
+    batch = next(iter(sluice.Loader(dataset=Lists(), batch_size=4, workers=workers, format="numpy")))
+    assert batch["box"].dtype == np.float64 and batch["box"][:, 0].tolist() == [0, 1, 2, 3]
+    assert batch["mixed"].dtype == np.float64 and batch["mixed"][0].tolist() == [2**53 + 2, 0.5]
+    for lossy in (0, 5):
+        with pytest.raises(sluice.Error) as error:
+            for _ in sluice.Loader(dataset=Lists(lossy=lossy), batch_size=4, workers=workers):
+                pass
+        text = str(error.value)
+        assert "dataset[%d]['mixed'] is a list" % lossy in text and "float64" in text
+        assert "changes its item 9007199254740993 into 9007199254740992.0" in text and "a tuple" in text
+    with pytest.raises(sluice.Error, match=r"\['tags'\] is a list, which below the top of a sample is one array, "
+                                           r"and NumPy makes it <U2, .*make it a tuple"):
+        next(iter(sluice.Loader(dataset=Lists(strings=True), batch_size=4, workers=workers)))
+
+
 class Unsigned:
     """Token ids as uint16, counts as uint32 and uint64 (the last past int64 at index 5)."""
 
