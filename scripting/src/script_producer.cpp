@@ -114,7 +114,16 @@ void ScriptProducer::fill(BatchContext& batch) {
   view.data = data_.data();
   view.host = &host_;
   host_.batch = &batch;
-  if (feed_) feed_->begin_batch(batch.epoch(), batch.batch_index(), batch.samples());
+  if (feed_) {
+    try {
+      feed_->begin_batch(batch.epoch(), batch.batch_index(), batch.samples());
+    } catch (...) {
+      // A shard the batch needs failed to download: the requests and
+      // retries spent on it are counted all the same.
+      if (counters_) report_remote();
+      throw;
+    }
+  }
 
   lua_State* L = lua_->get();
   lua_rawgeti(L, LUA_REGISTRYINDEX, fill_ref_);
