@@ -98,6 +98,8 @@ def list_problem(value, a, where):
         if isinstance(item, (list, tuple)):
             items.extend(item)
             continue
+        if isinstance(item, (float, np.floating)):  # the usual items, held as they are
+            continue
         i = np.asarray(item)
         if i.dtype.kind not in "iu":
             continue

@@ -217,9 +217,21 @@ class ValueWriter {
     if (!a) throw Error(what + " is " + Py_TYPE(v)->tp_name + ", which is not an array");
     // A list is one array as NumPy makes it, which may round an integer item
     // among floats: refused, as the first sample's is (_structure.list_problem).
+    // A list of floats alone (Python's or NumPy's: the usual one) needs no look.
     if (PyList_Check(v) && a.dtype().kind() == 'f') {
-      py::object problem = py::module_::import("sluice._structure").attr("list_problem")(py::handle(v), a, what);
-      if (!problem.is_none()) throw Error(problem.cast<std::string>());
+      // References of the process's own, for its life (never released: the
+      // interpreter may be gone when statics are destroyed).
+      static PyObject* const floating = py::object(py::module_::import("numpy").attr("floating")).release().ptr();
+      bool floats = true;
+      for (Py_ssize_t i = 0; floats && i < PyList_GET_SIZE(v); ++i) {
+        PyObject* item = PyList_GET_ITEM(v, i);
+        floats = PyFloat_Check(item) || PyObject_TypeCheck(item, reinterpret_cast<PyTypeObject*>(floating));
+      }
+      if (!floats) {
+        static PyObject* const check = py::object(py::module_::import("sluice._structure").attr("list_problem")).release().ptr();
+        py::object problem = py::reinterpret_borrow<py::object>(check)(py::handle(v), a, what);
+        if (!problem.is_none()) throw Error(problem.cast<std::string>());
+      }
     }
     PyObject* want = dtypes_[f];
     PyObject* got = reinterpret_cast<PyObject*>(a.dtype().ptr());
