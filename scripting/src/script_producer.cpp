@@ -118,9 +118,13 @@ void ScriptProducer::fill(BatchContext& batch) {
     try {
       feed_->begin_batch(batch.epoch(), batch.batch_index(), batch.samples());
     } catch (...) {
-      // A shard the batch needs failed to download: the requests and
-      // retries spent on it are counted all the same.
-      if (counters_) report_remote();
+      // A shard the batch needs failed to download (or another error of the
+      // feed's): what its requests and retries spent is counted all the
+      // same, and nothing here may take the place of that error.
+      try {
+        if (counters_) report_remote();
+      } catch (...) {
+      }
       throw;
     }
   }

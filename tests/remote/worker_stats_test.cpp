@@ -46,7 +46,7 @@ TEST_CASE("Worker stats: the requests and retries of a download that fails in a 
                                                .remote_prefetch_mb = 0});
   const std::uint64_t at_load = script.remote_stats().requests;  // the indexes
   sluice::Loader loader(script.options);
-  REQUIRE(loader.next());  // shard 0 fetched by the worker
+  REQUIRE(loader.next());  // shard 0 in the cache
   http.stop();
   std::string error;
   try {
@@ -58,8 +58,8 @@ TEST_CASE("Worker stats: the requests and retries of a download that fails in a 
   INFO(error);
   REQUIRE_THAT(error, Catch::Contains("(gave up after 2 retries)"));
   const sluice::ScriptRemoteStats r = script.remote_stats();
-  // Shard 0's GET (and whatever the worker fetched before the stop), then
-  // the GET of the shard the failed batch needed and its 2 retries.
+  // At least the GET of the shard the failed batch needed and its 2 retries
+  // (shard 0 may have come with the load's trial of sample 0).
   CHECK(r.retries >= 2);
-  CHECK(r.requests - at_load >= 1 + 3);
+  CHECK(r.requests - at_load >= 3);
 }

@@ -225,13 +225,16 @@ void Prefetcher::run() {
       for (const std::uint32_t k : group) {
         if (!cache.holds(urls_[k])) continue;
         pinned[k] = 1;
-        got.push_back(k);
         struct stat st{};
         const std::string path = cache.path_of(urls_[k]);
         if (sizes_[k] != 0 &&
-            (::stat(path.c_str(), &st) != 0 || static_cast<std::uint64_t>(st.st_size) != sizes_[k]))
-          throw Error(urls_[k] + ": the object holds " + std::to_string(st.st_size) + " bytes, its index " +
-                      std::to_string(sizes_[k]) + "; is the index published beside it out of date?");
+            (::stat(path.c_str(), &st) != 0 || static_cast<std::uint64_t>(st.st_size) != sizes_[k])) {
+          // Not made ready; thrown below, once the group's counters are copied.
+          failed = urls_[k] + ": the object holds " + std::to_string(st.st_size) + " bytes, its index " +
+                   std::to_string(sizes_[k]) + "; is the index published beside it out of date?";
+          break;
+        }
+        got.push_back(k);
       }
       {
         std::lock_guard lock(mu_);
