@@ -63,8 +63,14 @@ void shrug_off(int) {}
 // goes back to the default there. SA_RESTART: system calls go on after it.
 // A host's handlers (a test framework's, a crash reporter's, Python's) must
 // not run here, and a host that ignores SIGCHLD must not make the kernel reap
-// our children unseen.
+// our children unseen. Every signal is blocked while the dispositions
+// change: SIGTERM sent to the group meanwhile (timeout(1), Slurm) waits for
+// the shrug instead of finding the default it passes through, which killed
+// a worker forked during a storm of them.
 void reset_signals() {
+  sigset_t all;
+  sigfillset(&all);
+  sigprocmask(SIG_SETMASK, &all, nullptr);
   for (int sig = 1; sig < NSIG; ++sig) {
     if (sig == SIGKILL || sig == SIGSTOP) continue;
     signal(sig, SIG_DFL);
