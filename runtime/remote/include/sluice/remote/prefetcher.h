@@ -76,9 +76,11 @@ class Prefetcher {
   // among the needed ones of the last want(), or already ready.
   void wait(std::uint32_t object);
 
-  // What the thread's Cache did so far (a copy, without `downloads`).
+  // What the threads' Caches did so far (a copy, without `downloads`).
+  // Counted when a thread's group of downloads ends: an object the second
+  // thread fetched ahead may read as ready() before its download counts.
   CacheStats stats();
-  // The downloads finished since the last call.
+  // The downloads counted since the last call (as stats()).
   std::vector<DownloadSpan> take_downloads();
 
  private:
