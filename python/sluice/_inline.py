@@ -14,7 +14,7 @@ import numpy as np
 
 from ._sluice import Error, _InlinePlan, _trial
 from . import _generators
-from ._structure import Ragged, list_problem
+from ._structure import Ragged, check_list
 
 
 def _walk(value, tree, what, label, out, labels=None):
@@ -231,9 +231,7 @@ class InlineCore:
         if value is None:
             raise Error("%s is None, the first was %s" % (where, dtype))
         a = np.asarray(value)
-        problem = list_problem(value, a, where) if isinstance(value, list) else None
-        if problem:
-            raise Error(problem)
+        check_list(value, a, where)
         if a.dtype.name != dtype:
             if type(value) not in (bool, int, float):
                 raise Error("%s is %s, the first was %s" % (where, a.dtype, dtype))

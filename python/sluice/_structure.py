@@ -114,6 +114,14 @@ def list_problem(value, a, where):
     return None
 
 
+def check_list(value, a, where):
+    """Raises Error when `value` is a list that `a`, the array NumPy made of
+    it, does not stand for (list_problem); anything else passes."""
+    problem = list_problem(value, a, where) if isinstance(value, list) else None
+    if problem:
+        raise Error(problem)
+
+
 def describe(value, what, sequence, ragged=None):
     """(tree, fields) of a sample or a sequence's batch; fields: [(name, dtype, shape)],
     a variable-length leaf laid out as two (see above)."""
@@ -164,9 +172,7 @@ def describe(value, what, sequence, ragged=None):
                             "own (a str or bytes one is a variable-length leaf)"
                             % (what, label, a.dtype, ", ".join(DTYPES)))
             raise Error("%s%s is %s, which sluice does not carry (%s)" % (what, label, a.dtype, ", ".join(DTYPES)))
-        problem = list_problem(v, a, what + label) if isinstance(v, list) else None
-        if problem:
-            raise Error(problem)
+        check_list(v, a, what + label)
         if sequence and a.ndim == 0:
             raise Error("%s%s is a scalar: a sequence's batch has rows" % (what, label))
         shape = tuple(int(d) for d in a.shape)
