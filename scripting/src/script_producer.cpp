@@ -114,27 +114,25 @@ void ScriptProducer::fill(BatchContext& batch) {
   view.data = data_.data();
   view.host = &host_;
   host_.batch = &batch;
-  if (feed_) {
-    try {
-      feed_->begin_batch(batch.epoch(), batch.batch_index(), batch.samples());
-    } catch (...) {
-      // A shard the batch needs failed to download (or another error of the
-      // feed's): what its requests and retries spent is counted all the
-      // same, and nothing here may take the place of that error.
+  // What the batch's downloads spent is counted on every way out, a shard
+  // that failed to download included; counting never takes the place of the
+  // batch's own error.
+  struct ReportRemote {
+    ScriptProducer* self;
+    ~ReportRemote() {
       try {
-        if (counters_) report_remote();
+        if (self->feed_ && self->counters_) self->report_remote();
       } catch (...) {
       }
-      throw;
     }
-  }
+  } report{this};
+  if (feed_) feed_->begin_batch(batch.epoch(), batch.batch_index(), batch.samples());
 
   lua_State* L = lua_->get();
   lua_rawgeti(L, LUA_REGISTRYINDEX, fill_ref_);
   lua_pushlightuserdata(L, &view);
   std::optional<std::string> error = lua_->call(1, 0);
   host_.batch = nullptr;
-  if (feed_ && counters_) report_remote();
   if (error) throw Error(*error);
   if (counters_) {
     counters_->add_fill(elapsed_ns(started), batch.size());
