@@ -6,7 +6,11 @@ CMake configures build-python/cmake (outside setuptools' temporary directories,
 so a reinstall rebuilds only what changed) with only the extension target:
 no tests, tools or CUDA. Environment: SLUICE_BUILD_JOBS (default: 2, the build
 shares the machine), SLUICE_BUILD_TYPE (default Release), SLUICE_CMAKE_ARGS
-(extra arguments, split on spaces).
+(extra arguments, split on spaces), SLUICE_CMAKE_BUILD_DIR: a CMake build
+directory of this checkout that exists already (tools/test.sh passes its
+build/), where the extension is added and built from the libraries built
+there, with that directory's own settings (build type, tests, tools), so
+nothing is compiled twice.
 """
 
 import os
@@ -28,15 +32,21 @@ class CMakeExtension(Extension):
 
 class CMakeBuild(build_ext):
     def build_extension(self, ext):
-        build_dir = ROOT / "build-python" / "cmake"
-        build_dir.mkdir(parents=True, exist_ok=True)
-        configure = [
-            "cmake", "-S", str(ROOT), "-B", str(build_dir),
-            "-DCMAKE_BUILD_TYPE=" + os.environ.get("SLUICE_BUILD_TYPE", "Release"),
-            "-DSLUICE_BUILD_PYTHON=ON", "-DSLUICE_BUILD_TESTS=OFF", "-DSLUICE_BUILD_TOOLS=OFF",
-            "-DSLUICE_BUILD_CUDA=OFF",
-            "-DPython3_EXECUTABLE=" + sys.executable,
-        ]
+        existing = os.environ.get("SLUICE_CMAKE_BUILD_DIR", "")
+        if existing:
+            build_dir = Path(existing).resolve()
+            if not (build_dir / "CMakeCache.txt").exists():
+                raise RuntimeError(f"SLUICE_CMAKE_BUILD_DIR={existing}: no CMakeCache.txt there; configure it first")
+            configure = ["cmake", "-S", str(ROOT), "-B", str(build_dir)]
+        else:
+            build_dir = ROOT / "build-python" / "cmake"
+            build_dir.mkdir(parents=True, exist_ok=True)
+            configure = [
+                "cmake", "-S", str(ROOT), "-B", str(build_dir),
+                "-DCMAKE_BUILD_TYPE=" + os.environ.get("SLUICE_BUILD_TYPE", "Release"),
+                "-DSLUICE_BUILD_TESTS=OFF", "-DSLUICE_BUILD_TOOLS=OFF", "-DSLUICE_BUILD_CUDA=OFF",
+            ]
+        configure += ["-DSLUICE_BUILD_PYTHON=ON", "-DPython3_EXECUTABLE=" + sys.executable]
         if shutil.which("ninja") and not (build_dir / "CMakeCache.txt").exists():
             configure += ["-G", "Ninja"]
         configure += os.environ.get("SLUICE_CMAKE_ARGS", "").split()

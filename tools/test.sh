@@ -15,7 +15,8 @@ cmake --build build -j"$jobs"
 ctest --test-dir build -j"$jobs" --output-on-failure
 
 echo "== Python package: pip install into build-python/venv, then pytest (exit 5, no tests, fails)"
-bash tools/python-test.sh
+# The extension is built in build/, from the libraries built there just now.
+SLUICE_CMAKE_BUILD_DIR="$PWD/build" bash tools/python-test.sh
 
 echo "== runtime tests under ASan + UBSan"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSLUICE_RUNTIME_ONLY=ON -DSLUICE_BUILD_CUDA=OFF \
