@@ -23,6 +23,7 @@
 #include "skipped_text.h"
 #include "verdict.h"
 #include "sluice/error.h"
+#include "sluice/io/atomic_file.h"
 #include "sluice/launcher.h"
 #include "sluice/loader.h"
 #include "sluice/record.h"
@@ -245,23 +246,6 @@ class SignalScope {
   SignalScope& operator=(const SignalScope&) = delete;
 };
 
-// By way of PATH.tmp, which a failure (a full disk) removes: PATH keeps its
-// last version and nothing partial is left beside it.
-void write_text_file(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  auto fail = [&](const std::string& what) {
-    const int err = errno;
-    std::remove(tmp.c_str());
-    throw Error(what + ": cannot write: " + std::strerror(err));
-  };
-  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-  if (!out) fail(tmp);
-  out << text;
-  out.close();
-  if (!out) fail(tmp);
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) fail(path);
-}
-
 // "{rank}" in a path becomes the rank, so that the ranks of a distributed run
 // write files of their own.
 std::string with_rank(std::string path, const std::string& rank) {
@@ -364,7 +348,7 @@ std::string save_state(const RunArgs& args, const Options& o, const LoaderState&
                        std::uint64_t delivered, const char* reason = nullptr) {
   const std::string path_template = args.state_path.empty() ? default_state_path(o.world_size) : args.state_path;
   const std::string state_path = for_rank(path_template, o.rank);
-  write_text_file(state_path, state.to_json() + "\n");
+  sluice::io::write_file_atomically(state_path, state.to_json() + "\n");
   std::string resume = state_path;
   if (o.world_size > 1 && path_template.find("{rank}") != std::string::npos) {
     // Every rank's state together resumes on any world size (same global batch).

@@ -1,6 +1,5 @@
 #include "file_util.h"
 
-#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 
@@ -8,10 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <ctime>
 #include <filesystem>
-#include <fstream>
-#include <functional>
 #include <new>
 
 #include "sluice/error.h"
@@ -106,52 +102,12 @@ std::string sidecar_path(const std::string& file, const std::string& dir, const 
       .string();
 }
 
-void remove_dead_writers(const std::string& stem) {
-  const std::filesystem::path p(stem);
-  const std::string dir = p.parent_path().empty() ? "." : p.parent_path().string();
-  const std::string prefix = p.filename().string();
-  std::error_code ec;
-  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
-    std::size_t at = prefix.size();
-    pid_t pid = 0;
-    while (at < name.size() && name[at] >= '0' && name[at] <= '9' && pid < 100'000'000) pid = pid * 10 + (name[at++] - '0');
-    if (at == prefix.size() || pid <= 0 || pid == ::getpid()) continue;
-    if (::kill(pid, 0) == 0 || errno != ESRCH) continue;  // its writer may live (or is not ours to ask)
-    struct stat st;
-    if (::stat(it->path().c_str(), &st) != 0 || std::time(nullptr) - st.st_mtime < 60) continue;
-    std::filesystem::remove(it->path(), ec);
-    ec.clear();
-  }
-}
-
-void write_atomically(const std::string& path, const std::function<void(std::ostream&)>& write) {
-  remove_dead_writers(path + ".tmp");
-  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::trunc | std::ios::binary);
-    if (!out) throw Error("cannot write " + tmp + ": " + std::strerror(errno));
-    try {
-      write(out);
-    } catch (...) {
-      out.close();
-      std::remove(tmp.c_str());
-      throw;
-    }
-    out.flush();
-    if (!out) {
-      const int err = errno;
-      out.close();
-      std::remove(tmp.c_str());
-      throw Error("cannot write " + tmp + ": " + std::strerror(err));
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    std::remove(tmp.c_str());
-    throw Error("cannot write " + path + ": " + std::strerror(err));
-  }
+void fsync_folder(const std::string& path) {
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  const std::string folder = parent.empty() ? std::string(".") : parent.string();
+  Fd fd(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd.get() < 0) throw Error("cannot open folder " + folder + ": " + std::strerror(errno));
+  if (::fsync(fd.get()) != 0 && errno != EINVAL) throw Error("cannot fsync folder " + folder + ": " + std::strerror(errno));
 }
 
 bool not_older(const std::string& a, const std::string& b) {

@@ -97,9 +97,18 @@ std::string sidecar_path(const std::string& file, const std::string& dir, const 
 void remove_dead_writers(const std::string& stem);
 
 // Writes `path` through `write` into PATH.tmpPID, then renames it over `path`,
-// so readers see the old file or the whole new one. Throws sluice::Error
-// "cannot write PATH: reason" (the temp file is removed).
-void write_atomically(const std::string& path, const std::function<void(std::ostream&)>& write);
+// so readers see the old file or the whole new one (atomic_file.h). Throws
+// sluice::Error "cannot write PATH: reason" (the temp file is removed).
+// Durable::yes flushes the file and then its folder to the disk, for what
+// users keep (a manifest, a state); caches (indexes, decompressed copies)
+// are made again when a crash loses them.
+enum class Durable { no, yes };
+void write_atomically(const std::string& path, const std::function<void(std::ostream&)>& write,
+                      Durable durable = Durable::no);
+
+// fsyncs the folder that holds `path` (after a rename into it). Throws
+// sluice::Error naming the folder.
+void fsync_folder(const std::string& path);
 
 // True when `a` was modified no earlier than `b` (both exist).
 bool not_older(const std::string& a, const std::string& b);

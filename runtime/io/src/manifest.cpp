@@ -11,6 +11,7 @@
 #include "json.h"
 #include "output_file.h"
 #include "sluice/error.h"
+#include "sluice/io/atomic_file.h"
 
 namespace sluice::io {
 namespace {
@@ -151,7 +152,7 @@ std::optional<Manifest> read_manifest(const std::string& dir) {
 }
 
 void write_manifest(const std::string& dir, const Manifest& manifest) {
-  detail::write_file_atomic(path_in(dir, kManifestName), manifest.to_json());
+  write_file_atomically(path_in(dir, kManifestName), manifest.to_json());
 }
 
 std::string check_shard_file(const std::string& path, const ManifestShard& shard, const std::string& name) {

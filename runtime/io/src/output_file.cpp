@@ -6,7 +6,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 
 #include "sluice/error.h"
 
@@ -28,14 +27,6 @@ constexpr std::uint64_t kWriteback = 8 << 20;
 
 [[noreturn]] void fail(const std::string& what, const std::string& path, int err) {
   throw Error(what + " " + path + ": " + std::strerror(err));
-}
-
-void fsync_folder(const std::string& path) {
-  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  const std::string folder = parent.empty() ? std::string(".") : parent.string();
-  Fd fd(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (fd.get() < 0) fail("cannot open folder", folder, errno);
-  if (::fsync(fd.get()) != 0 && errno != EINVAL) fail("cannot fsync folder", folder, errno);
 }
 
 }  // namespace
@@ -130,19 +121,6 @@ void OutputFile::finish() {
 void publish_file(const std::string& from, const std::string& to) {
   if (::rename(from.c_str(), to.c_str()) != 0) fail("cannot rename " + from + " to", to, errno);
   fsync_folder(to);
-}
-
-void write_file_atomic(const std::string& path, std::string_view text) {
-  const std::string tmp = path + ".tmp";
-  try {
-    OutputFile out(tmp);
-    out.write(text);
-    out.finish();
-    publish_file(tmp, path);
-  } catch (...) {
-    ::unlink(tmp.c_str());  // a full disk leaves no partial file behind (failed before the rename, path is as it was)
-    throw;
-  }
 }
 
 }  // namespace sluice::io::detail

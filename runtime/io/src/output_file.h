@@ -72,7 +72,4 @@ class OutputFile {
 // Renames `from` to `to` (same folder) and fsyncs the folder.
 void publish_file(const std::string& from, const std::string& to);
 
-// Writes `text` to `path` by the publish protocol (path + ".tmp" first).
-void write_file_atomic(const std::string& path, std::string_view text);
-
 }  // namespace sluice::io::detail
