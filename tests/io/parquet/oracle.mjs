@@ -137,5 +137,12 @@ for (const [label, columns] of Object.entries(encodings)) {
   }
 }
 
+// Shapes Sluice refuses (parquet_oracle_test.cpp reads them by name, not
+// through the manifest): structs as list elements, of two fields and of one,
+// and a struct's field beside a column whose own name is that dotted path.
+await con.run(`COPY (SELECT i::BIGINT AS id, [{'y': i, 'z': -i}, {'y': i + 1, 'z': -i - 1}] AS pairs,
+                 [{'y': i}] AS singles, {'a': i} AS st, (i * 2)::BIGINT AS "st.a"
+               FROM range(10) r(i)) TO '${path.join(out, 'refused_shapes.parquet')}' (FORMAT parquet)`);
+
 fs.writeFileSync(path.join(out, 'manifest.txt'), names.join('\n') + '\n');
 console.log(`wrote ${names.length} files to ${out}`);

@@ -4,9 +4,11 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 
+#include "../io_test_support.h"
 #include "parquet_test_support.h"
 #include "sluice/error.h"
 #include "sluice/io/parquet.h"
@@ -275,4 +277,20 @@ TEST_CASE("parquet corpus: data page v2, nullable and list columns, CRCs", "[par
     INFO(name);
     CHECK(read_table(corpus(std::string("data/") + name + ".parquet")).rows.size() >= 1000);
   }
+}
+
+TEST_CASE("parquet corpus: a file cut short is named as cut, not as something else", "[parquet]") {
+  // The first 60% of a real file: its PAR1 opens it, the footer is gone.
+  const std::string whole = corpus("data/alltypes_plain.parquet");
+  const auto size = std::filesystem::file_size(whole);
+  std::ifstream in(whole, std::ios::binary);
+  std::string bytes(size * 6 / 10, '\0');
+  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  sluice::io::test::TempDir dir;
+  const std::string cut = dir.file("cut.parquet");
+  std::ofstream(cut, std::ios::binary) << bytes;
+  CHECK_THROWS_WITH(ParquetFile(cut), Contains(cut) && Contains("without its footer") &&
+                                          Contains("ends after " + std::to_string(bytes.size()) + " bytes"));
+  std::ofstream(dir.file("text.parquet")) << "id,name\n1,a\n2,b\n";
+  CHECK_THROWS_WITH(ParquetFile(dir.file("text.parquet")), Contains("not a Parquet file (no PAR1 magic)"));
 }

@@ -21,6 +21,7 @@
 using namespace sluice;
 using namespace sluice::io;
 namespace fs = std::filesystem;
+using Catch::Matchers::Contains;
 
 namespace {
 
@@ -106,4 +107,27 @@ TEST_CASE("parquet oracle: DuckDB and arrow-rs files, every codec and encoding, 
     ++files;
   }
   CHECK(files >= 30);
+}
+
+TEST_CASE("parquet oracle: structs in lists and a name two columns share are refused, never read apart", "[parquet]") {
+  std::string why;
+  const std::string dir = oracle_files(why);
+  if (dir.empty()) SKIP_TEST(why);
+  const std::string path = dir + "/refused_shapes.parquet";
+  auto file = std::make_shared<ParquetFile>(path);
+  // [{y, z}, ...] and [{y}]: each field of the element would read as a list of its own.
+  for (const char* list : {"pairs", "singles"}) {
+    INFO(list);
+    CHECK_THROWS_WITH(ParquetReader({file}, {list}), Contains(path) && Contains("column '" + std::string(list) + "'") &&
+                                                          Contains("structs nested in lists are not supported"));
+  }
+  CHECK_THROWS_WITH(ParquetReader({file}, {}), Contains("structs nested in lists are not supported"));
+  // st.a is both the field a of the struct st and a column named "st.a".
+  CHECK_THROWS_WITH(ParquetReader({file}, {"st.a"}),
+                    Contains(path) && Contains("the column name 'st.a' names the field 'a' of 'st' and a column named 'st.a'"));
+  // The columns around them read as ever.
+  ParquetReader ids({file}, {"id"});
+  std::vector<ParquetValue> v(1);
+  ids.read(7, v);
+  CHECK(sluice::test::render(v[0], ids.column_infos()[0]) == "7");
 }

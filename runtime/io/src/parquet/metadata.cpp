@@ -296,7 +296,11 @@ struct Walk {
                             (node.has_logical && node.other_logical == "map");
         const bool is_list = node.converted == kList || (node.has_logical && node.other_logical == "list");
         if (reason.empty() && is_map) reason = "maps";
-        if (reason.empty() && node.repetition == 2 && node.num_children > 1) reason = "structs nested in lists";
+        // A struct as a list's element: a repeated group of several fields,
+        // or a group (not a list's own) within a repeated one. Its fields
+        // would read as lists of their own, apart.
+        const bool struct_in_list = node.repetition == 2 ? node.num_children > 1 : rep > 0 && !is_list;
+        if (reason.empty() && struct_in_list) reason = "structs nested in lists";
         if (reason.empty() && r > 1) reason = "nested lists";
         if (is_list && lname.empty()) lname = path;
         groups.push_back({path, is_map ? "map" : is_list || node.repetition == 2 ? "list" : "struct", reason});
@@ -331,8 +335,10 @@ std::uint32_t footer_length(const std::byte* head, const std::byte* tail, std::u
   const char* magic = reinterpret_cast<const char*>(tail + 4);
   if (std::memcmp(magic, "PARE", 4) == 0)
     throw Error("the file is encrypted (Parquet modular encryption), which Sluice does not read");
-  if (std::memcmp(head, "PAR1", 4) != 0 || std::memcmp(magic, "PAR1", 4) != 0)
-    throw Error("not a Parquet file (no PAR1 magic)");
+  if (std::memcmp(head, "PAR1", 4) != 0) throw Error("not a Parquet file (no PAR1 magic)");
+  if (std::memcmp(magic, "PAR1", 4) != 0)
+    throw Error("a Parquet file without its footer: it ends after " + std::to_string(size) +
+                " bytes without the closing PAR1 (cut short, or still being written)");
   std::uint32_t footer = 0;
   std::memcpy(&footer, tail, 4);
   if (footer > size - 12) throw Error("footer length " + std::to_string(footer) + " exceeds the file");

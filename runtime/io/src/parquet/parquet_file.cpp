@@ -65,9 +65,25 @@ std::vector<ParquetRowGroupInfo> ParquetFile::row_groups() const {
 }
 
 int ParquetFile::column(std::string_view name) const {
+  std::vector<std::size_t> found;
   for (std::size_t i = 0; i < columns_.size(); ++i)
-    if (columns_[i].name == name || meta_->leaves[i].path == name) return static_cast<int>(i);
-  return -1;
+    if (columns_[i].name == name || meta_->leaves[i].path == name) found.push_back(i);
+  if (found.empty()) return -1;
+  if (found.size() == 1) return static_cast<int>(found[0]);
+  // The fields of a struct in a list all take the list's name: what they
+  // lack is said first.
+  for (const std::size_t i : found)
+    if (!columns_[i].unsupported.empty()) return static_cast<int>(i);
+  std::string which;
+  for (const std::size_t i : found) {
+    const parquet::LeafColumn& leaf = meta_->leaves[i];
+    const std::string& own = meta_->schema[leaf.schema_index].name;
+    which += (which.empty() ? "" : " and ") +
+             (own == leaf.path ? "a column named '" + own + "'"
+                               : "the field '" + own + "' of '" + leaf.path.substr(0, leaf.path.size() - own.size() - 1) + "'");
+  }
+  throw Error(path_ + ": the column name '" + std::string(name) + "' names " + which +
+              "; Sluice cannot tell them apart, so it reads neither");
 }
 
 std::string ParquetFile::describe() const {

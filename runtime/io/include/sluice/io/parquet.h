@@ -97,7 +97,9 @@ class SLUICE_API ParquetFile {
   const std::string& created_by() const;
   const std::vector<ParquetColumnInfo>& columns() const { return columns_; }
   std::vector<ParquetRowGroupInfo> row_groups() const;
-  // The leaf column named `name`, or -1.
+  // The leaf column named `name` (its dotted path, or a list's name), or -1.
+  // Throws sluice::Error naming the file when `name` names two columns that
+  // can be read (a struct's field "s.a" and a column named "s.a").
   int column(std::string_view name) const;
   // What `sluice inspect` prints: schema, row groups, codecs, rows.
   std::string describe() const;
