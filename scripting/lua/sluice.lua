@@ -374,8 +374,11 @@ function M.parquet(spec)
   local columns = {}
   if spec.columns ~= nil then
     if type(spec.columns) ~= "table" then fail(1, "sluice.parquet: columns must be a list of column names") end
+    local seen = {}
     for i, c in ipairs(spec.columns) do
       if type(c) ~= "string" or c == "" then fail(1, "sluice.parquet: columns[%d] is not a column name", i) end
+      if seen[c] then fail(1, "sluice.parquet: columns[%d] is '%s' again (columns[%d]): each column is one field", i, c, seen[c]) end
+      seen[c] = i
       columns[i] = c
     end
     if #columns == 0 then fail(1, "sluice.parquet: columns is empty") end
@@ -652,10 +655,8 @@ M.half = {
 -- pipeline.lua may set (the table of sluice/settings.h; settings_test checks
 -- that these are its pipeline settings).
 local OPTION_NAMES = {
-  "source", "map", "map_batch", "fields", "read_ahead", "io_threads",
-  "batch_size", "drop_last", "shuffle", "shuffle_window", "seed", "workers", "prefetch", "memory_budget_mb",
   "source", "map", "map_batch", "fields", "read_ahead", "io_threads", "pack",
-  "batch_size", "drop_last", "shuffle", "seed", "workers", "prefetch", "memory_budget_mb",
+  "batch_size", "drop_last", "shuffle", "shuffle_window", "seed", "workers", "prefetch", "memory_budget_mb",
   "ordered", "epochs", "device", "on_error", "skip_fill",
 }
 local PARTS = { source = true, map = true, map_batch = true, fields = true, read_ahead = true, io_threads = true,

@@ -29,7 +29,7 @@ local rngs = require("sluice.rng")
 local sluice = require("sluice")
 
 local api = native.api
-local floor, format = math.floor, string.format
+local floor, format, huge = math.floor, string.format, math.huge
 local is_tensor = tensor.is_tensor
 local char_ptr = ffi.typeof("char*")
 
@@ -183,9 +183,26 @@ local function store_scalar(f, v, dst)
         who(), f.name, this_sample(), dt.name, tostring(v))
     end
     p[0] = v
-  elseif kind == "f16" then p[0] = api.f32_to_f16(tonumber(v))
-  elseif kind == "bf16" then p[0] = api.f32_to_bf16(tonumber(v))
-  else p[0] = v end
+    return
+  end
+  -- A finite number past the float type's range would be stored as inf:
+  -- refused as an integer out of range is (NaN and inf pass as given).
+  local n = tonumber(v)
+  local stored
+  if kind == "f16" then
+    p[0] = api.f32_to_f16(n)
+    stored = api.f16_to_f32(p[0])
+  elseif kind == "bf16" then
+    p[0] = api.f32_to_bf16(n)
+    stored = api.bf16_to_f32(p[0])
+  else
+    p[0] = v
+    stored = tonumber(p[0])
+  end
+  if (stored == huge or stored == -huge) and n == n and n ~= huge and n ~= -huge then
+    fail("%s: field '%s' of sample %s is %s; %s is past its range (it would be stored as %s)",
+      who(), f.name, this_sample(), dt.name, tostring(v), stored > 0 and "inf" or "-inf")
+  end
 end
 
 local function is_scalar(v)

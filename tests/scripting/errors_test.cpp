@@ -4,6 +4,9 @@
 #include <catch2/catch.hpp>
 
 #include <optional>
+#include <set>
+#include <utility>
+#include <vector>
 
 #include "sluice/error.h"
 #include "sluice/loader.h"
@@ -138,6 +141,47 @@ return sluice.pipeline {
 }
 )";
   CHECK_THAT(load_error(dir, script), Contains("field 'b' of sample 0 is uint8; 300 is not a value of that type"));
+}
+
+TEST_CASE("floating fields refuse a finite value past their range, which would be stored as inf", "[errors]") {
+  TempDir dir;
+  auto script = [](const std::string& dtype, const std::string& value) {
+    return R"(local sluice = require("sluice")
+return sluice.pipeline {
+  source = sluice.range(8), fields = { { "x", ")" + dtype + R"(" } },
+  map = function(i) return { x = i == 3 and )" + value + R"( or 1 } end,
+}
+)";
+  };
+  CHECK_THAT(run_error(dir, script("float32", "1e40")),
+             Contains("field 'x' of sample 3 is float32; 1e+40 is past its range (it would be stored as inf)"));
+  CHECK_THAT(run_error(dir, script("float16", "-70000")),
+             Contains("field 'x' of sample 3 is float16; -70000 is past its range (it would be stored as -inf)"));
+  CHECK_THAT(run_error(dir, script("bfloat16", "1e39")), Contains("is bfloat16; 1e+39 is past its range"));
+  // The largest values each holds, and inf and NaN given, pass.
+  for (const auto& [dtype, value] : std::vector<std::pair<std::string, std::string>>{
+           {"float16", "65504"}, {"float32", "3.4e38"}, {"float64", "1e300"}, {"float32", "math.huge"}, {"float32", "0/0"}}) {
+    INFO(dtype << " " << value);
+    sluice::Loader loader(sluice::load_script({.path = dir.write("ok.lua", script(dtype, value))}).options);
+    CHECK(loader.next());
+  }
+}
+
+TEST_CASE("an unknown pipeline option lists each option once", "[errors]") {
+  TempDir dir;
+  const std::string error =
+      load_error(dir, "local sluice = require('sluice')\nreturn sluice.pipeline { source = sluice.range(3), batchsize = 2 }\n");
+  const std::size_t from = error.find("(options: ");
+  REQUIRE(from != std::string::npos);
+  std::string list = error.substr(from + 10, error.find(')', from) - from - 10) + ", ";
+  std::multiset<std::string> names;
+  for (std::size_t at = 0, comma; (comma = list.find(", ", at)) != std::string::npos; at = comma + 2)
+    names.insert(list.substr(at, comma - at));
+  for (const std::string& name : names) {
+    INFO(name);
+    CHECK(names.count(name) == 1);
+  }
+  for (const char* name : {"source", "pack", "shuffle_window", "skip_fill"}) CHECK(names.count(name) == 1);
 }
 
 TEST_CASE("configuration mistakes are reported at the script's line", "[errors]") {

@@ -121,6 +121,11 @@ TEST_CASE("parquet: without a map the columns are the fields, and errors name th
   CHECK_THROWS_WITH(sluice::load_script({.path = script_for("key.lua", "sluice.parquet{ '" + kCorpus +
                                                                             "x.parquet', column = { 'a' } }")}),
                     Contains("sluice.parquet") && Contains("column"));
+  // A column named twice would be two fields of one name.
+  CHECK_THROWS_WITH(
+      sluice::load_script({.path = script_for("twice.lua", "sluice.parquet{ '" + kCorpus +
+                                                                "datapage_v2.snappy.parquet', columns = { 'b', 'c', 'b' } }")}),
+      Contains("sluice.parquet: columns[3] is 'b' again (columns[1]): each column is one field"));
 }
 
 TEST_CASE("parquet: shuffle_window shuffles row groups a window at a time, each decoded about once an epoch",
