@@ -8,6 +8,7 @@ slot), delivered in the sample's shape by Loader. state_dict() and
 load_state_dict() are the workers' format. Not here: on_error="skip", records,
 stats(), memory() and worker_pids() (there are no workers).
 """
+import math
 import warnings
 
 import numpy as np
@@ -238,8 +239,12 @@ class InlineCore:
             try:
                 with warnings.catch_warnings():  # NumPy 1.24 warns and wraps 300 into uint8: checked here
                     warnings.simplefilter("ignore", DeprecationWarning)
+                    warnings.simplefilter("ignore", RuntimeWarning)  # 1e40 into float32: inf, checked here
                     a = np.asarray(value, dtype)
-                held = a.item() == value or dtype in ("float16", "float32", "float64")
+                if dtype in ("float16", "float32", "float64"):  # rounds, but not past its range into inf
+                    held = not math.isinf(a.item()) or math.isinf(value) or math.isnan(value)
+                else:
+                    held = a.item() == value
             except (ValueError, OverflowError):  # NaN or inf into an integer; NumPy 2's out of range
                 held = False
             if not held:

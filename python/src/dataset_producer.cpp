@@ -3,6 +3,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <cmath>
 #include <cstring>
 #include <utility>
 
@@ -260,7 +261,16 @@ class ValueWriter {
       throw cannot_hold();
     }
     const bool floating = dtype == DType::f16 || dtype == DType::bf16 || dtype == DType::f32 || dtype == DType::f64;
-    if (!floating) {
+    if (floating) {
+      // Rounded, but never past the type's range into inf (NaN and inf given pass as they are).
+      const double in = PyFloat_AsDouble(v);
+      if (in == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear();
+        throw cannot_hold();
+      }
+      const double out = cast.attr("item")().cast<double>();
+      if (std::isinf(out) && std::isfinite(in)) throw cannot_hold();
+    } else {
       const int same = PyObject_RichCompareBool(cast.attr("item")().ptr(), v, Py_EQ);
       if (same != 1) {
         PyErr_Clear();

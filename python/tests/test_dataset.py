@@ -1,5 +1,6 @@
 """sluice.Loader(dataset=...): a map-style Python dataset in forked workers."""
 import json
+import re
 
 import numpy as np
 import pytest
@@ -246,18 +247,19 @@ def test_strided_and_fortran_arrays_are_copied_as_their_values():
 
 
 @pytest.mark.parametrize("field,value,dtype", [("small", 300, "uint8"), ("small", -1, "uint8"),
-                                               ("whole", 2.5, "int64"), ("flag", 2, "bool")])
+                                               ("whole", 2.5, "int64"), ("flag", 2, "bool"),
+                                               ("real", 1e40, "float32"), ("real", -1e39, "float32")])
 def test_a_python_number_its_field_cannot_hold_is_an_error_naming_it(field, value, dtype):
     class Narrow(Counting):
         def __getitem__(self, i):
             sample = {"small": np.uint8(i), "whole": np.int64(i), "flag": np.bool_(i % 2), "real": np.float32(i)}
             if i == 9:
                 sample[field] = value
-            elif i > 0:  # Python numbers the fields hold exactly (a float field rounds)
-                sample.update(small=255, whole=3.0, flag=True, real=0.1)
+            elif i > 0:  # Python numbers the fields hold exactly (a float field rounds, within its range)
+                sample.update(small=255, whole=3.0, flag=True, real=0.1 if i % 2 else 3.4e38)
             return sample
     for workers in (1, 0):  # workers=0 checks as the workers do
-        with pytest.raises(sluice.Error, match=r"dataset\[9\]\['%s'\] is %s, which %s cannot hold" % (field, value, dtype)):
+        with pytest.raises(sluice.Error, match=r"dataset\[9\]\['%s'\] is %s, which %s cannot hold" % (field, re.escape(repr(value)), dtype)):
             for _ in sluice.Loader(dataset=Narrow(20), batch_size=4, workers=workers):
                 pass
     batches = list(np.from_dlpack(b["small"]).tolist() for b in sluice.Loader(dataset=Narrow(8), batch_size=4))
