@@ -479,7 +479,9 @@ void DataSource::open_tar() {
 void DataSource::open_jsonl() {
   io::JsonlOptions options;
   options.field = spec_.field;
-  options.field_is_text = spec_.field_is_text;
+  // sample.bytes is the field's text (a document for a tokenizer): a null
+  // or a number there is the line's error, not the word "null".
+  options.field_is_text = true;
   options.index_dir = spec_.index_dir;
   options.on_error = on_error_;
   auto source = std::make_shared<io::JsonlSource>(expand("sluice.jsonl", spec_.paths), options);
@@ -559,7 +561,6 @@ std::shared_ptr<const text::TokenCorpus> tokenize_corpus(const SourceSpec& spec,
   const auto model = text::SentencePiece::open(spec.tokenizer);
   // Its remote objects are unpinned once it ends here: the tokens are on disk.
   SourceSpec text_spec = spec.text.at(0);
-  text_spec.field_is_text = true;  // {"text": null} is not the document "null"
   std::shared_ptr<const DataSource> text = DataSource::open(text_spec, on_error, seed, cache);
   if (text->mode() != DataSource::Mode::indexed)
     throw Error("text = sluice." + text->kind() + " must be a source read by index (files, folders, tfrecord, tar, jsonl)");

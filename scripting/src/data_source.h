@@ -68,7 +68,6 @@ struct SourceSpec {
   int index = -1;                       // tfrecord, tar: 1 indexed, 0 streaming, -1 automatic
   std::string index_dir;                // tfrecord, jsonl: where sidecar indexes live
   std::string field = "text";            // jsonl: the key every line must have (dotted: nested)
-  bool field_is_text = false;           // jsonl: that key's value must be a string (text to tokenize)
   bool verify_crc = true;               // tfrecord
   bool shuffle_shards = false;          // streaming: a fresh shard order per pass
   std::uint64_t shuffle_buffer = 0;     // streaming: records to shuffle among

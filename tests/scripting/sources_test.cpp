@@ -502,6 +502,30 @@ TEST_CASE("jsonl: gzip JSON lines reach map as bytes, a broken line fails by fil
   CHECK(slots[0] == 0);
   CHECK(slots[3] == 2);
 
+  // The field is text: null or a number there is the line's error (or its
+  // skip), never the text "null"; other keys keep their JSON text.
+  dir.write("kinds.jsonl", "{\"text\": \"a\", \"n\": null}\n{\"text\": null}\n{\"text\": \"null\"}\n"
+                           "{\"text\": 12}\n{\"text\": \"b\", \"n\": 12}\n");
+  const std::string kinds = R"(
+  fields = { { "text", "bytes", 8 }, { "n", "bytes", 8 } },
+  map = function(s)
+    local ffi = require('ffi')
+    return { text = s.bytes, n = s.fields.n and ffi.string(s.fields.n.data, s.fields.n.nbytes) or "-" }
+  end,
+  batch_size = 5,
+)";
+  const sluice::test::CliResult refused =
+      sluice::test::run_cli({"run", dir.write("kinds.lua", pipeline("sluice.jsonl { 'kinds.jsonl' }", kinds)), "--quiet"});
+  CHECK(refused.status == 1);
+  CHECK_THAT(refused.err, Contains(dir.path() + "/kinds.jsonl: line 2: \"text\" is null, not a string"));
+  sluice::Script kept = sluice::load_script(
+      {.path = dir.write("kinds_skip.lua", pipeline("sluice.jsonl { 'kinds.jsonl' }", kinds + "  on_error = 'skip',\n"))});
+  sluice::Loader kinds_loader(kept.options);
+  auto kinds_batch = kinds_loader.next();
+  REQUIRE(kinds_batch);
+  CHECK(kinds_batch->size() == 3);  // lines 1, 3 and 5
+  CHECK(kinds_loader.stats().skipped_samples.size() == 2);
+
   // Files without a line: the error names what the pipeline gave.
   dir.write("empty.jsonl", "");
   CHECK_THROWS_WITH(sluice::load_script({.path = dir.write("empty.lua", pipeline("sluice.jsonl { 'empty.jsonl' }", rest))}),

@@ -327,7 +327,8 @@ void parse_jsonl_line(std::span<const std::byte> line, std::string_view name,
     while (cut > 0 && cut < v.size() && (static_cast<unsigned char>(v[cut]) & 0xC0) == 0x80) --cut;
     return Error("\"" + std::string(name) + "\" is " + std::string(reinterpret_cast<const char*>(v.data()), cut) +
                  (cut < v.size() ? "..." : "") +
-                 ", not a string: a document to tokenize is a JSON string (on_error = \"skip\" leaves such lines out)");
+                 ", not a string: the field is text (sample.bytes, a document to tokenize) and must be a JSON "
+                 "string (on_error = \"skip\" leaves such lines out)");
   };
   for (std::size_t k = 0; k < out.fields.size(); ++k) {
     if (out.fields[k].name == name) {
