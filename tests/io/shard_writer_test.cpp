@@ -351,3 +351,29 @@ TEST_CASE("Streaming readers check a listed shard's checksum and name a corrupt 
     CHECK_THAT(why, Catch::Contains("corrupt shard: " + shards[1]));
   }
 }
+
+TEST_CASE("ShardWriter: a TFRecord refuses float64 fields and uint64 values past int64, never rounds or wraps them",
+          "[writer]") {
+  TempDir dir;
+  ShardWriterOptions o;
+  o.dir = dir.file("f64");
+  o.format = "tfrecord";
+  o.shard_samples = 4;
+  o.fields = {{"t", "float64", {}, ""}};
+  CHECK_THROWS_WITH(ShardWriter(o), Catch::Matchers::Contains("field 't' is float64, which a TFRecord cannot hold") &&
+                                        Catch::Matchers::Contains("--format tar"));
+  o.format = "tar";  // a .npy keeps it
+  CHECK_NOTHROW(ShardWriter(o));
+
+  o.dir = dir.file("u64");
+  o.format = "tfrecord";
+  o.fields = {{"id", "uint64", {2}, ""}};
+  ShardWriter w(o);
+  const std::uint64_t fits[2] = {7, std::uint64_t{INT64_MAX}};
+  const std::span<const std::byte> ok[1] = {std::as_bytes(std::span(fits))};
+  w.add(0, ok, 0, 1);
+  const std::uint64_t past[2] = {7, std::uint64_t{INT64_MAX} + 1};
+  const std::span<const std::byte> bad[1] = {std::as_bytes(std::span(past))};
+  CHECK_THROWS_WITH(w.add(1, bad, 0, 2), Catch::Matchers::Contains("sample 1, field 'id': uint64 9223372036854775808 does "
+                                                                   "not fit a TFRecord's int64_list"));
+}

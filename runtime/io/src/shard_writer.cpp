@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -224,6 +225,15 @@ ShardWriter::ShardWriter(ShardWriterOptions options) : impl_(std::make_unique<Im
   m.manifest.fields = m.options.fields;
   m.manifest.plan = m.options.plan;
   m.fields = detail::prepare_fields(m.manifest.fields);  // its entries point at these
+  if (!m.tar()) {
+    // tf.train.Example holds float32 and int64 only: float64 would be
+    // rounded, past what the manifest says, where a tar's .npy keeps it.
+    for (const detail::EncodedField& f : m.fields)
+      if (!f.bytes && f.dtype == DType::f64)
+        throw Error("field '" + f.spec->name + "' is float64, which a TFRecord cannot hold (tf.train.Example's "
+                    "float_list is float32): declare it float32 in the pipeline's fields to write it rounded, or "
+                    "write --format tar, whose .npy keeps float64");
+  }
 
   if (remote::is_remote(m.options.dir)) {
     remote::check_writable(m.options.dir);
@@ -324,6 +334,16 @@ void ShardWriter::add(std::uint64_t id, std::span<const std::span<const std::byt
     m.tar_sample.encode(key, m.fields, values);
     size = m.tar_sample.size();
   } else {
+    for (std::size_t i = 0; i < m.fields.size(); ++i) {
+      if (m.fields[i].bytes || m.fields[i].dtype != DType::u64) continue;
+      for (std::size_t at = 0; at + 8 <= values[i].size(); at += 8) {
+        std::uint64_t v;
+        std::memcpy(&v, values[i].data() + at, 8);
+        if (v > static_cast<std::uint64_t>(INT64_MAX))
+          throw Error("sample " + std::to_string(id) + ", field '" + m.fields[i].spec->name + "': uint64 " +
+                      std::to_string(v) + " does not fit a TFRecord's int64_list (write --format tar to keep it)");
+      }
+    }
     detail::encode_example(key, m.fields, values, m.encoded);
     size = detail::kTFRecordOverhead + m.encoded.size();
   }
