@@ -67,6 +67,11 @@ void inspect_folder(const std::string& root) {
     std::printf("  %-6zu %-24s %llu%s\n", c, classes[c].c_str(), static_cast<unsigned long long>(counts[c]),
                 counts[c] == 0 ? "  (empty)" : "");
   }
+  if (!not_images.empty() && not_images.size() == source->size()) {
+    // Likely a folder of data files (Parquet, shards, JSON lines), not of images.
+    std::printf("  no file here is an image: a folder of data files is read by the source of their format; "
+                "`sluice inspect FILE` shows one (%s)\n", not_images.front().c_str());
+  }
   print_names("not JPEG or PNG (sluice.image refuses them; extensions = {...} leaves them out)", not_images);
   print_names("outside any class folder (left out)", loose_files(root));
 }
