@@ -25,6 +25,7 @@
 
 #include "sluice/batch.h"
 #include "sluice/error.h"
+#include "sluice/io/atomic_file.h"
 #include "sluice/io/manifest.h"
 #include "sluice/io/record_source.h"
 #include "sluice/io/tar.h"
@@ -249,7 +250,8 @@ return sluice.pipeline {
   std::snprintf(next, sizeof next, "shard-%06zu.tar", cut->shards.size());
   for (const auto& e : fs::directory_iterator(killed)) {
     const std::string name = e.path().filename().string();
-    bool listed_or_tmp = name == "manifest.json" || name.ends_with(".tmp") || name == next ||
+    bool listed_or_tmp = name == "manifest.json" || name.ends_with(".tmp") ||
+                         sluice::io::is_atomic_temporary(name, "manifest.json") || name == next ||
                          name == std::string(next) + ".idx";
     for (const auto& s : cut->shards) listed_or_tmp = listed_or_tmp || name == s.name || name == s.name + ".idx";
     INFO(name);

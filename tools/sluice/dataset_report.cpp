@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "sluice/error.h"
+#include "sluice/io/atomic_file.h"
 #include "sluice/io/manifest.h"
 
 #include <algorithm>
@@ -52,12 +53,13 @@ std::vector<std::string> unlisted_files(const std::string& dir, const io::Manife
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
     if (known.count(name) || entry.is_directory()) continue;
-    const bool left = name.ends_with(".tmp") || name == next || name == std::string(next) + ".idx";
+    const bool manifest_tmp = io::is_atomic_temporary(name, io::kManifestName);
+    const bool left = name.ends_with(".tmp") || manifest_tmp || name == next || name == std::string(next) + ".idx";
     if (!m.complete && left) {
       ++leftovers;
       continue;
     }
-    if (name.starts_with("shard-") || ends_with_any(name, {".tar", ".tfrecord", ".idx", ".tmp", ".tar.gz"}))
+    if (name.starts_with("shard-") || manifest_tmp || ends_with_any(name, {".tar", ".tfrecord", ".idx", ".tmp", ".tar.gz"}))
       out.push_back(name);
   }
   std::sort(out.begin(), out.end());

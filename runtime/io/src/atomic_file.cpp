@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -41,14 +43,19 @@ void remove_dead_writers(const std::string& stem) {
 
 void write_atomically(const std::string& path, const std::function<void(std::ostream&)>& write, Durable durable) {
   remove_dead_writers(path + ".tmp");
-  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
+  // PATH.tmpPID.N, N counting this process's writes: no other writer, of
+  // this process or another, has the name while this one writes it.
+  static std::atomic<std::uint64_t> made{0};
+  const std::string tmp = path + ".tmp" + std::to_string(::getpid()) + "." +
+                          std::to_string(made.fetch_add(1, std::memory_order_relaxed));
   auto fail = [&](const std::string& what, int err) {
     std::remove(tmp.c_str());
     throw Error("cannot write " + what + ": " + std::strerror(err));
   };
   {
+    errno = 0;  // what a failed open, write or close leaves is theirs, not an earlier call's
     std::ofstream out(tmp, std::ios::trunc | std::ios::binary);
-    if (!out) fail(tmp, errno);
+    if (!out) fail(tmp, errno != 0 ? errno : EIO);
     try {
       write(out);
     } catch (...) {
@@ -69,6 +76,14 @@ void write_atomically(const std::string& path, const std::function<void(std::ost
 }
 
 }  // namespace detail
+
+bool is_atomic_temporary(std::string_view name, std::string_view of) {
+  const std::string stem = std::string(of) + ".tmp";
+  if (!name.starts_with(stem)) return false;
+  for (const char c : name.substr(stem.size()))
+    if ((c < '0' || c > '9') && c != '.') return false;
+  return true;
+}
 
 void write_file_atomically(const std::string& path, std::string_view text) {
   detail::write_atomically(
