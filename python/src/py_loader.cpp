@@ -236,6 +236,8 @@ std::string PyLoader::write(const std::string& dir, const std::string& format, s
                                           .plan = io::write_plan(options, script_hash),
                                           .remote_retries = source_.script.remote_retries,
                                           .remote_timeout_ms = source_.script.remote_timeout_ms});
+  for (const std::string& note : writer.shards().notes())
+    if (PyErr_WarnEx(PyExc_UserWarning, note.c_str(), 1) != 0) throw py::error_already_set();
   if (writer.shards().already_complete()) return writer.shards().manifest().to_json();
   writer.prepare(options);
   std::unique_ptr<sluice::Loader> loader;

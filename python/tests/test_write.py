@@ -241,3 +241,19 @@ def test_write_to_s3_gives_the_objects_a_local_write_gives(tmp_path, monkeypatch
     finally:
         server.terminate()
         server.wait()
+
+
+def test_a_float64_field_in_a_tfrecord_is_float32_as_the_manifest_and_a_warning_say(tmp_path):
+    class Readings:
+        def __len__(self):
+            return 4
+
+        def __getitem__(self, i):
+            return {"t": 1.1 * i, "n": i}  # a Python float: float64
+
+    with pytest.warns(UserWarning, match="field 't' is float64: a TFRecord holds it as float32"):
+        manifest = sluice.write(Readings(), tmp_path / "tf", format="tfrecord", shard_samples=4, workers=1)
+    dtypes = {f["name"]: f["dtype"] for f in manifest["fields"]}
+    assert dtypes["t"] == "float32" and dtypes["n"] == "int64"
+    manifest = sluice.write(Readings(), tmp_path / "tar", format="tar", shard_samples=4, workers=1)
+    assert {f["name"]: f["dtype"] for f in manifest["fields"]}["t"] == "float64"

@@ -352,18 +352,35 @@ TEST_CASE("Streaming readers check a listed shard's checksum and name a corrupt 
   }
 }
 
-TEST_CASE("ShardWriter: a TFRecord refuses float64 fields and uint64 values past int64, never rounds or wraps them",
-          "[writer]") {
+TEST_CASE("ShardWriter: a TFRecord writes a float64 field as float32, as its manifest and a note say, and refuses "
+          "a uint64 past int64", "[writer]") {
   TempDir dir;
   ShardWriterOptions o;
   o.dir = dir.file("f64");
   o.format = "tfrecord";
   o.shard_samples = 4;
-  o.fields = {{"t", "float64", {}, ""}};
-  CHECK_THROWS_WITH(ShardWriter(o), Catch::Matchers::Contains("field 't' is float64, which a TFRecord cannot hold") &&
-                                        Catch::Matchers::Contains("--format tar"));
-  o.format = "tar";  // a .npy keeps it
-  CHECK_NOTHROW(ShardWriter(o));
+  o.fields = {{"t", "float64", {}, ""}, {"n", "int64", {}, ""}};
+  {
+    ShardWriter w(o);
+    REQUIRE(w.notes().size() == 1);
+    CHECK_THAT(w.notes()[0], Catch::Contains("field 't' is float64: a TFRecord holds it as float32"));
+    const double t = 1.1;
+    const std::int64_t n = 5;
+    const std::span<const std::byte> values[2] = {std::as_bytes(std::span(&t, 1)), std::as_bytes(std::span(&n, 1))};
+    w.add(0, values, 0, 1);
+    const Manifest m = w.finish();
+    CHECK(m.fields[0].dtype == "float32");
+    CHECK(m.fields[1].dtype == "int64");
+  }
+  CHECK(read_manifest(dir.file("f64"))->fields[0].dtype == "float32");
+  CHECK_NOTHROW(ShardWriter(o));  // resumes the same conversion: complete
+  o.dir = dir.file("tar");
+  o.format = "tar";  // a .npy keeps float64
+  {
+    ShardWriter tar(o);
+    CHECK(tar.notes().empty());
+    CHECK(tar.manifest().fields[0].dtype == "float64");
+  }
 
   o.dir = dir.file("u64");
   o.format = "tfrecord";
@@ -374,6 +391,30 @@ TEST_CASE("ShardWriter: a TFRecord refuses float64 fields and uint64 values past
   w.add(0, ok, 0, 1);
   const std::uint64_t past[2] = {7, std::uint64_t{INT64_MAX} + 1};
   const std::span<const std::byte> bad[1] = {std::as_bytes(std::span(past))};
-  CHECK_THROWS_WITH(w.add(1, bad, 0, 2), Catch::Matchers::Contains("sample 1, field 'id': uint64 9223372036854775808 does "
-                                                                   "not fit a TFRecord's int64_list"));
+  CHECK_THROWS_WITH(w.add(1, bad, 0, 2), Catch::Contains("sample 1, field 'id': uint64 9223372036854775808 does "
+                                                         "not fit a TFRecord's int64_list"));
+}
+
+TEST_CASE("ShardWriter: a run killed while it wrote its first manifest is resumed, and its temporary removed",
+          "[writer]") {
+  TempDir dir;
+  const std::string out = dir.file("ds");
+  auto o = three_fields(out, "tar");
+  o.shard_samples = 4;
+  std::filesystem::create_directories(out);
+  // What such a run leaves: a shard, and the manifest's temporary (of a process that is gone).
+  write_dataset(dir.file("first"), "tar", 4, 4);
+  std::filesystem::copy_file(dir.file("first/shard-000000.tar"), out + "/shard-000000.tar");
+  const std::string left = out + "/manifest.json.tmp999999.0";
+  std::ofstream(left) << "{\"partial";
+  ShardWriter w(o);
+  CHECK(w.shards_kept() == 0);  // no manifest listed it: made again
+  CHECK_FALSE(std::filesystem::exists(left));
+  write_samples(w, 0, 6);
+  CHECK(w.finish().shards.size() == 2);
+  // A user's file is still refused.
+  o.dir = dir.file("users");
+  std::filesystem::create_directories(o.dir);
+  std::ofstream(o.dir + "/manifest.json.tmp.bak") << "mine";
+  CHECK_THROWS_WITH(ShardWriter(o), Catch::Contains("is not empty and has no manifest.json"));
 }

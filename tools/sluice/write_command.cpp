@@ -154,6 +154,7 @@ int write(WriteArgs& args) {
   wo.remote_timeout_ms = args.settings.script_options().remote_timeout_ms;
   io::BatchWriter writer(o.fields, wo);
   const io::ShardWriter& shards = writer.shards();
+  for (const std::string& note : shards.notes()) std::fprintf(stderr, "note: %s\n", note.c_str());
   if (shards.already_complete()) {
     std::printf("%s is already written and complete (%zu shards, %llu samples)\n", args.to.c_str(),
                 shards.shards_kept(), static_cast<unsigned long long>(shards.samples_kept()));

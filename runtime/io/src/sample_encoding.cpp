@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 
@@ -216,8 +217,12 @@ void encode_example(const std::string& key, const std::vector<EncodedField>& fie
         put_len_field(list, 1, std::string_view(reinterpret_cast<const char*>(p), values[i].size()));
       } else if (is_integer(f.dtype)) {
         kind = 3;
-        for (std::uint64_t k = 0; k < f.elements; ++k)
+        for (std::uint64_t k = 0; k < f.elements; ++k) {
+          if (f.dtype == DType::u64 && load<std::uint64_t>(p + k * size) > static_cast<std::uint64_t>(INT64_MAX))
+            throw Error("field '" + f.spec->name + "': uint64 " + std::to_string(load<std::uint64_t>(p + k * size)) +
+                        " does not fit a TFRecord's int64_list (--format tar keeps it)");
           put_varint(packed, static_cast<std::uint64_t>(integer_at(f.dtype, p + k * size)));
+        }
         if (!packed.empty()) put_len_field(list, 1, packed);
       } else {
         kind = 2;

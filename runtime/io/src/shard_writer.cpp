@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -12,6 +11,7 @@
 #include "publisher.h"
 #include "sample_encoding.h"
 #include "sluice/error.h"
+#include "sluice/io/atomic_file.h"
 #include "sluice/io/tar_index.h"
 #include "sluice/io/tfrecord.h"
 #include "sluice/remote/cache.h"
@@ -50,6 +50,7 @@ struct ShardWriter::Impl {
   std::vector<detail::EncodedField> fields;
   Manifest manifest;
   bool was_complete = false;
+  std::vector<std::string> notes;
   std::uint64_t kept_samples = 0;
   std::size_t kept_shards = 0;
 
@@ -205,7 +206,7 @@ struct ShardWriter::Impl {
       bool listed = false;
       for (const auto& s : manifest.shards)
         if (name == s.name || name == s.name + ".idx") listed = true;
-      const bool ours = name.rfind("shard-", 0) == 0 || name == std::string(kManifestName) + ".tmp";
+      const bool ours = name.rfind("shard-", 0) == 0 || is_atomic_temporary(name, kManifestName);
       // A staging folder keeps nothing: what is kept is in the store.
       if ((!listed || !remote.empty()) && ours) fs::remove(entry.path());
     }
@@ -226,13 +227,14 @@ ShardWriter::ShardWriter(ShardWriterOptions options) : impl_(std::make_unique<Im
   m.manifest.plan = m.options.plan;
   m.fields = detail::prepare_fields(m.manifest.fields);  // its entries point at these
   if (!m.tar()) {
-    // tf.train.Example holds float32 and int64 only: float64 would be
-    // rounded, past what the manifest says, where a tar's .npy keeps it.
-    for (const detail::EncodedField& f : m.fields)
-      if (!f.bytes && f.dtype == DType::f64)
-        throw Error("field '" + f.spec->name + "' is float64, which a TFRecord cannot hold (tf.train.Example's "
-                    "float_list is float32): declare it float32 in the pipeline's fields to write it rounded, or "
-                    "write --format tar, whose .npy keeps float64");
+    // tf.train.Example holds float32 and int64 only: a float64 field is
+    // written rounded to float32, which the manifest records and a note says.
+    for (std::size_t i = 0; i < m.fields.size(); ++i) {
+      if (m.fields[i].bytes || m.fields[i].dtype != DType::f64) continue;
+      m.manifest.fields[i].dtype = std::string(dtype_name(DType::f32));
+      m.notes.push_back("field '" + m.manifest.fields[i].name + "' is float64: a TFRecord holds it as float32 " +
+                        "(tf.train.Example's float_list), as its manifest says; --format tar keeps float64");
+    }
   }
 
   if (remote::is_remote(m.options.dir)) {
@@ -268,7 +270,7 @@ ShardWriter::ShardWriter(ShardWriterOptions options) : impl_(std::make_unique<Im
   // Only ours may be there without a manifest: shards of a run killed
   // before it listed any (redone), never a user's files.
   auto refuse_foreign = [&](const std::string& name) {
-    if (name.rfind("shard-", 0) != 0 && name != std::string(kManifestName) + ".tmp")
+    if (name.rfind("shard-", 0) != 0 && !is_atomic_temporary(name, kManifestName))
       throw Error(m.options.dir + " is not empty and has no manifest.json (it holds " + name +
                   "); write to an empty or new " + (m.remote.empty() ? "folder" : "prefix"));
   };
@@ -312,6 +314,7 @@ std::uint64_t ShardWriter::resume_row() const { return impl_->manifest.resume_ro
 std::uint64_t ShardWriter::samples_kept() const { return impl_->kept_samples; }
 std::size_t ShardWriter::shards_kept() const { return impl_->kept_shards; }
 bool ShardWriter::already_complete() const { return impl_->was_complete; }
+const std::vector<std::string>& ShardWriter::notes() const { return impl_->notes; }
 const Manifest& ShardWriter::manifest() const { return impl_->manifest; }
 
 void ShardWriter::add(std::uint64_t id, std::span<const std::span<const std::byte>> values,
@@ -334,17 +337,11 @@ void ShardWriter::add(std::uint64_t id, std::span<const std::span<const std::byt
     m.tar_sample.encode(key, m.fields, values);
     size = m.tar_sample.size();
   } else {
-    for (std::size_t i = 0; i < m.fields.size(); ++i) {
-      if (m.fields[i].bytes || m.fields[i].dtype != DType::u64) continue;
-      for (std::size_t at = 0; at + 8 <= values[i].size(); at += 8) {
-        std::uint64_t v;
-        std::memcpy(&v, values[i].data() + at, 8);
-        if (v > static_cast<std::uint64_t>(INT64_MAX))
-          throw Error("sample " + std::to_string(id) + ", field '" + m.fields[i].spec->name + "': uint64 " +
-                      std::to_string(v) + " does not fit a TFRecord's int64_list (write --format tar to keep it)");
-      }
+    try {
+      detail::encode_example(key, m.fields, values, m.encoded);
+    } catch (const Error& e) {
+      throw Error("sample " + std::to_string(id) + ", " + e.what());
     }
-    detail::encode_example(key, m.fields, values, m.encoded);
     size = detail::kTFRecordOverhead + m.encoded.size();
   }
   // The cut, decided here in sample order (see the header).

@@ -13,7 +13,9 @@
 // one-entry bytes_list). A numeric field: in a tar, an integer scalar as
 // decimal text (ext NAME.cls, or "cls" for a field named cls) and anything
 // else as a .npy (ext NAME.npy); in a TFRecord, integers as an int64_list,
-// floats as a float_list (float64 narrowed to float32), in C order.
+// floats as a float_list (float64 rounded to float32: the manifest records
+// float32 for such a field, and notes() says so), in C order; a uint64 value
+// past int64 is refused (add() throws naming the sample).
 //
 // Shard boundaries are a pure function of the samples in order: with
 // shard_samples, every shard but the last holds exactly that many; with
@@ -102,6 +104,8 @@ class SLUICE_API ShardWriter {
   std::uint64_t samples_kept() const;  // samples in the shards kept
   std::size_t shards_kept() const;
   bool already_complete() const;       // the manifest said complete: nothing to do
+  // What the writer changed of the fields, for the user (a float64 field in a TFRecord).
+  const std::vector<std::string>& notes() const;
 
   // One sample: `values[i]` holds field i (the bytes of a bytes field, or the
   // field's elements in C order: exactly dtype size x shape elements).
