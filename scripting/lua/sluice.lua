@@ -288,7 +288,8 @@ end
 -- once, at load, into FILE.plain beside it (or in index_dir) and read there.
 --   sluice.jsonl{ "corpus/*.jsonl.gz" }                  sample.bytes = the "text" string's UTF-8 bytes
 --   sluice.jsonl{ "c.jsonl", field = "meta.body" }       a nested key (or a top-level key "meta.body")
--- Every line must hold `field`; every top-level key also reaches map as
+--   sluice.jsonl{ "labels.jsonl", field = false }        no text: the keys only, in sample.fields
+-- Every line must hold `field`, a JSON string; every top-level key also reaches map as
 -- sample.fields.KEY: a string's bytes, or any other value's JSON text. A
 -- malformed line is an error naming the file and line (on_error = "skip"
 -- drops it); a cut or corrupt compressed file stops at load (with skip: its
@@ -298,10 +299,12 @@ function M.jsonl(spec)
   paths, spec = path_list("sluice.jsonl", spec)
   if #paths == 0 then fail(1, "sluice.jsonl: no file given") end
   check_keys("sluice.jsonl", spec, { field = true, index_dir = true })
-  check_type("sluice.jsonl", spec, "field", "string")
+  if spec.field ~= false then check_type("sluice.jsonl", spec, "field", "string") end
   check_type("sluice.jsonl", spec, "index_dir", "string")
-  if spec.field == "" then fail(1, "sluice.jsonl: field must name a key") end
-  return native_source("jsonl", { field = spec.field or "text",
+  if spec.field == "" then fail(1, "sluice.jsonl: field must name a key (field = false: the keys only)") end
+  local field = spec.field
+  if field == nil then field = "text" elseif field == false then field = "" end
+  return native_source("jsonl", { field = field,
     index_dir = spec.index_dir and M.path(spec.index_dir) or nil }, paths)
 end
 

@@ -561,6 +561,8 @@ std::shared_ptr<const text::TokenCorpus> tokenize_corpus(const SourceSpec& spec,
   const auto model = text::SentencePiece::open(spec.tokenizer);
   // Its remote objects are unpinned once it ends here: the tokens are on disk.
   SourceSpec text_spec = spec.text.at(0);
+  if (text_spec.kind == "jsonl" && text_spec.field.empty())
+    throw Error("text = sluice.jsonl{ field = false } has no text to tokenize: name the key that holds it");
   std::shared_ptr<const DataSource> text = DataSource::open(text_spec, on_error, seed, cache);
   if (text->mode() != DataSource::Mode::indexed)
     throw Error("text = sluice." + text->kind() + " must be a source read by index (files, folders, tfrecord, tar, jsonl)");

@@ -525,6 +525,23 @@ TEST_CASE("jsonl: gzip JSON lines reach map as bytes, a broken line fails by fil
   REQUIRE(kinds_batch);
   CHECK(kinds_batch->size() == 3);  // lines 1, 3 and 5
   CHECK(kinds_loader.stats().skipped_samples.size() == 2);
+  const auto n = values<std::int64_t>(*kinds_batch, "n");  // per row: length, then 8 bytes
+  auto n_text = [&](std::size_t row) {
+    return std::string(reinterpret_cast<const char*>(&n[2 * row + 1]), static_cast<std::size_t>(n[2 * row]));
+  };
+  CHECK(n_text(0) == "null");  // other keys keep their JSON text
+  CHECK(n_text(1) == "-");
+  CHECK(n_text(2) == "12");
+  // field = false: lines without text, read by their keys.
+  sluice::Script keys_only = sluice::load_script({.path = dir.write(
+      "keys.lua", pipeline("sluice.jsonl { 'kinds.jsonl', field = false }",
+                           "  fields = { { 'n', 'bytes', 8 } },\n"
+                           "  map = function(s) return { n = s.fields.n and 'has' or 'none' } end,\n"
+                           "  batch_size = 5,\n"))});
+  sluice::Loader keys_loader(keys_only.options);
+  auto keys_batch = keys_loader.next();
+  REQUIRE(keys_batch);
+  CHECK(keys_batch->size() == 5);  // every line, null and numbers in text included
 
   // Files without a line: the error names what the pipeline gave.
   dir.write("empty.jsonl", "");
