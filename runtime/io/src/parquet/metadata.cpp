@@ -297,9 +297,15 @@ struct Walk {
         const bool is_list = node.converted == kList || (node.has_logical && node.other_logical == "list");
         if (reason.empty() && is_map) reason = "maps";
         // A struct as a list's element: a repeated group of several fields,
-        // or a group (not a list's own) within a repeated one. Its fields
-        // would read as lists of their own, apart.
-        const bool struct_in_list = node.repetition == 2 ? node.num_children > 1 : rep > 0 && !is_list;
+        // or a group (not a list's own) within a repeated one, or the
+        // format's legacy form of a one-field struct, a LIST's repeated group
+        // named "array" or NAME_tuple. Its fields would read as lists of
+        // their own, apart.
+        const std::string list_own = list_name.substr(list_name.rfind('.') + 1);  // npos + 1 == 0: all of it
+        const bool legacy_element = node.repetition == 2 && node.num_children == 1 && !is_list && !list_name.empty() &&
+                                    prefix == list_name && (node.name == "array" || node.name == list_own + "_tuple");
+        const bool struct_in_list =
+            legacy_element || (node.repetition == 2 ? node.num_children > 1 : rep > 0 && !is_list);
         if (reason.empty() && struct_in_list) reason = "structs nested in lists";
         if (reason.empty() && r > 1) reason = "nested lists";
         if (is_list && lname.empty()) lname = path;

@@ -83,7 +83,7 @@ int ParquetFile::column(std::string_view name) const {
                                : "the field '" + own + "' of '" + leaf.path.substr(0, leaf.path.size() - own.size() - 1) + "'");
   }
   throw Error(path_ + ": the column name '" + std::string(name) + "' names " + which +
-              "; Sluice cannot tell them apart, so it reads neither");
+              "; Sluice cannot tell them apart, so it reads neither (leave the name out with columns = {...})");
 }
 
 std::string ParquetFile::describe() const {
