@@ -6,6 +6,10 @@
 // the registry the test is skipped, saying why.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -28,13 +32,15 @@ namespace {
 int shell(const std::string& command) { return std::system(command.c_str()); }
 
 // The oracle's files, made once per build directory; "" with the reason in
-// `why` when they cannot be.
+// `why` when they cannot be. Test processes that CTest runs at once take
+// turns on a lock: the first makes the files, the others then find them.
 std::string oracle_files(std::string& why) {
   const fs::path npm = SLUICE_TEST_NPM_DIR;
   const fs::path out = npm / "parquet-oracle";
   // Made whole by an earlier run; one made before oracle.mjs wrote
   // refused_shapes.parquet lacks it, and is made again.
-  if (fs::exists(out / "manifest.txt") && fs::exists(out / "refused_shapes.parquet")) return out.string();
+  auto whole = [&] { return fs::exists(out / "manifest.txt") && fs::exists(out / "refused_shapes.parquet"); };
+  if (whole()) return out.string();
   if (shell("command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1") != 0) {
     why = "node and npm are not installed";
     return "";
@@ -43,6 +49,14 @@ std::string oracle_files(std::string& why) {
     why = "npm install failed (no registry?); see " + (npm / "install.log").string();
     return "";
   }
+  const int lock = ::open((npm / ".oracle.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  REQUIRE(lock >= 0);
+  struct Unlock {
+    int fd;
+    ~Unlock() { ::close(fd); }  // releases the flock
+  } unlock{lock};
+  REQUIRE(::flock(lock, LOCK_EX) == 0);
+  if (whole()) return out.string();  // made by another test process while this one waited
   // ES modules resolve packages from the script's own folder.
   fs::copy_file(fs::path(SLUICE_TEST_PARQUET_DIR) / "oracle.mjs", npm / "oracle.mjs",
                 fs::copy_options::overwrite_existing);
