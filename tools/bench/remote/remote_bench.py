@@ -28,7 +28,11 @@ to both pipelines (a spin on the thread's CPU clock), standing for a decode, so
 that the link can be faster than the pipeline consumes.
 Per setting also: a probe of what the served path delivers (curl, 8 GETs at
 once, as Sluice's transfer engine), and one extra cold run with cache_limit_mb
-a quarter of the data set, reporting the most the cache directory held.
+a quarter of the data set, reporting the most the cache directory held; the
+CPU seconds Sluice's processes and the store's (s3rver, the proxy) used, and
+the bound they set where the store shares the pipeline's cores: the cold
+epoch cannot take less than their sum over the cores. --trace-cold FILE keeps
+the first cold run's trace (downloads as spans beside each worker's fills).
 
 Targets (from the issue): a cold epoch at >= 0.9 of local files whenever the
 link is faster than the pipeline consumes; >= 2x the boto3 baseline;
@@ -49,6 +53,7 @@ import os
 import platform
 import random
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -278,7 +283,8 @@ class Link:
         return proxy_counts(self.control)
 
     def store_cpu(self):
-        return cpu_seconds(self.s3rver.pid) + (cpu_seconds(self.proxy.pid) if self.proxy else 0.0)
+        """CPU seconds so far of s3rver and of the proxy."""
+        return cpu_seconds(self.s3rver.pid), (cpu_seconds(self.proxy.pid) if self.proxy else 0.0)
 
     def stop(self, proc):
         if proc.poll() is None:
@@ -424,6 +430,7 @@ def run_sluice(sluice, script, env, cwd, watch=None, extra=()):
                 peak[0], peak[1] = size, time.perf_counter() - start
 
     poller = threading.Thread(target=poll, daemon=True) if watch else None
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.Popen([sluice, "run", script, "--interval", "0.000001", *extra], cwd=cwd, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     if poller:
@@ -444,7 +451,9 @@ def run_sluice(sluice, script, env, cwd, watch=None, extra=()):
         poller.join()
     if proc.returncode != 0 or first is None:
         sys.exit("sluice run %s failed (%d):\n%s%s" % (script, proc.returncode, out, "".join(err)))
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     result = {"ttfb": first, "seconds": last, "samples": None,
+              "cpu": after.ru_utime + after.ru_stime - usage.ru_utime - usage.ru_stime,
               "notes": [l.strip() for l in err if l.startswith("note:")]}
     for line in out.splitlines():
         m = DELIVERED.match(line)
@@ -503,7 +512,9 @@ def measured(link, fn):
     after = link.counts()
     result["requests"] = after["requests"] - before["requests"]
     result["bytes"] = after["response_bytes"] - before["response_bytes"]
-    result["store_cpu"] = link.store_cpu() - cpu_before
+    cpu_after = link.store_cpu()
+    result["store_cpu"] = sum(cpu_after) - sum(cpu_before)
+    result["proxy_cpu"] = cpu_after[1] - cpu_before[1]
     return result
 
 
@@ -536,6 +547,7 @@ def main():
                     help="Sluice's pipelines shuffle shards, then samples within windows of this many shards "
                          "(the locality shuffle); 0: one global shuffle, whose every batch draws on every shard")
     ap.add_argument("--json", default="", help="also write every figure to this file")
+    ap.add_argument("--trace-cold", default="", help="write the first cold run's Chrome trace (sluice run --trace) here")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("remote_bench.py needs root (ip netns, tc)")
@@ -603,11 +615,13 @@ def main():
                     text = text.replace("shuffle = true,", "shuffle = true, shuffle_window = %d," % args.shuffle_window)
                 f.write(text)
         runs = {"local": [], "cold": [], "warm": [], "boto3": []}
-        for _ in range(args.runs):
+        for i in range(args.runs):
             runs["local"].append(run_sluice(args.sluice, scripts["local"], base_env, work))
             shutil.rmtree(cache, ignore_errors=True)
             os.makedirs(cache)
-            runs["cold"].append(measured(link, lambda: run_sluice(args.sluice, scripts["s3"], s3_env, work, cache)))
+            trace = ("--trace", os.path.abspath(args.trace_cold)) if args.trace_cold and i == 0 else ()
+            runs["cold"].append(measured(link, lambda: run_sluice(args.sluice, scripts["s3"], s3_env, work, cache,
+                                                                  trace)))
             runs["warm"].append(measured(link, lambda: run_sluice(args.sluice, scripts["s3"], s3_env, work)))
             runs["boto3"].append(measured(link, lambda: run_boto3(link.endpoint(), tar_names, args.workers,
                                                                     args.batch_size, work_us, s3_env)))
@@ -631,7 +645,8 @@ def main():
             for r in rs:
                 r["rate"] = r["samples"] / r["seconds"]
             summary[case] = {k: med(rs, k) for k in ("ttfb", "seconds", "rate", "bytes", "requests",
-                                                     "sluice_mb", "sluice_requests", "cache_full_at", "store_cpu")}
+                                                     "sluice_mb", "sluice_requests", "cache_full_at", "store_cpu",
+                                                     "proxy_cpu", "cpu")}
             s = summary[case]
             print("%-7s %9.3f %11.3f %10.0f %10s %9s   %s" % (
                 case, s["ttfb"], s["seconds"], s["rate"],
@@ -651,10 +666,18 @@ def main():
             summary["cold"]["sluice_mb"] or 0, summary["cold"]["sluice_requests"] or 0,
             summary["cold"]["bytes"] / 1e6, summary["cold"]["requests"]))
         print("store CPU   s3rver and the proxy, on this machine's %d cores: %.2f s in the cold epoch (%.2f cores "
-              "of its %.2f s), %.2f s in boto3's (%.2f cores)" % (
+              "of its %.2f s; the proxy %.2f s of it), %.2f s in boto3's (%.2f cores)" % (
                   os.cpu_count(), summary["cold"]["store_cpu"], summary["cold"]["store_cpu"] / summary["cold"]["seconds"],
-                  summary["cold"]["seconds"], summary["boto3"]["store_cpu"],
+                  summary["cold"]["seconds"], summary["cold"]["proxy_cpu"], summary["boto3"]["store_cpu"],
                   summary["boto3"]["store_cpu"] / summary["boto3"]["seconds"]))
+        print("sluice CPU  user + system of its processes: local %.2f s, cold %.2f s, warm %.2f s" % (
+            summary["local"]["cpu"], summary["cold"]["cpu"], summary["warm"]["cpu"]))
+        # What the cores allow: the cold epoch's CPU, Sluice's and the store's, spread over every core
+        # with no idle moment, against the local epoch's time.
+        cpu_bound = (summary["cold"]["cpu"] + summary["cold"]["store_cpu"]) / os.cpu_count()
+        print("cpu bound   the cold epoch's CPU (Sluice's and the store's) needs %.2f s of %d cores: cold / local "
+              "at most %.2f here, where the store shares the pipeline's cores" % (
+                  cpu_bound, os.cpu_count(), min(1.0, summary["local"]["seconds"] / cpu_bound)))
         print("downloads   cold: the cache held the whole data set %.2f s after start, first batch at %.2f s" % (
             summary["cold"]["cache_full_at"] or float("nan"), summary["cold"]["ttfb"]))
         print("ratio       cold / local  %.2f samples/s  (target >= 0.9 %s)  [first touch %.3f us/page]" % (
