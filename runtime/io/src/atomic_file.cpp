@@ -1,4 +1,4 @@
-// Files replaced whole: PATH.tmpPID written, renamed over PATH (atomic_file.h).
+// Files replaced whole: PATH.tmpPID.N written, renamed over PATH (atomic_file.h).
 #include "sluice/io/atomic_file.h"
 
 #include <signal.h>
