@@ -196,8 +196,22 @@ std::string Nginx::why_not() {
   return file_exists("/usr/sbin/nginx") ? "" : "nginx is not installed (tools/install-deps.sh installs nginx-light)";
 }
 
-Nginx::Nginx(std::string root, const std::string& limit_rate) : root_(std::move(root)), dir_(temp_dir("nginx")), port_(free_port()) {
+std::string tls_why_not() {
+  return file_exists("/usr/bin/openssl") ? "" : "openssl(1) is not installed (Debian's ca-certificates brings it)";
+}
+
+void make_tls_certificate(const std::string& dir) {
+  ::mkdir(dir.c_str(), 0755);
+  const std::string command = "/usr/bin/openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+                              "-keyout '" + dir + "/key.pem' -out '" + dir + "/cert.pem' -days 2 -subj /CN=127.0.0.1 "
+                              "-addext subjectAltName=IP:127.0.0.1 > '" + dir + "/openssl.log' 2>&1";
+  if (run(command) != 0) throw std::runtime_error("openssl failed: " + read_file(dir + "/openssl.log"));
+}
+
+Nginx::Nginx(std::string root, const std::string& limit_rate, bool tls)
+    : root_(std::move(root)), dir_(temp_dir("nginx")), port_(free_port()), tls_(tls) {
   ::mkdir((dir_ + "/tmp").c_str(), 0755);
+  if (tls_) make_tls_certificate(dir_);
   std::ofstream conf(dir_ + "/nginx.conf");
   conf << "daemon off;\nmaster_process off;\nworker_processes 1;\npid " << dir_ << "/nginx.pid;\n"
        << "error_log " << dir_ << "/error.log;\nevents { worker_connections 256; }\n"
@@ -210,7 +224,8 @@ Nginx::Nginx(std::string root, const std::string& limit_rate) : root_(std::move(
        << "  scgi_temp_path " << dir_ << "/tmp;\n"
        << "  keepalive_requests 10000;\n"
        << (limit_rate.empty() ? "" : "  limit_rate " + limit_rate + ";\n")
-       << "  server {\n    listen 127.0.0.1:" << port_ << ";\n    root " << root_ << ";\n"
+       << "  server {\n    listen 127.0.0.1:" << port_ << (tls_ ? " ssl" : "") << ";\n    root " << root_ << ";\n"
+       << (tls_ ? "    ssl_certificate " + dir_ + "/cert.pem;\n    ssl_certificate_key " + dir_ + "/key.pem;\n" : "")
        // PUT for writers (nginx's DAV module: a temporary file renamed into place).
        << "    location / { dav_methods PUT DELETE; create_full_put_path on; client_max_body_size 0; }\n  }\n}\n";
   conf.close();
@@ -229,7 +244,7 @@ void Nginx::start() {
 void Nginx::stop() { terminate(pid_); }
 
 std::string Nginx::url(const std::string& path) const {
-  return "http://127.0.0.1:" + std::to_string(port_) + "/" + path;
+  return (tls_ ? "https" : "http") + std::string("://127.0.0.1:") + std::to_string(port_) + "/" + path;
 }
 
 std::vector<std::string> Nginx::log() const {
@@ -269,7 +284,9 @@ std::string S3rver::why_not() {
   return "";
 }
 
-S3rver::S3rver(std::string dir, std::string bucket) : dir_(std::move(dir)), bucket_(std::move(bucket)), port_(free_port()) {
+S3rver::S3rver(std::string dir, std::string bucket, bool tls)
+    : dir_(std::move(dir)), bucket_(std::move(bucket)), port_(free_port()), tls_(tls) {
+  if (tls_) make_tls_certificate(dir_ + ".tls");
   start();
 }
 
@@ -279,15 +296,18 @@ void S3rver::start() {
   if (pid_ > 0) return;
   // s3rver makes ListObjectsV2 continuation tokens with DES, which Node's
   // OpenSSL 3 keeps in its legacy provider.
-  pid_ = spawn({"/usr/bin/node", "--openssl-legacy-provider", s3rver_js(), "-d", dir_, "-p", std::to_string(port_), "-a", "127.0.0.1", "--silent",
-                "--configure-bucket", bucket_},
-               dir_ + ".log");
+  std::vector<std::string> args = {"/usr/bin/node", "--openssl-legacy-provider", s3rver_js(), "-d", dir_, "-p",
+                                    std::to_string(port_), "-a", "127.0.0.1", "--silent", "--configure-bucket", bucket_};
+  if (tls_) args.insert(args.end(), {"--key", dir_ + ".tls/key.pem", "--cert", ca_file()});
+  pid_ = spawn(args, dir_ + ".log");
   wait_ready(pid_, port_, "s3rver", dir_ + ".log");
 }
 
 void S3rver::stop() { terminate(pid_); }
 
-std::string S3rver::endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
+std::string S3rver::endpoint() const {
+  return (tls_ ? "https" : "http") + std::string("://127.0.0.1:") + std::to_string(port_);
+}
 
 void S3rver::upload(const std::string& dir, const std::string& prefix) const {
   const std::string script =
@@ -298,7 +318,7 @@ void S3rver::upload(const std::string& dir, const std::string& prefix) const {
       "    s3.upload_file(os.path.join(sys.argv[3], name), sys.argv[2], sys.argv[4] + name)\n";
   const std::string path = dir_ + ".upload.py";
   write_file(path, script);
-  const std::string command = "/usr/bin/python3 '" + path + "' " + endpoint() + " '" + bucket_ + "' '" + dir + "' '" +
+  const std::string command = (tls_ ? "AWS_CA_BUNDLE='" + ca_file() + "' " : std::string()) + "/usr/bin/python3 '" + path + "' " + endpoint() + " '" + bucket_ + "' '" + dir + "' '" +
                               prefix + "' >> '" + dir_ + ".upload.log' 2>&1";
   if (run(command) != 0) throw std::runtime_error("upload failed: " + read_file(dir_ + ".upload.log"));
 }

@@ -7,6 +7,9 @@
 //   S3rver s3(dir, "bucket");      // s3rver (npm) on a directory
 //   s3.upload(local_dir, "train/"); // each file as train/NAME, by boto3
 //
+//   Nginx https(root, "", true);   // the same over TLS: https://, its own CA
+//   https.ca_file()                // the PEM file that CA is (a self-signed certificate)
+//
 // Each has a usable() check; tests SKIP_TEST with why_not() when the server
 // cannot run here. Servers stop when destroyed (stop()/start() in between
 // keep the same port and data).
@@ -42,16 +45,23 @@ Run sh(const std::string& dir, const std::string& command);
 std::string cli();
 extern const char* const kNoCli;
 
+// A self-signed certificate for 127.0.0.1 (its own CA), made by openssl(1)
+// in `dir`: DIR/key.pem and DIR/cert.pem. Throws when openssl fails.
+void make_tls_certificate(const std::string& dir);
+std::string tls_why_not();  // "" when openssl(1) is there
+
 class Nginx {
  public:
-  // limit_rate: nginx's per-connection rate ("200k"), "" for none.
-  explicit Nginx(std::string root, const std::string& limit_rate = "");
+  // limit_rate: nginx's per-connection rate ("200k"), "" for none. tls:
+  // https:// with a certificate of its own (make_tls_certificate).
+  explicit Nginx(std::string root, const std::string& limit_rate = "", bool tls = false);
   ~Nginx();
   static std::string why_not();  // "" when nginx is installed
   void start();
   void stop();
   int port() const { return port_; }
   std::string url(const std::string& path) const;
+  std::string ca_file() const { return dir_ + "/cert.pem"; }  // with tls
   // Access-log lines: "METHOD URI STATUS BYTES CONNECTION CONNECTION_REQUESTS RANGE".
   std::vector<std::string> log() const;
   int requests(const std::string& method, const std::string& uri) const;
@@ -59,17 +69,20 @@ class Nginx {
  private:
   std::string root_, dir_;
   int port_ = 0;
+  bool tls_ = false;
   pid_t pid_ = -1;
 };
 
 class S3rver {
  public:
-  S3rver(std::string dir, std::string bucket);
+  // tls: https:// with a certificate of its own (make_tls_certificate, in DIR.tls).
+  S3rver(std::string dir, std::string bucket, bool tls = false);
   ~S3rver();
   static std::string why_not();  // "" when node, s3rver and boto3 are there
   void start();
   void stop();
-  std::string endpoint() const;  // http://127.0.0.1:PORT
+  std::string endpoint() const;  // http://127.0.0.1:PORT (https:// with tls)
+  std::string ca_file() const { return dir_ + ".tls/cert.pem"; }  // with tls
   int port() const { return port_; }
   // Uploads every file of `dir` as PREFIX + its name (boto3, /usr/bin/python3).
   void upload(const std::string& dir, const std::string& prefix) const;
@@ -78,6 +91,7 @@ class S3rver {
  private:
   std::string dir_, bucket_;
   int port_ = 0;
+  bool tls_ = false;
   pid_t pid_ = -1;
 };
 

@@ -545,3 +545,55 @@ TEST_CASE("Sources: a run slowed by checking its cached objects with the store s
   CHECK_THAT(r.out, Catch::Contains("nothing was downloaded"));
   CHECK_THAT(r.out, !Catch::Contains("the next run reads them from the warm cache"));
 }
+
+TEST_CASE("Sources: https:// and s3:// over TLS: an untrusted certificate is one clear error, with its CA the same records") {
+  if (cli().empty()) SKIP_TEST(kNoCli);
+  if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
+  if (!S3rver::why_not().empty()) SKIP_TEST(S3rver::why_not());
+  if (!tls_why_not().empty()) SKIP_TEST(tls_why_not());
+  // Two stores, each with a CA of its own: the s3:// runs can only pass by
+  // AWS_CA_BUNDLE, the https:// ones only by CURL_CA_BUNDLE or SSL_CERT_FILE.
+  const std::string shards = make_shards(), work = temp_dir("run");
+  Nginx https(shards, "", true);
+  S3rver s3(temp_dir("s3"), "bkt", true);
+  s3.upload(shards, "train/");
+  write_file(work + "/local.lua", pipeline(shards + "/train-*.tar"));
+  write_file(work + "/http.lua", pipeline(https.url("train-{000000..000003}.tar")));
+  write_file(work + "/s3.lua", pipeline("s3://bkt/train/*.tar"));
+  const std::string s3env = s3_env(s3);
+  REQUIRE_THAT(s3env, Catch::Contains("AWS_ENDPOINT_URL=https://127.0.0.1:"));
+
+  // Neither CA trusted (the system's store has neither): one clear error
+  // each, naming the URL and what to set, at once (a certificate is not
+  // retried), and no HTTP request reached the server.
+  Run r = sh(work, "SLUICE_CACHE_DIR=c0 " + cli() + " run http.lua --quiet");
+  INFO(r.out);
+  CHECK(r.status != 0);
+  CHECK_THAT(r.out, Catch::Contains(https.url("train-000000.tar")) || Catch::Contains(https.url("manifest.json")));
+  CHECK_THAT(r.out, Catch::Contains("certificate"));
+  CHECK_THAT(r.out, Catch::Contains("CURL_CA_BUNDLE or SSL_CERT_FILE"));
+  CHECK_THAT(r.out, !Catch::Contains("gave up after"));
+  CHECK(https.log().empty());
+  r = sh(work, s3env + "SLUICE_CACHE_DIR=c0 CURL_CA_BUNDLE=" + https.ca_file() + " " + cli() + " run s3.lua --quiet");
+  INFO(r.out);
+  CHECK(r.status != 0);
+  CHECK_THAT(r.out, Catch::Contains("s3://bkt/train/"));
+  CHECK_THAT(r.out, Catch::Contains("certificate"));
+  CHECK_THAT(r.out, Catch::Contains("AWS_CA_BUNDLE"));
+  r = sh(work, "SLUICE_CACHE_DIR=c0 CURL_CA_BUNDLE=/nonexistent/ca.pem " + cli() + " run http.lua --quiet");
+  INFO(r.out);
+  CHECK(r.status != 0);
+  CHECK_THAT(r.out, Catch::Contains("/nonexistent/ca.pem"));
+
+  // Each CA given where it belongs: the records of local files, with 1 and 2 workers.
+  const char* saved = std::getenv("CURL_CA_BUNDLE");
+  ::setenv("CURL_CA_BUNDLE", https.ca_file().c_str(), 1);
+  check_same_records(work, s3env + "AWS_CA_BUNDLE=" + s3.ca_file() + " ");
+  ::unsetenv("CURL_CA_BUNDLE");
+  r = sh(work, "SLUICE_CACHE_DIR=c1 SSL_CERT_FILE=" + https.ca_file() + " " + cli() +
+                   " run http.lua --quiet --record ssl_cert_file.jsonl");
+  INFO(r.out);
+  CHECK(r.status == 0);
+  CHECK(sh(work, cli() + " verify local.jsonl ssl_cert_file.jsonl").status == 0);
+  if (saved) ::setenv("CURL_CA_BUNDLE", saved, 1);
+}

@@ -84,7 +84,8 @@ struct Env {
 void clear_aws(Env& env, const std::string& home) {
   for (const char* n : {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
                         "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE", "AWS_REGION", "AWS_DEFAULT_REGION",
-                        "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"})
+                        "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE",
+                        "SSL_CERT_DIR"})
     env.set(n, nullptr);
   env.set("HOME", home.c_str());
 }
@@ -109,7 +110,7 @@ TEST_CASE("Credentials: environment, then the profile's file, else anonymous") {
                            "aws_session_token = tok\n");
   sluice::test::write_file(home + "/.aws/config", "[default]\nregion = eu-west-1\n[profile work]\nregion = ap-south-1\n"
                                                  "sts =\n  endpoint_url = http://127.0.0.1:9200\n"
-                                                 "endpoint_url = http://127.0.0.1:9100/\n");
+                                                 "endpoint_url = http://127.0.0.1:9100/\nca_bundle = /etc/work-ca.pem\n");
   {
     const S3Config c = s3_config_from_environment();
     CHECK(c.credentials.access_key == "AKDEFAULT");
@@ -124,6 +125,7 @@ TEST_CASE("Credentials: environment, then the profile's file, else anonymous") {
     CHECK(c.region == "ap-south-1");
     CHECK(c.endpoint == "http://127.0.0.1:9100");  // the profile's endpoint_url, as the AWS CLI takes it
     CHECK(c.path_style);
+    CHECK(c.ca_bundle == "/etc/work-ca.pem");
   }
   env.set("AWS_ACCESS_KEY_ID", "AKENV");
   env.set("AWS_SECRET_ACCESS_KEY", "se");
@@ -138,6 +140,18 @@ TEST_CASE("Credentials: environment, then the profile's file, else anonymous") {
     CHECK(c.path_style);
     CHECK(http_url("s3://bkt/a/b c.tar", c) == "http://127.0.0.1:9000/bkt/a/b%20c.tar");
   }
+  // The CAs https trusts: AWS_CA_BUNDLE before the profile's (s3://);
+  // CURL_CA_BUNDLE before SSL_CERT_FILE (any https); none: the system's.
+  CHECK(tls_config_from_environment().ca_file.empty());
+  CHECK(tls_config_from_environment().ca_dir.empty());
+  env.set("AWS_CA_BUNDLE", "/etc/env-ca.pem");
+  env.set("SSL_CERT_FILE", "/etc/ssl-ca.pem");
+  env.set("SSL_CERT_DIR", "/etc/cas");
+  CHECK(s3_config_from_environment().ca_bundle == "/etc/env-ca.pem");
+  CHECK(tls_config_from_environment().ca_file == "/etc/ssl-ca.pem");
+  CHECK(tls_config_from_environment().ca_dir == "/etc/cas");
+  env.set("CURL_CA_BUNDLE", "/etc/curl-ca.pem");
+  CHECK(tls_config_from_environment().ca_file == "/etc/curl-ca.pem");
   // A profile neither file holds stops every s3:// request, naming it, as
   // the AWS tools stop ("default" may be absent: it is the fallback).
   env.set("AWS_PROFILE", "nosuch");

@@ -79,12 +79,22 @@ S3Config s3_config_from_environment() {
   if (config.endpoint.empty()) config.endpoint = ini_value(config_file, section, "endpoint_url");
   while (!config.endpoint.empty() && config.endpoint.back() == '/') config.endpoint.pop_back();
   config.path_style = !config.endpoint.empty();
+  config.ca_bundle = env("AWS_CA_BUNDLE");
+  if (config.ca_bundle.empty()) config.ca_bundle = ini_value(config_file, section, "ca_bundle");
   if (profile != "default" && ini_value(file, profile, "").empty() && ini_value(config_file, section, "").empty())
     config.problem = "the profile '" + profile + "' (AWS_PROFILE) is in neither " +
                      (file.empty() ? "~/.aws/credentials" : file) + " nor " +
                      (config_file.empty() ? "~/.aws/config" : config_file) +
                      "; set AWS_PROFILE to one of their profiles, or unset it (the AWS tools stop on it too)";
   return config;
+}
+
+TlsConfig tls_config_from_environment() {
+  TlsConfig tls;
+  tls.ca_file = env("CURL_CA_BUNDLE");
+  if (tls.ca_file.empty()) tls.ca_file = env("SSL_CERT_FILE");
+  tls.ca_dir = env("SSL_CERT_DIR");
+  return tls;
 }
 
 }  // namespace sluice::remote

@@ -105,6 +105,7 @@ struct Transfer {
   std::string expected_etag;     // the version this attempt asked for with If-Match ("": any)
   bool changed = false;          // the answer was another version than expected_etag
   std::string error_body;        // the body of a status >= 300, for its message
+  char error_text[CURL_ERROR_SIZE] = {};  // curl's own words for a failed attempt
   uv_timer_t* backoff = nullptr;
   std::uint64_t last_byte_ms = 0;  // uv_now when this attempt began or last received a byte
   std::list<std::unique_ptr<Transfer>>::iterator self;
@@ -403,6 +404,12 @@ void TransferEngine::Impl::begin(Transfer& t) {
   curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options.connect_timeout_ms));
   curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
   curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, nullptr);  // bytes as stored: lengths must match
+  t.error_text[0] = '\0';
+  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t.error_text);
+  // The CAs https trusts (credentials.h): an s3:// request's own bundle first.
+  const std::string& ca_file = s3 && !options.s3.ca_bundle.empty() ? options.s3.ca_bundle : options.tls.ca_file;
+  if (!ca_file.empty()) curl_easy_setopt(e, CURLOPT_CAINFO, ca_file.c_str());
+  if (!options.tls.ca_dir.empty()) curl_easy_setopt(e, CURLOPT_CAPATH, options.tls.ca_dir.c_str());
   if (t.request.head) curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
   if (t.request.method == "PUT" || t.request.method == "POST") {
     const auto size = static_cast<curl_off_t>(t.body_size());
@@ -495,6 +502,14 @@ void TransferEngine::Impl::finish(Transfer& t, CURLcode code) {
     if (t.changed) t.response.status = 412;  // what the store should have answered
   } else if (code != CURLE_OK && !(code == CURLE_WRITE_ERROR && status >= 300)) {
     why = curl_easy_strerror(code);
+    // TLS's general words say little ("SSL peer certificate ... was not OK"):
+    // curl's own say what ("SSL certificate problem: self-signed certificate").
+    const bool tls = code == CURLE_PEER_FAILED_VERIFICATION || code == CURLE_SSL_CONNECT_ERROR ||
+                     code == CURLE_SSL_CACERT_BADFILE || code == CURLE_SSL_CERTPROBLEM;
+    if (tls && t.error_text[0] != '\0') why = t.error_text;
+    if (code == CURLE_PEER_FAILED_VERIFICATION)
+      why += " (no CA this process trusts signed the server's certificate; for a private CA give its PEM "
+             "file as AWS_CA_BUNDLE for s3://, or CURL_CA_BUNDLE or SSL_CERT_FILE)";
     if (code == CURLE_OPERATION_TIMEDOUT)
       why = "no byte for " + std::to_string(options.stall_timeout_ms) + " ms (remote_timeout_ms)";
     retry = transient(code);

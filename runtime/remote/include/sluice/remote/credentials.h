@@ -16,10 +16,18 @@
 // is addressed path-style (ENDPOINT/BUCKET/KEY), as MinIO, s3rver and most
 // other stores expect.
 //
+// TLS (https:// and an https endpoint): the system's CA store, unless told
+// otherwise, for a store whose certificate a private CA signed (MinIO, Ceph
+// on premises). CA file: for s3://, AWS_CA_BUNDLE, else the profile's
+// `ca_bundle` in the config file; for any https URL then CURL_CA_BUNDLE,
+// else SSL_CERT_FILE. CA folder (hashed names, as c_rehash makes):
+// SSL_CERT_DIR. A certificate no trusted CA signed is an error, never
+// retried and never waived.
+//
 // Errors: none thrown; a file that cannot be read counts as absent. An
 // AWS_PROFILE that neither file holds is S3Config::problem (the AWS tools
 // stop on it too), which every s3:// request then fails with.
-// Thread safety: s3_config_from_environment reads the environment and files;
+// Thread safety: s3_config_from_environment (and tls_) reads the environment and files;
 // call it before fork or in each process, not while another thread calls
 // setenv.
 #pragma once
@@ -41,10 +49,19 @@ struct S3Config {
   std::string region = "us-east-1";
   std::string endpoint;  // "" = AWS; else scheme://host[:port], no trailing '/'
   bool path_style = false;
+  std::string ca_bundle;  // AWS_CA_BUNDLE or the profile's ca_bundle: "" = TlsConfig's
   std::string problem;  // why no s3:// request can go out ("" when none)
 };
 
 S3Config s3_config_from_environment();
+
+// The CA certificates that https:// requests trust ("": the system's store).
+struct TlsConfig {
+  std::string ca_file;  // CURL_CA_BUNDLE, else SSL_CERT_FILE
+  std::string ca_dir;   // SSL_CERT_DIR
+};
+
+TlsConfig tls_config_from_environment();
 
 // The value of `key` in section `[section]` of an INI file such as
 // ~/.aws/credentials; "" when the file, the section or the key is missing.

@@ -62,6 +62,7 @@ struct TransferOptions {
   unsigned stall_timeout_ms = 30'000;  // no byte for this long: the attempt is dropped and retried
   unsigned max_in_flight = 8;          // more submitted requests wait their turn
   S3Config s3 = s3_config_from_environment();
+  TlsConfig tls = tls_config_from_environment();
 };
 
 struct Request {
