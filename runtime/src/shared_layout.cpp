@@ -62,6 +62,13 @@ ArenaLayout ArenaLayout::compute(const Options& o) {
       throw Error("field name '" + f.name + "' must have 1 to " + std::to_string(kNameBytes - 1) +
                   " characters");
     }
+    if (&f != &o.fields.front() &&
+        std::any_of(o.fields.data(), &f, [&](const FieldSpec& before) { return before.name == f.name; }))
+      throw Error("two fields are named '" + f.name + "': a batch's fields are found by name");
+    if (static_cast<unsigned>(f.dtype) > static_cast<unsigned>(DType::boolean))
+      throw Error("field '" + f.name + "' has dtype " + std::to_string(static_cast<unsigned>(f.dtype)) +
+                  ", which is none of Sluice's (0 to " + std::to_string(static_cast<unsigned>(DType::boolean)) +
+                  ": uint8 to bool, sluice/dtype.h)");
     if (f.shape.size() + 1 > kMaxDims) {
       throw Error("field '" + f.name + "' has " + std::to_string(f.shape.size()) +
                   " dimensions; at most " + std::to_string(kMaxDims - 1) + " per sample");

@@ -122,6 +122,21 @@ TEST_CASE("C API errors are status codes with a message", "[c_api]") {
   REQUIRE(std::string(sluice_last_error()).find("dataset_size") != std::string::npos);
   o.fill = nullptr;
   REQUIRE(sluice_loader_create(&o, &loader) == SLUICE_INVALID_ARGUMENT);
+
+  // A dtype past the enum (or one that a cast to a byte would wrap onto a
+  // real one) and two fields of one name are refused, naming the field.
+  o = square_options(fields, &poison);
+  for (const int bad : {-1, SLUICE_BOOL + 1, 268, 1000000}) {
+    sluice_field_spec odd[] = {{"id", SLUICE_I64, 0, nullptr}, {"square", static_cast<sluice_dtype>(bad), 0, nullptr}};
+    o.fields = odd;
+    INFO(bad);
+    CHECK(sluice_loader_create(&o, &loader) == SLUICE_INVALID_ARGUMENT);
+    CHECK_THAT(sluice_last_error(), Catch::Contains("field 'square' has dtype " + std::to_string(bad)));
+  }
+  const sluice_field_spec twice[] = {{"id", SLUICE_I64, 0, nullptr}, {"id", SLUICE_F64, 0, nullptr}};
+  o.fields = twice;
+  CHECK(sluice_loader_create(&o, &loader) == SLUICE_ERROR);
+  CHECK_THAT(sluice_last_error(), Catch::Contains("two fields are named 'id'"));
 }
 
 TEST_CASE("C API: a DLPack tensor keeps its slot alive until both the batch and the tensor let go", "[c_api][dlpack]") {
