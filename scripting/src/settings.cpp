@@ -253,7 +253,10 @@ std::uint64_t parse_setting(const SettingRow& row, const std::string& shown, std
       std::uint64_t value = 0;
       const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
       if (ec != std::errc() || end != text.data() + text.size() || value < row.min || value > row.max) {
-        bad(shown, "an integer in [" + std::to_string(row.min) + ", " + std::to_string(row.max) + "]", text);
+        bad(shown,
+            "an integer in [" + std::to_string(row.min) + ", " + std::to_string(row.max) + "]" +
+                (row.auto_value ? " or \"auto\"" : ""),
+            text);
       }
       return value;
     }

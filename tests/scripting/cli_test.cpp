@@ -130,6 +130,7 @@ TEST_CASE("RunSettings: one set of names for the command line, the C API and Pyt
   REQUIRE_THROWS_WITH(settings.set("wrokers", "2"), Catch::Contains("unknown setting 'wrokers'") &&
                                                         Catch::Contains("workers"));
   REQUIRE_THROWS_WITH(settings.set("workers", "0"), Catch::Contains("workers expects an integer in [1,"));
+  REQUIRE_THROWS_WITH(settings.set("workers", "abc"), Catch::Contains("] or \"auto\""));
   REQUIRE_THROWS_WITH(settings.set("shuffle", "yes"), Catch::Contains("true or false"));
   REQUIRE_THROWS_WITH(settings.set("epochs"), Catch::Contains("name=value"));
   REQUIRE_THROWS_WITH(settings.set("on_error", "ignore"), Catch::Contains("on_error expects fail or skip, got 'ignore'"));
