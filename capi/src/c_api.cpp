@@ -188,7 +188,8 @@ sluice_status sluice_loader_create(const sluice_options* o, sluice_loader** out)
       }
       if (static_cast<int>(s.dtype) < 0 || static_cast<int>(s.dtype) > SLUICE_BOOL) {
         throw InvalidArgument("sluice_loader_create: field '" + std::string(s.name) + "' has dtype " +
-                              std::to_string(static_cast<int>(s.dtype)) + ", which is no sluice_dtype (SLUICE_U8 to SLUICE_BOOL)");
+                              std::to_string(static_cast<int>(s.dtype)) +
+                              ", which is no sluice_dtype (SLUICE_U8 to SLUICE_BOOL)");
       }
       opt.fields.push_back({s.name, static_cast<sluice::DType>(s.dtype), {s.shape, s.shape + s.ndim}});
     }

@@ -166,9 +166,9 @@ void LoaderCore::fail_all_slots_held() {
               std::to_string(options_.held_timeout_ms) + " ms (Batches, or tensors made from them, are still "
               "alive), so no batch can be filled: release batches before calling next() again (keep a copy "
               "of what outlives its step: .clone() of a tensor, .copy() of an array, .item() of a loss, a "
-              "memcpy in C; a small view pins its whole batch), or raise prefetch (prefetch= in Python, prefetch in a "
-              "pipeline, Options::slots in C++, sluice_options.slots in C) to at least 2 more than the batches kept at once (one being filled "
-              "while the loop holds another)");
+              "memcpy in C; a small view pins its whole batch), or raise prefetch (prefetch= in Python, "
+              "prefetch in a pipeline, Options::slots in C++, sluice_options.slots in C) to at least 2 more "
+              "than the batches kept at once (one being filled while the loop holds another)");
 }
 
 void LoaderCore::reclaim_released() {

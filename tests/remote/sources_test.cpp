@@ -584,6 +584,7 @@ TEST_CASE("Sources: https:// and s3:// over TLS: an untrusted certificate is one
   INFO(r.out);
   CHECK(r.status != 0);
   CHECK_THAT(r.out, Catch::Contains("/nonexistent/ca.pem"));
+  CHECK_THAT(r.out, Catch::Contains("CURL_CA_BUNDLE or SSL_CERT_FILE)"));
 
   // Each CA given where it belongs: the records of local files, with 1 and 2 workers.
   const char* saved = std::getenv("CURL_CA_BUNDLE");

@@ -510,6 +510,8 @@ void TransferEngine::Impl::finish(Transfer& t, CURLcode code) {
     if (code == CURLE_PEER_FAILED_VERIFICATION)
       why += " (no CA this process trusts signed the server's certificate; for a private CA give its PEM "
              "file as AWS_CA_BUNDLE for s3://, or CURL_CA_BUNDLE or SSL_CERT_FILE)";
+    if (code == CURLE_SSL_CACERT_BADFILE)
+      why += " (the CA file named by AWS_CA_BUNDLE, the profile's ca_bundle, CURL_CA_BUNDLE or SSL_CERT_FILE)";
     if (code == CURLE_OPERATION_TIMEDOUT)
       why = "no byte for " + std::to_string(options.stall_timeout_ms) + " ms (remote_timeout_ms)";
     retry = transient(code);

@@ -27,9 +27,9 @@
 // Errors: none thrown; a file that cannot be read counts as absent. An
 // AWS_PROFILE that neither file holds is S3Config::problem (the AWS tools
 // stop on it too), which every s3:// request then fails with.
-// Thread safety: s3_config_from_environment (and tls_) reads the environment and files;
-// call it before fork or in each process, not while another thread calls
-// setenv.
+// Thread safety: s3_config_from_environment and tls_config_from_environment
+// read the environment (and files); call them before fork or in each
+// process, not while another thread calls setenv.
 #pragma once
 
 #include <string>
