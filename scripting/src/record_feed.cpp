@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cstring>
 #include <string_view>
 #include <utility>
@@ -255,16 +254,16 @@ bool RecordFeed::take(std::uint64_t index, sluice_record& out) noexcept {
   try {
     switch (source_->mode()) {
       case DataSource::Mode::indexed: return take_indexed(index, out);
-      case DataSource::Mode::stream: return take_stream(index, out);
+      case DataSource::Mode::stream: return take_stream(out);
       case DataSource::Mode::npy: return take_npy(index, out);
       case DataSource::Mode::parquet: return take_parquet(index, out);
       case DataSource::Mode::tokens: return take_tokens(index, out);
       case DataSource::Mode::packed: return take_packed(index, out);
     }
   } catch (const std::exception& e) {
-    return failed(index, e.what());
+    return failed(e.what());
   }
-  return failed(index, "unknown source mode");
+  return failed("unknown source mode");
 }
 
 bool RecordFeed::take_indexed(std::uint64_t index, sluice_record& out) {
@@ -276,10 +275,10 @@ bool RecordFeed::take_indexed(std::uint64_t index, sluice_record& out) {
         io::read_sample(*source_->records(), id, buffer_, sample_);
         return publish(sample_, out);
       } catch (const Error& e) {
-        if (options_.on_error == OnError::fail || id + 1 == source_->size()) return failed(id, e.what());
+        if (options_.on_error == OnError::fail || id + 1 == source_->size()) return failed(e.what());
       }
     }
-    return failed(index, "no readable sample");
+    return failed("no readable sample");
   }
   for (;;) {
     if (current_ == 0) {
@@ -291,14 +290,14 @@ bool RecordFeed::take_indexed(std::uint64_t index, sluice_record& out) {
     }
     const io::Sample* sample = reader_->next();
     --current_;
-    if (sample == nullptr) return failed(index, "internal: the reader has no sample left");
+    if (sample == nullptr) return failed("internal: the reader has no sample left");
     if (sample->id != index) continue;  // announced, then dropped from the batch
-    if (sample->skipped) return failed(index, sample->error);
+    if (sample->skipped) return failed(sample->error);
     return publish(*sample, out);
   }
 }
 
-bool RecordFeed::take_stream(std::uint64_t index, sluice_record& out) {
+bool RecordFeed::take_stream(sluice_record& out) {
   if (held_) {
     held_ = false;
     return publish(sample_, out);
@@ -311,12 +310,12 @@ bool RecordFeed::take_stream(std::uint64_t index, sluice_record& out) {
       // keep the good record it went on to for the next take().
       skips_seen_ = skips.size();
       held_ = got;
-      return failed(index, skips.back().reason);
+      return failed(skips.back().reason);
     }
     if (got) return publish(sample_, out);
     if (fresh_pass)
-      return failed(index, "sluice." + source_->kind() + ": worker " + std::to_string(options_.worker) +
-                           "'s share of the shards holds no records");
+      return failed("sluice." + source_->kind() + ": worker " + std::to_string(options_.worker) +
+                    "'s share of the shards holds no records");
     stream_->reset(++pass_);
     skips_seen_ = 0;
     fresh_pass = true;
@@ -655,12 +654,12 @@ bool RecordFeed::take_tokens(std::uint64_t index, sluice_record& out) {
 }
 
 bool RecordFeed::fill_packed(std::uint64_t index, const text::PackedRow& out) noexcept {
-  if (source_->mode() != DataSource::Mode::packed) return failed(index, "internal: the source is not packed");
+  if (source_->mode() != DataSource::Mode::packed) return failed("internal: the source is not packed");
   try {
     source_->packed()->fill(epoch_, index, out);
     return true;
   } catch (const std::exception& e) {
-    return failed(index, e.what());
+    return failed(e.what());
   }
 }
 
@@ -721,12 +720,10 @@ void RecordFeed::set_path(sluice_record& out, std::string_view path) const {
   out.path_len = shown.size();
 }
 
-bool RecordFeed::failed(std::uint64_t index, std::string reason) {
+// The reason reaches the user as the sample's error: the run's, or under
+// on_error = "skip" its skip reason (stats, the skip log), never the host's stderr.
+bool RecordFeed::failed(std::string reason) {
   error_ = source_->named(std::move(reason));
-  if (worker_ && options_.on_error == OnError::skip) {
-    std::fprintf(stderr, "sluice: worker %u skips sample %llu: %s\n", options_.worker,
-                 static_cast<unsigned long long>(index), error_.c_str());
-  }
   return false;
 }
 

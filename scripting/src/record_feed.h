@@ -139,7 +139,7 @@ class RecordFeed {
   void start_ready_reads();
   RecordFeed(std::shared_ptr<const DataSource> source, const FeedOptions& options, bool worker);
   bool take_indexed(std::uint64_t index, sluice_record& out);
-  bool take_stream(std::uint64_t index, sluice_record& out);
+  bool take_stream(sluice_record& out);
   bool take_npy(std::uint64_t index, sluice_record& out);
   bool take_parquet(std::uint64_t index, sluice_record& out);
   std::int32_t gather_parquet(std::span<const std::uint64_t> samples, std::span<const sluice_parquet_slot> slots,
@@ -157,7 +157,7 @@ class RecordFeed {
   void discard_all();
   bool publish(const io::Sample& sample, sluice_record& out);
   void set_path(sluice_record& out, std::string_view path) const;
-  bool failed(std::uint64_t index, std::string reason);
+  bool failed(std::string reason);
 
   std::shared_ptr<const DataSource> source_;
   FeedOptions options_;
