@@ -26,6 +26,7 @@
 static_assert(SLUICE_U8 == static_cast<int>(sluice::DType::u8) && SLUICE_F32 == static_cast<int>(sluice::DType::f32) &&
               SLUICE_BOOL == static_cast<int>(sluice::DType::boolean),
               "sluice_dtype mirrors sluice::DType");
+static_assert(sizeof(sluice_dtype) == sizeof(int), "a sluice_dtype is read as the int a C host stored");
 static_assert(SLUICE_ON_ERROR_SKIP == static_cast<int>(sluice::OnError::skip) &&
               SLUICE_SKIP_FILL_REPEAT == static_cast<int>(sluice::SkipFill::repeat) &&
               SLUICE_SHARD_DROP == static_cast<int>(sluice::ShardPolicy::drop),
@@ -186,12 +187,15 @@ sluice_status sluice_loader_create(const sluice_options* o, sluice_loader** out)
       if (!s.name || s.ndim < 0 || (s.ndim > 0 && !s.shape)) {
         throw InvalidArgument("sluice_loader_create: field " + std::to_string(f) + " has no name or a bad shape");
       }
-      if (static_cast<int>(s.dtype) < 0 || static_cast<int>(s.dtype) > SLUICE_BOOL) {
+      // As the int a C host may have stored: a C++ read of a sluice_dtype
+      // outside the enumerators' range is undefined.
+      int dtype = 0;
+      std::memcpy(&dtype, &s.dtype, sizeof dtype);
+      if (dtype < 0 || dtype > SLUICE_BOOL) {
         throw InvalidArgument("sluice_loader_create: field '" + std::string(s.name) + "' has dtype " +
-                              std::to_string(static_cast<int>(s.dtype)) +
-                              ", which is no sluice_dtype (SLUICE_U8 to SLUICE_BOOL)");
+                              std::to_string(dtype) + ", which is no sluice_dtype (SLUICE_U8 to SLUICE_BOOL)");
       }
-      opt.fields.push_back({s.name, static_cast<sluice::DType>(s.dtype), {s.shape, s.shape + s.ndim}});
+      opt.fields.push_back({s.name, static_cast<sluice::DType>(dtype), {s.shape, s.shape + s.ndim}});
     }
     opt.producer = std::make_shared<sluice::c_api::CProducer>(o->fill, o->user);
     if (o->size >= offsetof(sluice_options, memory_budget_mb) + sizeof o->memory_budget_mb) {  // version 3

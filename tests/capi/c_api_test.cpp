@@ -127,7 +127,8 @@ TEST_CASE("C API errors are status codes with a message", "[c_api]") {
   // real one) and two fields of one name are refused, naming the field.
   o = square_options(fields, &poison);
   for (const int bad : {-1, SLUICE_BOOL + 1, 268, 1000000}) {
-    sluice_field_spec odd[] = {{"id", SLUICE_I64, 0, nullptr}, {"square", static_cast<sluice_dtype>(bad), 0, nullptr}};
+    sluice_field_spec odd[] = {{"id", SLUICE_I64, 0, nullptr}, {"square", SLUICE_F64, 0, nullptr}};
+    std::memcpy(&odd[1].dtype, &bad, sizeof bad);  // as a C host may store it (a C++ cast would be undefined)
     o.fields = odd;
     INFO(bad);
     CHECK(sluice_loader_create(&o, &loader) == SLUICE_INVALID_ARGUMENT);
