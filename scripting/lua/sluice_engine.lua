@@ -656,7 +656,12 @@ end
 
 local function auto_zero(v) return v == "auto" and 0 or v end
 
-function M.describe(epochs, workers, prefetch, seed_override, source_size, the_host, on_error_override, parquet)
+-- crashed: nil, or { [index] = message } of samples whose trial ended the
+-- child process that made it (trial_child.h): met as failures, not made
+-- again. report: nil, or a function told each sample's index before its
+-- trial (in that child).
+function M.describe(epochs, workers, prefetch, seed_override, source_size, the_host, on_error_override, parquet,
+                    crashed, report)
   local notes = {}
   host = ffi.cast("void*", the_host)
   if P.source.native then P.source.size = source_size end
@@ -674,14 +679,19 @@ function M.describe(epochs, workers, prefetch, seed_override, source_size, the_h
   if P.fields == nil and parquet ~= nil and P.map == nil then
     declared, notes[#notes + 1] = schema_fields(parquet)
   end
+  local function try(index)
+    if crashed ~= nil and crashed[index] ~= nil then fail("%s", crashed[index]) end
+    if report ~= nil then report(index) end
+    return trial(index, the_seed, declared)
+  end
   local list, found
   if on_error ~= "skip" then
-    list, found = trial(0, the_seed, declared)  -- a failure is the run's error, as it would be in a worker
+    list, found = try(0)  -- a failure is the run's error, as it would be in a worker
   else
     local tries = math.max(1, math.min(TRIAL_SAMPLES, P.source.size))
     local failed = {}
     for index = 0, tries - 1 do
-      local ok, result, more = xpcall(trial, M.message_handler, index, the_seed, declared)
+      local ok, result, more = xpcall(try, M.message_handler, index)
       current.stage, current.index, current.batch = nil, nil, nil
       if ok then
         list, found = result, more

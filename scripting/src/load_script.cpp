@@ -1,10 +1,15 @@
 // load_script: runs pipeline.lua once in the launching process and turns the
-// engine's description of it into sluice::Options with a ScriptProducer.
+// engine's description of it into sluice::Options with a ScriptProducer. The
+// description's trial of the first samples is made in a child first
+// (trial_child.h).
 #include <lua.hpp>
 #include <sched.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <system_error>
 
@@ -15,9 +20,19 @@
 #include "script_producer.h"
 #include "sluice/error.h"
 #include "sluice/script.h"
+#include "trial_child.h"
 
 namespace sluice {
 namespace {
+
+// engine.describe's `report`, in the trial's child: the sample's index to
+// the fd that is its upvalue (trial_child.h). Never raises.
+int lua_report_sample(lua_State* L) {
+  const auto fd = static_cast<int>(lua_tointeger(L, lua_upvalueindex(1)));
+  const lua_Number index = lua_tonumber(L, 1);
+  if (index >= 0) scripting::report_sample(fd, static_cast<std::uint64_t>(index));
+  return 0;
+}
 
 constexpr std::uint64_t kMaxSeed = std::uint64_t{1} << 53;
 constexpr int kLastDType = static_cast<int>(DType::boolean);
@@ -320,8 +335,6 @@ Script load_script(const ScriptOptions& options) {
   if (auto error = lua.call(2, 0)) throw Error(*error);
 
   // A native source is opened here, once; the workers inherit it.
-  std::unique_ptr<scripting::RecordFeed> feed;
-  scripting::FeedHost host;
   lua.push_engine_function("source_spec");
   if (auto error = lua.call(0, 1)) throw Error(*error);
   if (lua_istable(L, -1)) {
@@ -342,29 +355,69 @@ Script load_script(const ScriptOptions& options) {
       throw Error(spec.path + ": " + e.what());
     }
     spec.feed.on_error = on_error;
-    feed = scripting::RecordFeed::for_launcher(spec.source, spec.feed);
-    host.feed = feed.get();
   }
   lua_pop(L, 1);
 
-  lua.push_engine_function("describe");
-  push_optional(L, options.epochs);
-  push_optional(L, options.workers);
-  push_optional(L, options.prefetch);
-  if (options.seed) {
-    lua_pushnumber(L, static_cast<lua_Number>(*options.seed));
-  } else {
-    lua_pushnil(L);
+  // engine.describe, which makes the trial: with the samples that ended a
+  // child's trial (met as failures), and in a child, the fd its report goes
+  // to (-1: none). The record feed is made by the process that makes the
+  // trial, so that the child shares no reader and no file offset with this
+  // one. Leaves the description on the stack.
+  std::map<std::uint64_t, std::string> crashed;
+  auto describe = [&](int report_fd) -> std::optional<std::string> {
+    std::unique_ptr<scripting::RecordFeed> feed;
+    scripting::FeedHost host;
+    if (spec.source) {
+      feed = scripting::RecordFeed::for_launcher(spec.source, spec.feed);
+      host.feed = feed.get();
+    }
+    lua.push_engine_function("describe");
+    push_optional(L, options.epochs);
+    push_optional(L, options.workers);
+    push_optional(L, options.prefetch);
+    if (options.seed) {
+      lua_pushnumber(L, static_cast<lua_Number>(*options.seed));
+    } else {
+      lua_pushnil(L);
+    }
+    lua_pushnumber(L, static_cast<lua_Number>(spec.source ? spec.source->size() : 0));
+    lua_pushlightuserdata(L, &host);
+    if (options.on_error) {
+      lua_pushstring(L, name_of(*options.on_error));
+    } else {
+      lua_pushnil(L);
+    }
+    push_parquet_schema(L, spec.source.get());
+    lua_createtable(L, 0, static_cast<int>(crashed.size()));
+    for (const auto& [index, message] : crashed) {
+      lua_pushnumber(L, static_cast<lua_Number>(index));
+      lua_pushlstring(L, message.data(), message.size());
+      lua_settable(L, -3);
+    }
+    if (report_fd >= 0) {
+      lua_pushinteger(L, report_fd);
+      lua_pushcclosure(L, lua_report_sample, 1);
+    } else {
+      lua_pushnil(L);
+    }
+    return lua.call(10, 1);
+  };
+  // Until a child gets through its trial: each sample that ended one is
+  // passed over by the next (under on_error = "skip"; else it is the error).
+  const std::uint32_t trial_timeout_ms = options.batch_timeout_ms.value_or(Options{}.batch_timeout_ms);
+  for (;;) {
+    const scripting::TrialOutcome trial =
+        scripting::run_trial_in_child([&](int report_fd) { describe(report_fd); }, trial_timeout_ms);
+    if (trial.finished) break;
+    if (!trial.sample) throw Error(spec.path + ": the trial run's process " + trial.ended + " before it made a sample");
+    if (crashed.count(*trial.sample) != 0)
+      throw Error(spec.path + ": internal: the trial run's process ended again on sample " +
+                  std::to_string(*trial.sample) + ", which it was told to pass over");
+    crashed[*trial.sample] = spec.path + ": the trial run of sample " + std::to_string(*trial.sample) +
+                             " (made once at load, in a child process, to check the pipeline and infer its fields) " +
+                             trial.ended;
   }
-  lua_pushnumber(L, static_cast<lua_Number>(spec.source ? spec.source->size() : 0));
-  lua_pushlightuserdata(L, &host);
-  if (options.on_error) {
-    lua_pushstring(L, name_of(*options.on_error));
-  } else {
-    lua_pushnil(L);
-  }
-  push_parquet_schema(L, spec.source.get());
-  if (auto error = lua.call(8, 1)) throw Error(*error);
+  if (auto error = describe(-1)) throw Error(*error);
   const int description = lua_gettop(L);
 
   Script script;
@@ -389,6 +442,7 @@ Script load_script(const ScriptOptions& options) {
   o.ordered = bool_field(L, description, "ordered");
   o.on_error = on_error_field(L, description);  // the override included
   o.skip_fill = skip_fill_field(L, description);
+  if (options.batch_timeout_ms) o.batch_timeout_ms = *options.batch_timeout_ms;
   o.fields = read_fields(L, description);
   spec.feed.on_error = o.on_error;
   spec.feed.read_ahead = static_cast<std::uint32_t>(number_field(L, description, "read_ahead"));

@@ -157,7 +157,7 @@ std::vector<SettingRow> make_rows() {
   r = count("batch_timeout_ms", 0, kU32, "600000",
             "a worker that fills one batch longer (or shows no sign of life that long) is killed and its batches "
             "retried; 0 = never");
-  rows.push_back(to<&Options::batch_timeout_ms>(r));
+  rows.push_back(loads<&ScriptOptions::batch_timeout_ms>(to<&Options::batch_timeout_ms>(r)));  // the trial's too
 
   r = count("worker_memory_mb", 0, kMiB, "0",
             "a worker whose private memory (RSS less shared pages) passes this many MiB is killed and replaced; "

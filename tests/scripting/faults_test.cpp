@@ -1,9 +1,13 @@
 // A Lua map that hangs, crashes its worker, or leaks memory on one sample:
 // each ends as --on-error says, through `sluice run`, with no process left.
+// On sample 0, in the load's trial, it ends a child, never the host.
 #include <catch2/catch.hpp>
 
 #include <string>
 
+#include "sluice/error.h"
+#include "sluice/loader.h"
+#include "sluice/script.h"
 #include "support.h"
 
 using Catch::Contains;
@@ -90,6 +94,45 @@ TEST_CASE("a Lua map that leaks memory on one sample is stopped by the worker me
   CHECK(failed.status == 1);
   CHECK_THAT(failed.err, Contains("sample 9") && Contains("worker_memory_mb"));
   CHECK(sluice::test::wait_for_no_descendants(1000).empty());
+}
+
+TEST_CASE("a Lua map that crashes, exits or hangs on sample 0 ends the load's trial child, never the host",
+          "[faults]") {
+  TempDir dir;
+  const struct {
+    const char* name;
+    const char* misbehave;
+    const char* ended;
+  } cases[] = {{"segv", "ffi.cast('int*', 0)[0] = 1", "was killed by signal 11 (Segmentation fault)"},
+               {"exit", "os.exit(3)", "exited with status 3"},
+               {"hang", "while true do end", "ran past 300 ms (batch_timeout_ms) and was killed"}};
+  for (const auto& c : cases) {
+    INFO(c.name);
+    const std::string script = dir.write(std::string(c.name) + ".lua", pipeline(c.misbehave, 0));
+    // In this process, as a trainer calls it: the error, and this process goes on.
+    try {
+      sluice::load_script({.path = script, .batch_timeout_ms = 300});
+      FAIL("the load passed");
+    } catch (const sluice::Error& e) {
+      CHECK_THAT(e.what(), Contains(script + ": the trial run of sample 0") && Contains(c.ended));
+    }
+    CHECK(sluice::test::wait_for_no_descendants(1000).empty());
+    // Under skip, the trial goes on to sample 1 and the workers skip sample 0.
+    sluice::Script s = sluice::load_script({.path = script, .on_error = sluice::OnError::skip,
+                                            .batch_timeout_ms = 300});
+    bool noted = false;
+    for (const std::string& note : s.notes) noted = noted || note.find("sample 0 failed in the trial run") != std::string::npos;
+    CHECK(noted);
+    s.options.max_retries = 1;
+    std::uint64_t samples = 0;
+    {
+      sluice::Loader loader(s.options);
+      while (auto b = loader.next()) samples += b->size();
+      CHECK(loader.stats().skipped_samples == std::vector<std::uint64_t>{0});
+    }
+    CHECK(samples == 119);
+    CHECK(sluice::test::wait_for_no_descendants(2000).empty());
+  }
 }
 
 #endif

@@ -83,6 +83,9 @@ struct SLUICE_API ScriptOptions {
   // Remote shards fetched by the workers: MiB each fetches ahead of its reads
   // (unset: 256).
   std::optional<std::uint64_t> remote_prefetch_mb = std::nullopt;
+  // Options::batch_timeout_ms, and the load's trial: made first in a child
+  // process, which is stopped past it (unset: Options' default; 0: never).
+  std::optional<std::uint32_t> batch_timeout_ms = std::nullopt;
 };
 
 // Where the workers' time went, summed over every worker of every Loader built
