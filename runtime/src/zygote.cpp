@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "child_signals.h"
 #include "owned_resources.h"
 #include "sluice/error.h"
 
@@ -52,39 +53,6 @@ constexpr int kStopWaitMs = 2000;
 constexpr int kAnswerWaitMs = 10000;
 
 int pidfd_open(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
-
-void shrug_off(int) {}
-
-// Every signal back to its default and an empty mask, then SIGINT and SIGTERM
-// shrugged off: they reach the whole process group, and the Loader's owner
-// decides what they mean. Caught by a handler that does nothing rather than
-// ignored, because an ignored signal stays ignored across execve: a program
-// that a map runs (a decoder, a shell) would not stop on Ctrl-C. A handler
-// goes back to the default there. SA_RESTART: system calls go on after it.
-// A host's handlers (a test framework's, a crash reporter's, Python's) must
-// not run here, and a host that ignores SIGCHLD must not make the kernel reap
-// our children unseen. Every signal is blocked while the dispositions
-// change: SIGTERM sent to the group meanwhile (timeout(1), Slurm) waits for
-// the shrug instead of finding the default it passes through, which killed
-// a worker forked during a storm of them.
-void reset_signals() {
-  sigset_t all;
-  sigfillset(&all);
-  sigprocmask(SIG_SETMASK, &all, nullptr);
-  for (int sig = 1; sig < NSIG; ++sig) {
-    if (sig == SIGKILL || sig == SIGSTOP) continue;
-    signal(sig, SIG_DFL);
-  }
-  struct sigaction shrug {};
-  shrug.sa_handler = shrug_off;
-  shrug.sa_flags = SA_RESTART;
-  sigemptyset(&shrug.sa_mask);
-  sigaction(SIGINT, &shrug, nullptr);
-  sigaction(SIGTERM, &shrug, nullptr);
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
-}
 
 // Workers keep the memory they free, to use again: blocks up to 32 MiB
 // (glibc's highest mmap threshold) come from the heap instead of fresh mmaps,
@@ -132,7 +100,7 @@ pid_t fork_worker(std::uint32_t id, int sock, int sfd, int host, pid_t self,
   close(sfd);
   if (host >= 0) close(host);
   close(sock);
-  reset_signals();
+  reset_child_signals();
   keep_freed_memory();
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != self) _exit(1);
   worker_main(id);
@@ -145,7 +113,7 @@ pid_t fork_worker(std::uint32_t id, int sock, int sfd, int host, pid_t self,
 // process it was forked from had other threads.
 [[noreturn]] void zygote_main(int sock, pid_t loader, const std::function<void(std::uint32_t)>& worker_main,
                               std::vector<pid_t>& live) {
-  reset_signals();
+  reset_child_signals();
   pthread_atfork(nullptr, nullptr, default_stop_signals);
   // What the host had printed but not yet flushed is the host's to write:
   // dropped here, so that a worker's flush (worker.cpp) writes its own only.
@@ -232,7 +200,7 @@ Zygote::Zygote(std::function<void(std::uint32_t)> worker_main, std::uint32_t max
   // here too would deadlock a host thread forking at the same time with a C
   // library that runs the handlers under its own atfork lock).
   // Every signal blocked across the fork, so that no handler of the host's
-  // runs in the zygote before reset_signals() puts its own in place (a signal
+  // runs in the zygote before reset_child_signals() puts its own in place (a signal
   // sent to the process group in between, by timeout(1) or Slurm, waits
   // pending until then, and meets the zygote's disposition); the parent gets
   // its mask back at once.

@@ -12,35 +12,11 @@
 #include <chrono>
 #include <cstring>
 
+#include "child_signals.h"
 #include "sluice/error.h"
 
 namespace sluice::scripting {
 namespace {
-
-void shrug_off(int) {}
-
-// As a worker's: the host's handlers (Python's, a test framework's, a crash
-// reporter's) must not run here, and SIGINT or SIGTERM sent to the group is
-// for the launching process to decide. A handler that returns rather than
-// SIG_IGN, which a program the map runs would inherit.
-void reset_signals() {
-  sigset_t all;
-  sigfillset(&all);
-  sigprocmask(SIG_SETMASK, &all, nullptr);
-  for (int sig = 1; sig < NSIG; ++sig) {
-    if (sig == SIGKILL || sig == SIGSTOP) continue;
-    signal(sig, SIG_DFL);
-  }
-  struct sigaction shrug {};
-  shrug.sa_handler = shrug_off;
-  shrug.sa_flags = SA_RESTART;
-  sigemptyset(&shrug.sa_mask);
-  sigaction(SIGINT, &shrug, nullptr);
-  sigaction(SIGTERM, &shrug, nullptr);
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
-}
 
 void write_all(int fd, const char* data, std::size_t n) noexcept {
   while (n > 0) {
@@ -55,7 +31,7 @@ void write_all(int fd, const char* data, std::size_t n) noexcept {
 [[noreturn]] void child(int report_fd, pid_t parent, const std::function<void(int)>& fn) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(0);  // the parent died before prctl
-  reset_signals();
+  detail::reset_child_signals();  // as a worker's: the host's handlers must not run here
   const int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
   if (null >= 0) {
     ::dup2(null, STDOUT_FILENO);
