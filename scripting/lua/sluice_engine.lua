@@ -680,7 +680,12 @@ function M.describe(epochs, workers, prefetch, seed_override, source_size, the_h
     declared, notes[#notes + 1] = schema_fields(parquet)
   end
   local function try(index)
-    if crashed ~= nil and crashed[index] ~= nil then fail("%s", crashed[index]) end
+    if crashed ~= nil and crashed[index] ~= nil then
+      -- Not made again; a stream's record is taken all the same, so that
+      -- the next try reads the record after it, as a worker's skip does.
+      if P.source.native then api.feed_take(host, 0, index, record) end
+      fail("%s", crashed[index])
+    end
     if report ~= nil then report(index) end
     return trial(index, the_seed, declared)
   end
@@ -700,8 +705,8 @@ function M.describe(epochs, workers, prefetch, seed_override, source_size, the_h
       failed[#failed + 1] = result
     end
     if list == nil then
-      fail('%s: on_error = "skip", but %s %d sample%s failed in the trial run (the launching process makes '
-        .. "one sample to infer the fields and check the pipeline); sample 0: %s", path_name,
+      fail('%s: on_error = "skip", but %s %d sample%s failed in the trial run (the load makes '
+        .. "one sample, in a child process first, to infer the fields and check the pipeline); sample 0: %s", path_name,
         tries == P.source.size and "all" or "each of the first", tries, tries == 1 and "" or "s", failed[1])
     end
     if #failed > 0 then

@@ -156,7 +156,7 @@ std::vector<SettingRow> make_rows() {
 
   r = count("batch_timeout_ms", 0, kU32, "600000",
             "a worker that fills one batch longer (or shows no sign of life that long) is killed and its batches "
-            "retried; 0 = never");
+            "retried; also the load's trial of sample 0, made in a child process; 0 = never");
   rows.push_back(loads<&ScriptOptions::batch_timeout_ms>(to<&Options::batch_timeout_ms>(r)));  // the trial's too
 
   r = count("worker_memory_mb", 0, kMiB, "0",

@@ -320,7 +320,7 @@ return sluice.pipeline {
   for (int sig : {SIGINT, SIGTERM}) {
     std::filesystem::remove(dir.path() + "/spinning.flag");
     const pid_t pid = spawn_cli({"run", script, "--quiet", "--state", dir.path() + "/state.json"}, dir.path());
-    REQUIRE(wait_for_file(dir.path() + "/spinning.flag"));  // in the host's trial of sample 0
+    REQUIRE(wait_for_file(dir.path() + "/spinning.flag"));  // in the load's trial of sample 0 (its child)
     const auto sent = std::chrono::steady_clock::now();
     REQUIRE(kill(pid, sig) == 0);
     int status = 0;
