@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -22,6 +23,7 @@
 #include "owned_resources.h"
 #include "sluice/error.h"
 #include "supervisor.h"
+#include "zygote.h"
 
 namespace sluice::scripting {
 namespace {
@@ -63,14 +65,11 @@ void write_all(int fd, const char* data, std::size_t n) noexcept {
   _exit(0);
 }
 
+// How the child ended, as the workers' deaths are told (describe_wait_status).
 std::string wait_text(int status) {
-  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status)) + " (os.exit?)";
-  if (WIFSIGNALED(status)) {
-    const int sig = WTERMSIG(status);
-    const char* name = strsignal(sig);
-    return "was killed by signal " + std::to_string(sig) + " (" + (name ? name : "?") + ")";
-  }
-  return "ended (wait status " + std::to_string(status) + ")";
+  const std::string how = detail::describe_wait_status(status);
+  if (WIFEXITED(status)) return how + " (os.exit?)";
+  return WIFSIGNALED(status) ? "was " + how : how;
 }
 
 // The last kOutputShown bytes the child wrote to `fd` (a memfd), or "".
@@ -168,15 +167,9 @@ struct Reaper {
 
 void report_sample(int report_fd, std::uint64_t index) noexcept {
   char text[24];
-  std::size_t n = 0;
-  char digits[20];
-  do {
-    digits[n++] = static_cast<char>('0' + index % 10);
-    index /= 10;
-  } while (index != 0);
-  for (std::size_t i = 0; i < n; ++i) text[i] = digits[n - 1 - i];
-  text[n] = '\n';
-  write_all(report_fd, text, n + 1);
+  char* end = std::to_chars(text, text + sizeof text - 1, index).ptr;  // 20 digits at most
+  *end++ = '\n';
+  write_all(report_fd, text, static_cast<std::size_t>(end - text));
 }
 
 TrialOutcome run_trial_in_child(const std::function<void(int report_fd)>& fn, std::uint32_t timeout_ms) {
@@ -233,7 +226,10 @@ TrialOutcome run_trial_in_child(const std::function<void(int report_fd)>& fn, st
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
       if (left <= 0) {
         take_lines();
-        if (out.finished) continue;  // "done" came just now: the child is exiting
+        if (out.finished) {  // "done" came just now: the child is exiting
+          ::poll(nullptr, 0, 1);
+          continue;
+        }
         timed_out = true;
         ::kill(pid, SIGKILL);
         child_process.reap(true);
