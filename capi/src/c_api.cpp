@@ -164,6 +164,10 @@ sluice_status sluice_loader_create(const sluice_options* o, sluice_loader** out)
     require(o, "sluice_loader_create", "options");
     require(out, "sluice_loader_create", "out");
     *out = nullptr;
+    if (o->size < offsetof(sluice_options, user) + sizeof o->user) {  // version 1 ends with user
+      throw InvalidArgument("sluice_loader_create: options->size is " + std::to_string(o->size) +
+                            "; sluice_options_init sets it to sizeof(sluice_options)");
+    }
     if (!o->fill) throw InvalidArgument("sluice_loader_create: options.fill is NULL");
     if (o->field_count > 0 && !o->fields) throw InvalidArgument("sluice_loader_create: options.fields is NULL");
     if (o->field_count > sluice::max_fields) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "sluice/error.h"
 #include "sluice/loader.h"
 #include "sluice/sluice.h"
 
@@ -37,13 +38,18 @@ void clear_last_error() noexcept;
 void set_last_error(const char* message) noexcept;
 
 // Runs fn, turning whatever it throws into a status and the calling thread's
-// message; nothing escapes.
+// message; nothing escapes. A bad argument (InvalidArgument) and an option
+// the runtime refuses (sluice::OptionsError: a setting's value, a count of 0,
+// a resume state that does not fit) are SLUICE_INVALID_ARGUMENT.
 template <typename Fn>
 sluice_status guarded(Fn&& fn) noexcept {
   try {
     clear_last_error();
     return fn();
   } catch (const InvalidArgument& e) {
+    set_last_error(e.what());
+    return SLUICE_INVALID_ARGUMENT;
+  } catch (const OptionsError& e) {
     set_last_error(e.what());
     return SLUICE_INVALID_ARGUMENT;
   } catch (const std::bad_alloc&) {

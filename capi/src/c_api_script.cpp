@@ -35,13 +35,8 @@ sluice_status sluice_loader_open_script_with(const char* path, const sluice_scri
     }
     sluice::RunSettings settings(path);
     if (options && options->overrides) {
-      for (const char* const* o = options->overrides; *o; ++o) {
-        try {
-          settings.set(*o);
-        } catch (const sluice::Error& e) {  // an unknown name or a bad value is the caller's
-          throw sluice::c_api::InvalidArgument(e.what());
-        }
-      }
+      // An unknown name or a bad value is sluice::OptionsError: the caller's.
+      for (const char* const* o = options->overrides; *o; ++o) settings.set(*o);
     }
     auto script = std::make_shared<sluice::Script>(settings.load());
     sluice::Options opt = script->options;

@@ -21,7 +21,9 @@ copy. The slot returns to the loader when the Batch and every Array and tensor
 made from it are gone (or at batch.release(), for the Batch's own hold).
 
 Errors from the runtime, a worker or a Lua map raise sluice.Error with the
-messages `sluice run` prints. Ctrl-C raises KeyboardInterrupt within 50 ms.
+messages `sluice run` prints; a setting or option the runtime refuses raises
+sluice.OptionsError, a sluice.Error that is also a ValueError. Ctrl-C raises
+KeyboardInterrupt within 50 ms.
 
 Python datasets (dataset=, sequence=, fill=) run in forked copies of this
 interpreter: see Loader and rng() for what a worker may do.
@@ -34,11 +36,11 @@ import sys
 import warnings
 import weakref
 
-from ._sluice import Array, Batch, Error, _Loader, check_state as _check_state, merge_states as _merge_states
+from ._sluice import Array, Batch, Error, OptionsError, _Loader, check_state as _check_state, merge_states as _merge_states
 from ._sluice import _current_sample, _dataset_loader, _trial, settings
 from . import _compat, _generators, _inline, _pinning, _structure
 
-__all__ = ["Array", "Batch", "Error", "Loader", "rng", "settings", "write", "DEFAULT_HELD_TIMEOUT_MS"]
+__all__ = ["Array", "Batch", "Error", "OptionsError", "Loader", "rng", "settings", "write", "DEFAULT_HELD_TIMEOUT_MS"]
 __version__ = "0.1.0"
 
 # How long the next batch waits when the program holds every slot of the arena
@@ -123,8 +125,9 @@ class Loader:
     overrides are the settings of sluice.settings() (name, what it takes,
     default, help), the same names as `sluice run`'s options ('-' or '_');
     held_timeout_ms defaults here to DEFAULT_HELD_TIMEOUT_MS. An unknown name
-    or a bad value raises sluice.Error. record= writes a run record (JSON lines, as
-    `sluice run --record`), comparable with `sluice verify`.
+    or a bad value raises sluice.OptionsError (a sluice.Error and a
+    ValueError). record= writes a run record (JSON lines, as `sluice run
+    --record`), comparable with `sluice verify`.
 
     The script is loaded (and its sample 0 made) here; the workers start at
     the first iteration, state_dict() or load_state_dict().
@@ -186,7 +189,7 @@ class Loader:
                  fields=None, worker_init=None, seed_globals=True, format="dlpack", ragged=None, **overrides):
         if path is not None and not isinstance(path, (str, bytes, os.PathLike)):
             if dataset is not None:
-                raise Error("sluice.Loader got a dataset twice: first positional and dataset=")
+                raise OptionsError("sluice.Loader got a dataset twice: first positional and dataset=")
             path, dataset = None, path  # Loader(ds, batch_size=32), as DataLoader(ds, batch_size=32)
         # DataLoader's prefetch_factor is per worker: with no worker count given, it assumes the default one.
         factor_assumes = ("prefetch_factor" in overrides and "workers" not in overrides
@@ -197,14 +200,14 @@ class Loader:
             weakref.finalize(self, self._pinning.unpin)  # a Loader collected without close()
         workers = overrides.get("workers")
         if isinstance(workers, int) and not isinstance(workers, bool) and workers < 0:
-            raise Error("workers= (num_workers=) is 0 (every sample made in this process: Python datasets), "
+            raise OptionsError("workers= (num_workers=) is 0 (every sample made in this process: Python datasets), "
                         "1 to 256, or 'auto'; got %d" % workers)
         inline = str(overrides.get("workers", "")) == "0"
         if inline and init_fn:
             worker_init = None  # DataLoader's worker_init_fn runs in workers only: num_workers=0 has none
         if inline:
             if path is not None:
-                raise Error("workers=0 is for Python datasets; a pipeline.lua runs in 1 or more workers")
+                raise OptionsError("workers=0 is for Python datasets; a pipeline.lua runs in 1 or more workers")
             del overrides["workers"]
         settings = [(name, _setting_text(value)) for name, value in overrides.items()]
         if not any(name.replace("-", "_") == "held_timeout_ms" for name in overrides):
@@ -213,20 +216,20 @@ class Loader:
         given = [name for name, value in (("path", path), ("dataset", dataset), ("sequence", sequence),
                                           ("fill", fill)) if value is not None]
         if len(given) != 1:
-            raise Error("sluice.Loader takes one of a pipeline path, dataset=, sequence= or fill= (got %s)"
+            raise OptionsError("sluice.Loader takes one of a pipeline path, dataset=, sequence= or fill= (got %s)"
                         % (", ".join(given) or "none"))
         if path is None and not any(name.replace("-", "_") == "epochs" for name in overrides):
             settings.append(("epochs", "0"))  # a loop per epoch, for as many loops as the program makes
         if format not in _structure.FORMATS:
-            raise Error("format= is one of %s, not %r" % (", ".join(map(repr, _structure.FORMATS)), format))
+            raise OptionsError("format= is one of %s, not %r" % (", ".join(map(repr, _structure.FORMATS)), format))
         self._format = format
         if path is not None:
             if worker_init is not None:
-                raise Error("%s= is for Python datasets: a pipeline.lua's workers run Lua, not this process's "
+                raise OptionsError("%s= is for Python datasets: a pipeline.lua's workers run Lua, not this process's "
                             "Python (set up there, at the script's top level, or give dataset=)"
                             % ("worker_init_fn" if init_fn else "worker_init"))
             if ragged is not None or fields is not None:
-                raise Error("%s= is for Python datasets: a pipeline.lua declares its fields itself"
+                raise OptionsError("%s= is for Python datasets: a pipeline.lua declares its fields itself"
                             % ("ragged" if ragged is not None else "fields"))
             self._core = _Loader(os.fspath(path), settings, record)
             shape = None
@@ -237,7 +240,7 @@ class Loader:
         self._info = self._core.info()
         if factor_assumes and path is not None and str(self._info["workers"]) != _default("workers"):
             self._core.close()
-            raise Error("prefetch_factor= is per worker, and %s sets workers = %s: give num_workers= with it "
+            raise OptionsError("prefetch_factor= is per worker, and %s sets workers = %s: give num_workers= with it "
                         "(or prefetch=, the batch slots in all)" % (os.fspath(path), self._info["workers"]))
         self._shape = self._shaper(path is not None, shape)
         self._dataset = dataset if dataset is not None else sequence
@@ -254,29 +257,29 @@ class Loader:
         """(the _Loader, its sample tree or None) for dataset=, sequence= or fill=;
         inline (workers=0): an _inline.InlineCore, its batches always shaped here."""
         if inline and record:
-            raise Error("workers=0 writes no run record (record=): it is for debugging a dataset")
+            raise OptionsError("workers=0 writes no run record (record=): it is for debugging a dataset")
         normal = {name.replace("-", "_"): value for name, value in overrides.items()}
         try:
             seed = int(normal.get("seed", 0))
         except (TypeError, ValueError):
-            raise Error("seed expects an integer, got %r" % (normal.get("seed"),)) from None
+            raise OptionsError("seed expects an integer, got %r" % (normal.get("seed"),)) from None
         on_error = normal.get("on_error", "fail")
         if worker_init is not None and not callable(worker_init):
-            raise Error("worker_init must be callable as worker_init(worker_id)")
+            raise OptionsError("worker_init must be callable as worker_init(worker_id)")
         if not inline:
             worker_init = _compat.worker_started(worker_init, dataset if dataset is not None else
                                                  sequence if sequence is not None else fill, seed,
                                                  normal.get("workers", _default("workers")))
         if fill is not None:
             if not callable(fill):
-                raise Error("fill= must be callable as fill(index, out)")
+                raise OptionsError("fill= must be callable as fill(index, out)")
             if size is None or fields is None:
-                raise Error("fill= needs size= (the number of samples) and fields= ({name: (dtype, shape)})")
+                raise OptionsError("fill= needs size= (the number of samples) and fields= ({name: (dtype, shape)})")
             tree, described = _structure.declared(fields, "fields", ragged)
             if not isinstance(tree, dict):
-                raise Error("fill= takes fields={name: (dtype, shape)}: out is a dict of NumPy views")
+                raise OptionsError("fill= takes fields={name: (dtype, shape)}: out is a dict of NumPy views")
             if _structure.has_ragged(tree):
-                raise Error("fill= writes into fixed-size views: a str, bytes or variable-length field needs "
+                raise OptionsError("fill= writes into fixed-size views: a str, bytes or variable-length field needs "
                             "dataset= (its __getitem__ returns the value)")
             if inline:
                 return _inline.InlineCore("fill", fill, tree, described, int(size), settings, seed_globals,
@@ -293,22 +296,22 @@ class Loader:
                           "epoch's order comes from shuffle= and seed= (give shuffle=True instead of shuffling "
                           "indices there)" % type(source).__qualname__, RuntimeWarning, stacklevel=3)
         if size is not None:
-            raise Error("size= is for fill=; a %s has len()" % kind)
+            raise OptionsError("size= is for fill=; a %s has len()" % kind)
         try:
             count = len(source)
         except TypeError:
-            raise Error("%s= needs len() and [index] (a map-style dataset), got %s" % (kind, type(source).__name__)) from None
+            raise OptionsError("%s= needs len() and [index] (a map-style dataset), got %s" % (kind, type(source).__name__)) from None
         if count == 0:
-            raise Error("the %s is empty (len() == 0)" % kind)
+            raise OptionsError("the %s is empty (len() == 0)" % kind)
         if fields is not None:
             tree, described = _structure.declared(fields, "fields", ragged)
             if kind == "sequence" and _structure.has_ragged(tree):
-                raise Error("a sequence's batch holds arrays only: a str, bytes or variable-length field needs dataset=")
+                raise OptionsError("a sequence's batch holds arrays only: a str, bytes or variable-length field needs dataset=")
         else:
             index, first = _first(source, kind, on_error, seed, seed_globals)
             tree, described = _structure.describe(first, "%s[%d]" % (kind, index), kind == "sequence", ragged)
         if not described:  # as the workers' loader refuses it (dataset_loader.cpp)
-            raise Error("a dataset's samples need at least one field")
+            raise OptionsError("a dataset's samples need at least one field")
         if inline:
             return _inline.InlineCore(kind, source, tree, described, count, settings, seed_globals, worker_init,
                                       type(source).__qualname__), tree
@@ -433,7 +436,7 @@ class Loader:
             raise Error("the loader has been closed")
         if isinstance(state_dict, (list, tuple)):
             if not state_dict:
-                raise Error("load_state_dict: an empty list of states")
+                raise OptionsError("load_state_dict: an empty list of states")
             text, self.resume_note = _merge_states([_state_text(s) for s in state_dict])
         else:
             text = _state_text(state_dict)
@@ -522,12 +525,12 @@ def _shard_bytes(size):
         digits = len(size) - len(size.lstrip("0123456789"))
         unit = size[digits:]
         if digits == 0 or unit not in _SIZE_UNITS:
-            raise Error("shard_size expects bytes (an int) or a size such as '256MB' or '1GiB', got %r" % size)
+            raise OptionsError("shard_size expects bytes (an int) or a size such as '256MB' or '1GiB', got %r" % size)
         n = int(size[:digits]) * _SIZE_UNITS[unit]
     else:
-        raise Error("shard_size expects bytes (an int) or a size such as '256MB', got %r" % (size,))
+        raise OptionsError("shard_size expects bytes (an int) or a size such as '256MB', got %r" % (size,))
     if n < 1024:
-        raise Error("shard_size %r is less than 1 KiB" % (size,))
+        raise OptionsError("shard_size %r is less than 1 KiB" % (size,))
     return n
 
 
@@ -567,19 +570,19 @@ def write(source, to, *, format="tar", shard_size=None, shard_samples=None, stag
     to = os.fspath(to)
     remote = to.startswith(("s3://", "http://", "https://"))
     if "://" in to and not remote:
-        raise Error("sluice.write: %s: only local folders and s3://, http:// and https:// URLs can be written" % to)
+        raise OptionsError("sluice.write: %s: only local folders and s3://, http:// and https:// URLs can be written" % to)
     if staging is not None and not remote:
-        raise Error("sluice.write: staging= is for to=\"s3://...\" or \"https://...\"")
+        raise OptionsError("sluice.write: staging= is for to=\"s3://...\" or \"https://...\"")
     if format not in ("tar", "tfrecord"):
-        raise Error("sluice.write: format is 'tar' or 'tfrecord', not %r" % (format,))
+        raise OptionsError("sluice.write: format is 'tar' or 'tfrecord', not %r" % (format,))
     if shard_size is not None and shard_samples is not None:
-        raise Error("sluice.write: give shard_size or shard_samples, not both")
+        raise OptionsError("sluice.write: give shard_size or shard_samples, not both")
     if shard_samples is not None and (not isinstance(shard_samples, int) or shard_samples < 1):
-        raise Error("sluice.write: shard_samples is an int >= 1, not %r" % (shard_samples,))
+        raise OptionsError("sluice.write: shard_samples is an int >= 1, not %r" % (shard_samples,))
     shard_bytes = 0 if shard_samples is not None else _shard_bytes(shard_size if shard_size is not None else "256MB")
     if isinstance(source, Loader):
         if settings:
-            raise Error("sluice.write: settings (%s) go to the Loader, which is given already" % ", ".join(settings))
+            raise OptionsError("sluice.write: settings (%s) go to the Loader, which is given already" % ", ".join(settings))
         loader, owned = source, False
     elif isinstance(source, (str, bytes, os.PathLike)):
         loader, owned = Loader(os.fspath(source), **settings), True
@@ -587,7 +590,7 @@ def write(source, to, *, format="tar", shard_size=None, shard_samples=None, stag
         loader, owned = Loader(dataset=source, **settings), True
     try:
         if not isinstance(loader._core, _Loader):
-            raise Error("sluice.write runs in worker processes: workers=0 is for debugging a dataset")
+            raise OptionsError("sluice.write runs in worker processes: workers=0 is for debugging a dataset")
         return json.loads(loader._core.write(to, format, shard_samples or 0, shard_bytes,
                                                   os.fspath(staging) if staging is not None else ""))
     finally:
@@ -598,10 +601,10 @@ def write(source, to, *, format="tar", shard_size=None, shard_samples=None, stag
 def _state_text(state_dict):
     """The loader state's JSON inside one state_dict(), checked for shape."""
     if not isinstance(state_dict, dict) or _STATE_KEY not in state_dict:
-        raise Error("load_state_dict expects a dict from sluice.Loader.state_dict() (with the key '"
+        raise OptionsError("load_state_dict expects a dict from sluice.Loader.state_dict() (with the key '"
                     + _STATE_KEY + "'), or a list of them")
     if state_dict.get("format") != _STATE_FORMAT:
-        raise Error("load_state_dict: state format %r, this sluice reads %d"
+        raise OptionsError("load_state_dict: state format %r, this sluice reads %d"
                     % (state_dict.get("format"), _STATE_FORMAT))
     return json.dumps(state_dict[_STATE_KEY])
 

@@ -19,7 +19,7 @@ In each worker, before worker_init, torch.utils.data.get_worker_info() gives wha
 would (id, num_workers, seed, dataset), so the usual worker_init_fn and datasets that shard by
 worker work unchanged (worker_started).
 """
-from ._sluice import Error
+from ._sluice import OptionsError
 
 _REFUSED = {
     "sampler": "Sluice plans each epoch itself (shuffle=, seed=, rank=, world_size=); a sampler is not taken",
@@ -39,48 +39,48 @@ def _is_default_collate(fn):
 
 def translate(keywords, worker_init):
     """(keywords in Sluice's names, worker_init, pin_memory, whether worker_init is DataLoader's
-    worker_init_fn) from DataLoader's names; sluice.Error for one it cannot honour."""
+    worker_init_fn) from DataLoader's names; sluice.OptionsError for one it cannot honour."""
     out = dict(keywords)
     for name, why in _REFUSED.items():
         if out.pop(name, None) is not None:
-            raise Error("%s=: %s" % (name, why))
+            raise OptionsError("%s=: %s" % (name, why))
     if "num_workers" in out:
         if "workers" in out:
-            raise Error("num_workers= and workers= are the same setting: give one")
+            raise OptionsError("num_workers= and workers= are the same setting: give one")
         out["workers"] = out.pop("num_workers")
     init_fn = False
     if "worker_init_fn" in out:
         fn = out.pop("worker_init_fn")
         if worker_init is not None and fn is not None:
-            raise Error("worker_init_fn= and worker_init= are the same setting: give one")
+            raise OptionsError("worker_init_fn= and worker_init= are the same setting: give one")
         init_fn = fn is not None
         worker_init = fn if fn is not None else worker_init
     collate = out.pop("collate_fn", None)
     if collate is not None and not _is_default_collate(collate):
-        raise Error("collate_fn=: Sluice writes each sample straight into its row of the batch in shared memory, "
+        raise OptionsError("collate_fn=: Sluice writes each sample straight into its row of the batch in shared memory, "
                     "so there is no list of samples to collate. Return what the batch should hold from "
                     "__getitem__ (dicts and tuples nest, each leaf a field), and do per-batch work in the loop")
     out.pop("persistent_workers", None)
     pin = bool(out.pop("pin_memory", False))
     device = out.pop("pin_memory_device", "")
     if pin and device and not str(device).startswith("cuda"):
-        raise Error("pin_memory_device=%r: Sluice pins for CUDA only" % (device,))
+        raise OptionsError("pin_memory_device=%r: Sluice pins for CUDA only" % (device,))
     timeout = out.pop("timeout", None)
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0):
-        raise Error("timeout= is seconds, 0 or more (0: none, as DataLoader's), got %r" % (timeout,))
+        raise OptionsError("timeout= is seconds, 0 or more (0: none, as DataLoader's), got %r" % (timeout,))
     if timeout:
         if "batch_timeout_ms" in out:
-            raise Error("timeout= and batch_timeout_ms= are the same setting: give one")
+            raise OptionsError("timeout= and batch_timeout_ms= are the same setting: give one")
         out["batch_timeout_ms"] = int(round(float(timeout) * 1000))
     factor = out.pop("prefetch_factor", None)
     if factor is not None and (isinstance(factor, bool) or not isinstance(factor, int) or factor < 1):
-        raise Error("prefetch_factor= is the batches each worker keeps ready, an int of 1 or more, got %r" % (factor,))
+        raise OptionsError("prefetch_factor= is the batches each worker keeps ready, an int of 1 or more, got %r" % (factor,))
     if factor is not None:
         if "prefetch" in out:
-            raise Error("prefetch_factor= and prefetch= say the same: give one")
+            raise OptionsError("prefetch_factor= and prefetch= say the same: give one")
         workers = out.get("workers", 2)
         if not isinstance(workers, int) or workers < 1:
-            raise Error("prefetch_factor= needs a number of workers (num_workers= or workers=) of 1 or more; "
+            raise OptionsError("prefetch_factor= needs a number of workers (num_workers= or workers=) of 1 or more; "
                         "or give prefetch= (batch slots in all)")
         out["prefetch"] = int(factor) * workers + 2
     return out, worker_init, pin, init_fn

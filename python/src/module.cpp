@@ -6,7 +6,8 @@
 // dataset_producer.h  what the workers of a Python dataset run
 //
 // Every C++ exception becomes sluice.Error with the runtime's message (the
-// same text `sluice run` prints after "error: ").
+// same text `sluice run` prints after "error: "); a refused setting or option
+// (sluice::OptionsError) becomes sluice.OptionsError, which is also a ValueError.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -27,6 +28,15 @@ PYBIND11_MODULE(_sluice, m) {
 
   static py::handle error_type = py::exception<sluice::Error>(m, "Error", PyExc_Exception).release();
   error_type.attr("__module__") = "sluice";
+  // A setting or option the runtime refuses: a sluice.Error and, as
+  // PyTorch's DataLoader raises for a bad argument, a ValueError.
+  static py::handle options_error_type = [&] {
+    py::tuple bases = py::make_tuple(error_type, py::handle(PyExc_ValueError));
+    PyObject* type = PyErr_NewException("sluice.OptionsError", bases.ptr(), nullptr);
+    if (type == nullptr) throw py::error_already_set();
+    m.add_object("OptionsError", py::handle(type));  // steals nothing: the module keeps its own reference
+    return py::handle(type);
+  }();
   // Anything else C++ throws is a sluice.Error too; Python's own errors
   // (KeyboardInterrupt from PyErr_CheckSignals, argument errors) pass through.
   py::register_exception_translator([](std::exception_ptr p) {
@@ -36,6 +46,8 @@ PYBIND11_MODULE(_sluice, m) {
       throw;
     } catch (const py::builtin_exception&) {
       throw;
+    } catch (const sluice::OptionsError& e) {
+      PyErr_SetString(options_error_type.ptr(), e.what());
     } catch (const std::exception& e) {
       PyErr_SetString(error_type.ptr(), e.what());
     }

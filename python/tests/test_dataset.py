@@ -109,8 +109,10 @@ def test_bad_arguments_are_clear_errors():
         sluice.Loader(dataset=[])
     with pytest.raises(sluice.Error, match="unknown setting 'batchsize'"):
         sluice.Loader(dataset=Counting(), batchsize=3)
-    with pytest.raises(sluice.Error, match="seed expects an integer, got 'many'"):
+    with pytest.raises(sluice.OptionsError, match="seed expects an integer, got 'many'"):
         sluice.Loader(dataset=Counting(), seed="many")
+    with pytest.raises(ValueError, match=r"needs len\(\) and \[index\]"):
+        sluice.Loader(dataset=iter(range(3)))
     with pytest.raises(sluice.Error, match=r"needs len\(\) and \[index\]"):
         sluice.Loader(dataset=iter(range(3)))
 

@@ -108,6 +108,11 @@ def test_unknown_override_and_bad_value():
         sluice.Loader(pipeline("counting.lua"), wrokers=3)
     with pytest.raises(sluice.Error, match="workers expects an integer"):
         sluice.Loader(pipeline("counting.lua"), workers="many")
+    # A refused setting is also a ValueError, as DataLoader raises for a bad argument.
+    with pytest.raises(ValueError, match="batch_size expects an integer"):
+        sluice.Loader(pipeline("counting.lua"), batch_size=0)
+    with pytest.raises(sluice.OptionsError, match="options.rank 3 is not below options.world_size 2"):
+        next(iter(sluice.Loader(pipeline("counting.lua"), rank=3, world_size=2)))  # checked as the workers start
     with pytest.raises(sluice.Error, match="cannot"):
         sluice.Loader(pipeline("no_such_pipeline.lua"))
 

@@ -50,8 +50,8 @@ LoaderCore::LoaderCore(Options options)
       faults_(options_, layout_.workers) {
   made_in_generation_ = fork_generation();
   made_in_pid_ = getpid();
-  if (!options_.producer) throw Error("options.producer is not set: nothing would fill the batches");
-  if (options_.max_retries == 0) throw Error("options.max_retries is 0: a sample must be tried at least once");
+  if (!options_.producer) throw OptionsError("options.producer is not set: nothing would fill the batches");
+  if (options_.max_retries == 0) throw OptionsError("options.max_retries is 0: a sample must be tried at least once");
   created_ns_ = monotonic_ns();
   arena_ = std::make_unique<Arena>(layout_.total_bytes, "sluice-arena");
   auto* header = new (arena_->base()) ArenaHeader{};

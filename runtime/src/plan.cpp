@@ -146,11 +146,11 @@ void Permutation::apply(std::span<std::uint64_t> values) const {
 EpochPlan::EpochPlan(const Options& o)
     : n_(o.dataset_size), batch_size_(o.batch_size), shuffle_(o.shuffle), seed_(o.seed),
       rank_(o.rank), world_(o.world_size) {
-  if (n_ == 0) throw Error("options.dataset_size is 0: the dataset has no samples");
-  if (batch_size_ == 0) throw Error("options.batch_size is 0");
-  if (world_ == 0) throw Error("options.world_size is 0");
+  if (n_ == 0) throw OptionsError("options.dataset_size is 0: the dataset has no samples");
+  if (batch_size_ == 0) throw OptionsError("options.batch_size is 0");
+  if (world_ == 0) throw OptionsError("options.world_size is 0");
   if (rank_ >= world_) {
-    throw Error("options.rank " + std::to_string(rank_) + " is not below options.world_size " +
+    throw OptionsError("options.rank " + std::to_string(rank_) + " is not below options.world_size " +
                 std::to_string(world_));
   }
   if (o.shard_policy == ShardPolicy::pad) {
@@ -158,25 +158,25 @@ EpochPlan::EpochPlan(const Options& o)
   } else {
     per_rank_ = n_ / world_;
     if (per_rank_ == 0) {
-      throw Error("options.dataset_size " + std::to_string(n_) + " is smaller than world_size " +
+      throw OptionsError("options.dataset_size " + std::to_string(n_) + " is smaller than world_size " +
                   std::to_string(world_) + " with shard_policy = drop: a rank would get no sample");
     }
   }
   if (shuffle_ && o.shuffle_window > 0) {
     if (o.shard_sizes.empty())
-      throw Error("options.shuffle_window is " + std::to_string(o.shuffle_window) +
+      throw OptionsError("options.shuffle_window is " + std::to_string(o.shuffle_window) +
                   " but the data set has no shards (options.shard_sizes is empty): the locality shuffle "
                   "needs a source with shards (tfrecord, tar, jsonl, parquet row groups)");
     std::uint64_t total = 0;
     for (std::uint64_t n : o.shard_sizes) total += n;
     if (total != n_)
-      throw Error("options.shard_sizes add up to " + std::to_string(total) + " samples, options.dataset_size is " +
+      throw OptionsError("options.shard_sizes add up to " + std::to_string(total) + " samples, options.dataset_size is " +
                   std::to_string(n_));
     locality_ = std::make_shared<const ShardShuffle>(o.shard_sizes, o.shuffle_window, o.seed);
   }
   batches_ = o.drop_last ? per_rank_ / batch_size_ : (per_rank_ + batch_size_ - 1) / batch_size_;
   if (batches_ == 0) {
-    throw Error("options.batch_size " + std::to_string(batch_size_) + " exceeds the " +
+    throw OptionsError("options.batch_size " + std::to_string(batch_size_) + " exceeds the " +
                 std::to_string(per_rank_) + " samples of this rank's epoch and drop_last is set: " +
                 "an epoch would have no batch");
   }

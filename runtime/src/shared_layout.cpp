@@ -16,7 +16,7 @@ namespace {
 constexpr std::uint64_t kMaxBytes = 1ULL << 62;
 
 [[noreturn]] void too_large(const std::string& what) {
-  throw Error(what + " needs more than 2^62 bytes; check its shape and options.batch_size");
+  throw OptionsError(what + " needs more than 2^62 bytes; check its shape and options.batch_size");
 }
 
 std::uint64_t mul(std::uint64_t a, std::uint64_t b, const std::string& what) {
@@ -36,22 +36,22 @@ std::uint64_t align_up(std::uint64_t x, std::uint64_t a) { return (x + a - 1) / 
 }  // namespace
 
 ArenaLayout ArenaLayout::compute(const Options& o) {
-  if (o.fields.empty()) throw Error("options.fields is empty: a batch needs at least one field");
+  if (o.fields.empty()) throw OptionsError("options.fields is empty: a batch needs at least one field");
   if (o.fields.size() > kMaxFields) {
-    throw Error("options.fields has " + std::to_string(o.fields.size()) + " fields; a batch holds at most " +
+    throw OptionsError("options.fields has " + std::to_string(o.fields.size()) + " fields; a batch holds at most " +
                 std::to_string(kMaxFields) + ": gather several into one array field");
   }
   ArenaLayout l;
   l.workers = std::max(o.workers, o.max_workers);
   l.start_workers = o.workers;
   l.slots = o.slots != 0 ? o.slots : 2 * l.workers + 2;
-  if (o.workers == 0) throw Error("options.workers is 0: at least one worker is needed");
+  if (o.workers == 0) throw OptionsError("options.workers is 0: at least one worker is needed");
   if (l.workers > kMaxWorkers) {
-    throw Error(std::string(o.max_workers > o.workers ? "options.max_workers" : "options.workers") + " is " +
+    throw OptionsError(std::string(o.max_workers > o.workers ? "options.max_workers" : "options.workers") + " is " +
                 std::to_string(l.workers) + "; at most " + std::to_string(kMaxWorkers) + " are supported");
   }
   if (l.slots > kRingCapacity) {
-    throw Error("options.slots is " + std::to_string(l.slots) + "; at most " +
+    throw OptionsError("options.slots is " + std::to_string(l.slots) + "; at most " +
                 std::to_string(kRingCapacity) + " are supported");
   }
 
@@ -59,24 +59,24 @@ ArenaLayout ArenaLayout::compute(const Options& o) {
   std::uint64_t cursor = l.ids_offset + std::uint64_t{o.batch_size} * sizeof(std::uint64_t);  // < 2^36
   for (const FieldSpec& f : o.fields) {
     if (f.name.empty() || f.name.size() >= kNameBytes) {
-      throw Error("field name '" + f.name + "' must have 1 to " + std::to_string(kNameBytes - 1) +
+      throw OptionsError("field name '" + f.name + "' must have 1 to " + std::to_string(kNameBytes - 1) +
                   " characters");
     }
     if (&f != &o.fields.front() &&
         std::any_of(o.fields.data(), &f, [&](const FieldSpec& before) { return before.name == f.name; }))
-      throw Error("two fields are named '" + f.name + "': a batch's fields are found by name");
+      throw OptionsError("two fields are named '" + f.name + "': a batch's fields are found by name");
     if (static_cast<unsigned>(f.dtype) > static_cast<unsigned>(DType::boolean))
-      throw Error("field '" + f.name + "' has dtype " + std::to_string(static_cast<unsigned>(f.dtype)) +
+      throw OptionsError("field '" + f.name + "' has dtype " + std::to_string(static_cast<unsigned>(f.dtype)) +
                   ", which is none of Sluice's (0 to " + std::to_string(static_cast<unsigned>(DType::boolean)) +
                   ": uint8 to bool, sluice/dtype.h)");
     if (f.shape.size() + 1 > kMaxDims) {
-      throw Error("field '" + f.name + "' has " + std::to_string(f.shape.size()) +
+      throw OptionsError("field '" + f.name + "' has " + std::to_string(f.shape.size()) +
                   " dimensions; at most " + std::to_string(kMaxDims - 1) + " per sample");
     }
     const std::string what = "field '" + f.name + "'";
     std::uint64_t bytes = dtype_size(f.dtype);
     for (std::int64_t d : f.shape) {
-      if (d <= 0) throw Error(what + " has a dimension of " + std::to_string(d));
+      if (d <= 0) throw OptionsError(what + " has a dimension of " + std::to_string(d));
       bytes = mul(bytes, static_cast<std::uint64_t>(d), what);
     }
     cursor = align_up(cursor, kFieldAlign);
@@ -90,7 +90,7 @@ ArenaLayout ArenaLayout::compute(const Options& o) {
     l.slot_bytes = align_up(cursor, page);
   } else {
     if (o.slot_bytes < cursor) {
-      throw Error("a batch of " + std::to_string(o.batch_size) + " samples needs " + std::to_string(cursor) +
+      throw OptionsError("a batch of " + std::to_string(o.batch_size) + " samples needs " + std::to_string(cursor) +
                   " bytes per slot but options.slot_bytes is " + std::to_string(o.slot_bytes) +
                   "; raise options.slot_bytes to at least " + std::to_string(cursor) + " (or set it to 0)");
     }

@@ -110,7 +110,7 @@ LoaderState LoaderState::from_json(std::string_view json) {
     s.skipped_samples = read_list(v.at("skipped_samples"), "skipped_samples");
     return s;
   } catch (const Error& e) {
-    throw Error(std::string("loader state: ") + e.what());
+    throw OptionsError(std::string("loader state: ") + e.what());
   }
 }
 
@@ -231,7 +231,7 @@ namespace sluice::detail {
 
 namespace {
 
-[[noreturn]] void refuse(const std::string& why) { throw Error("cannot resume: " + why); }
+[[noreturn]] void refuse(const std::string& why) { throw OptionsError("cannot resume: " + why); }
 
 }  // namespace
 

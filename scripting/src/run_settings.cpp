@@ -29,7 +29,7 @@ std::vector<std::string> RunSettings::names() {
 void RunSettings::set(std::string_view name_value) {
   const auto eq = name_value.find('=');
   if (eq == std::string_view::npos) {
-    throw Error("setting '" + std::string(name_value) + "' is not of the form name=value");
+    throw OptionsError("setting '" + std::string(name_value) + "' is not of the form name=value");
   }
   set(name_value.substr(0, eq), name_value.substr(eq + 1));
 }
@@ -39,7 +39,7 @@ void RunSettings::set(std::string_view raw_name, std::string_view v) {
   if (i == detail::npos) {
     std::string names;
     for (const Setting& setting : settings()) names += (names.empty() ? "" : ", ") + setting.name;
-    throw Error("unknown setting '" + std::string(raw_name) + "'; the settings are " + names);
+    throw OptionsError("unknown setting '" + std::string(raw_name) + "'; the settings are " + names);
   }
   const detail::SettingRow& row = setting_rows()[i];
   // Errors use the name as the caller spelled it.
@@ -79,11 +79,11 @@ void RunSettings::apply(Options& o) const {
     const auto g = static_cast<std::uint32_t>(*global);
     const auto batch_size = given("batch_size");
     if (g % o.world_size != 0) {
-      throw Error("global_batch_size " + std::to_string(g) + " is not divisible by the world size " +
+      throw OptionsError("global_batch_size " + std::to_string(g) + " is not divisible by the world size " +
                   std::to_string(o.world_size) + ": every rank takes global_batch_size / world_size samples per step");
     }
     if (batch_size && *batch_size != g / o.world_size) {
-      throw Error("batch_size " + std::to_string(*batch_size) + " and global_batch_size " + std::to_string(g) +
+      throw OptionsError("batch_size " + std::to_string(*batch_size) + " and global_batch_size " + std::to_string(g) +
                   " disagree on " + std::to_string(o.world_size) + " ranks (" + std::to_string(g) + " / " +
                   std::to_string(o.world_size) + " = " + std::to_string(g / o.world_size) + "): give one of them");
     }

@@ -19,7 +19,7 @@ constexpr std::uint64_t kMiB = UINT64_MAX >> 20;  // MiB counts whose bytes fit 
 constexpr std::uint64_t kSeeds = (std::uint64_t{1} << 53) - 1;  // seeds are Lua numbers
 
 [[noreturn]] void bad(const std::string& name, const std::string& expects, std::string_view value) {
-  throw Error(name + " expects " + expects + ", got '" + std::string(value) + "'");
+  throw OptionsError(name + " expects " + expects + ", got '" + std::string(value) + "'");
 }
 
 // "[0, 2^32)" for the large ranges, "[1, 256]" for the others.

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sluice/options.h"
@@ -117,9 +118,28 @@ TEST_CASE("C API errors are status codes with a message", "[c_api]") {
   REQUIRE(std::string(sluice_last_error()).find("sample 21 is poison") != std::string::npos);
   sluice_loader_destroy(loader);
 
+  // An option the runtime refuses is the caller's: INVALID_ARGUMENT, naming it.
   o.dataset_size = 0;
-  REQUIRE(sluice_loader_create(&o, &loader) == SLUICE_ERROR);
+  REQUIRE(sluice_loader_create(&o, &loader) == SLUICE_INVALID_ARGUMENT);
   REQUIRE(std::string(sluice_last_error()).find("dataset_size") != std::string::npos);
+  o = square_options(fields, &poison);
+  const std::pair<void (*)(sluice_options&), const char*> refused[] = {
+      {[](sluice_options& x) { x.batch_size = 0; }, "options.batch_size is 0"},
+      {[](sluice_options& x) { x.workers = 0; }, "options.workers is 0"},
+      {[](sluice_options& x) { x.workers = 999; }, "options.workers is 999"},
+      {[](sluice_options& x) { x.rank = 2, x.world_size = 2; }, "options.rank 2 is not below options.world_size 2"},
+      {[](sluice_options& x) { x.slot_bytes = 1; }, "options.slot_bytes is 1"},
+      {[](sluice_options& x) { x.max_retries = 0; }, "options.max_retries is 0"},
+      {[](sluice_options& x) { x.size = 0; }, "options->size is 0"},
+  };
+  for (const auto& [set, says] : refused) {
+    sluice_options bad = o;
+    set(bad);
+    INFO(says);
+    CHECK(sluice_loader_create(&bad, &loader) == SLUICE_INVALID_ARGUMENT);
+    CHECK_THAT(sluice_last_error(), Catch::Contains(says));
+    CHECK(loader == nullptr);
+  }
   o.fill = nullptr;
   REQUIRE(sluice_loader_create(&o, &loader) == SLUICE_INVALID_ARGUMENT);
 
@@ -136,7 +156,7 @@ TEST_CASE("C API errors are status codes with a message", "[c_api]") {
   }
   const sluice_field_spec twice[] = {{"id", SLUICE_I64, 0, nullptr}, {"id", SLUICE_F64, 0, nullptr}};
   o.fields = twice;
-  CHECK(sluice_loader_create(&o, &loader) == SLUICE_ERROR);
+  CHECK(sluice_loader_create(&o, &loader) == SLUICE_INVALID_ARGUMENT);
   CHECK_THAT(sluice_last_error(), Catch::Contains("two fields are named 'id'"));
 }
 
@@ -256,10 +276,10 @@ TEST_CASE("C API: the state JSON resumes a run exactly where it stopped", "[c_ap
 
   // A state from another plan is refused, with the reason.
   o.seed = 8;
-  REQUIRE(sluice_loader_create(&o, &loader) == SLUICE_ERROR);
+  REQUIRE(sluice_loader_create(&o, &loader) == SLUICE_INVALID_ARGUMENT);
   REQUIRE(std::string(sluice_last_error()).find("seed") != std::string::npos);
   o.resume_json = "{not json";
-  REQUIRE(sluice_loader_create(&o, &loader) == SLUICE_ERROR);
+  REQUIRE(sluice_loader_create(&o, &loader) == SLUICE_INVALID_ARGUMENT);
   REQUIRE(loader == nullptr);
   sluice_free(json);
 

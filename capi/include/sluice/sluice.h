@@ -61,7 +61,7 @@ struct DLManagedTensor; /* <dlpack/dlpack.h> */
 typedef enum sluice_status {
   SLUICE_OK = 0,
   SLUICE_END = 1,             /* no more batches: every epoch was delivered (or the loader was interrupted) */
-  SLUICE_INVALID_ARGUMENT = 2,
+  SLUICE_INVALID_ARGUMENT = 2, /* a NULL or out-of-range argument, or an option or setting the runtime refuses */
   SLUICE_ERROR = 3,           /* a worker, the script, the arena or the system failed; see sluice_last_error() */
   SLUICE_NOT_READY = 4,       /* try_next / next_for: no batch yet; the run goes on */
 } sluice_status;

@@ -28,4 +28,13 @@ class SLUICE_API RecordError : public Error {
   using Error::Error;
 };
 
+// An Options value the Loader refuses (a count of 0, a rank past the world
+// size, a field the arena cannot hold, a resume state that does not fit the
+// run): the caller's to fix, not a failure of the run. The C API returns
+// SLUICE_INVALID_ARGUMENT for it, Python raises it as a ValueError too.
+class SLUICE_API OptionsError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace sluice
