@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <filesystem>
 #include <chrono>
 #include <fstream>
@@ -304,6 +305,28 @@ TEST_CASE("jsonl: field_is_text refuses a selected value that is not a string, b
   CHECK(field(s, "text") == "12");
 }
 
+TEST_CASE("jsonl: a key given twice is read as its last value, as Python's json reads it", "[jsonl]") {
+  test::TempDir dir;
+  const std::string path = write_text(dir, "dup.jsonl",
+                                      "{\"text\": \"first\", \"id\": 1, \"text\": \"last\"}\n"
+                                      "{\"meta\": {\"body\": \"a\"}, \"meta\": {\"n\": 2}}\n"
+                                      "{\"meta\": {\"body\": \"a\", \"body\": \"b\"}}\n");
+  std::vector<std::byte> buf;
+  Sample s;
+  JsonlSource text({path});
+  read_sample(text, 0, buf, s);
+  REQUIRE(s.fields.size() == 2);  // text once (the selected field, first), id
+  CHECK(s.fields[0].name == "text");
+  CHECK(field(s, "text") == "last");
+  CHECK(field(s, "id") == "1");
+  JsonlOptions nested;
+  nested.field = "meta.body";
+  JsonlSource deep({path}, nested);
+  CHECK_THROWS_WITH(read_sample(deep, 1, buf, s), Contains("line 2: no key 'meta.body'"));  // the last meta has none
+  read_sample(deep, 2, buf, s);
+  CHECK(field(s, "meta.body") == "b");
+}
+
 TEST_CASE("jsonl: field selects a nested key, or a top-level key spelled with a dot", "[jsonl]") {
   test::TempDir dir;
   const std::string path = write_text(dir, "n.jsonl",
@@ -367,6 +390,33 @@ TEST_CASE("jsonl: a cut plain file ends in a bad last line, a cut compressed one
     const std::string corrupt = dir.file("corrupt." + tool);
     test::write_file(corrupt, bytes);
     CHECK_THROWS_WITH(JsonlSource({corrupt}), Contains(corrupt + ": corrupt " + tool + " data"));
+    // Under skip, corrupt input keeps none of what it decompressed since the
+    // last member or frame that passed its check: one byte flipped in the
+    // second of two members leaves the first member's whole lines, and not
+    // one line of garbage.
+    const std::string two = compress(dir, tool, "two." + tool, text, 2);
+    bytes = test::read_file(two);
+    bytes[bytes.size() * 3 / 4] ^= std::byte{0xff};
+    test::write_file(corrupt, bytes);
+    JsonlSource checked({corrupt}, skip);
+    const std::string first_member = text.substr(0, text.size() / 2 + 1);  // compress()'s first part
+    CHECK(checked.size() == static_cast<std::uint64_t>(std::count(first_member.begin(), first_member.end(), '\n')));
+    for (std::uint64_t i = 0; i < checked.size(); ++i) {
+      read_sample(checked, i, buf, s);
+      CHECK(field(s, "text") == "line " + std::to_string(i) + " " + std::string(40, 'x'));
+    }
+    REQUIRE(checked.index_skips().count() == 1);
+    CHECK_THAT(checked.index_skips().entries()[0].reason,
+               Contains(corrupt + ": corrupt " + tool + " data") && Contains("which passed their check, are used"));
+    CHECK(fs::file_size(checked.files()[0]) == first_member.rfind('\n') + 1);  // no unchecked byte in the copy
+    // One member, corrupt: none of its lines.
+    bytes = test::read_file(whole);
+    bytes[bytes.size() / 2] ^= std::byte{0xff};
+    test::write_file(corrupt, bytes);
+    JsonlSource none({corrupt}, skip);
+    CHECK(none.size() == 0);
+    REQUIRE(none.index_skips().count() == 1);
+    CHECK_THAT(none.index_skips().entries()[0].reason, Contains("none of its lines are used"));
   }
 }
 

@@ -70,8 +70,11 @@ class LineParser {
       expect(':');
       ws();
       const std::string_view name(reinterpret_cast<const char*>(key.data()), key.size());
-      const bool on_path = path && !*found && name == (*path)[follow];
+      // A key given twice: the last counts (the value along the path under an
+      // earlier one is forgotten), as parse_jsonl_line keeps the last member.
+      const bool on_path = path && name == (*path)[follow];
       const bool last = on_path && follow + 1 == path->size();
+      if (on_path && !last) *found = false;
       const char* at = p_;
       const std::span<const std::byte> v =
           value(depth, on_path && !last ? path : nullptr, follow + 1, selected, found);
@@ -319,6 +322,21 @@ void parse_jsonl_line(std::span<const std::byte> line, std::string_view name,
   std::span<const std::byte> selected;
   bool found = false;
   parser.object_line(path, &selected, &found, text);
+  // A key given twice: the last value counts, as Python's json and
+  // JavaScript read it; the earlier ones are dropped, so that the selected
+  // field, the keys and every reader agree.
+  std::vector<bool> is_string;
+  is_string.reserve(out.fields.size());
+  std::size_t kept = 0;
+  for (std::size_t k = 0; k < out.fields.size(); ++k) {
+    bool later = false;
+    for (std::size_t j = k + 1; j < out.fields.size() && !later; ++j) later = out.fields[j].name == out.fields[k].name;
+    if (later) continue;
+    is_string.push_back(parser.top_string(k));
+    if (kept != k) out.fields[kept] = std::move(out.fields[k]);
+    ++kept;
+  }
+  out.fields.resize(kept);
   if (name.empty()) return;  // no selected field: the keys only
   // A top-level key spelled exactly as `name` wins over a dotted path.
   // The value selected must be a string when it is text to tokenize.
@@ -332,7 +350,7 @@ void parse_jsonl_line(std::span<const std::byte> line, std::string_view name,
   };
   for (std::size_t k = 0; k < out.fields.size(); ++k) {
     if (out.fields[k].name == name) {
-      if (text && !parser.top_string(k)) throw not_text(out.fields[k].bytes);
+      if (text && !is_string[k]) throw not_text(out.fields[k].bytes);
       if (k > 0) std::swap(out.fields[0], out.fields[k]);
       return;
     }

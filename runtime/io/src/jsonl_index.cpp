@@ -76,11 +76,29 @@ constexpr std::size_t kChunk = 1 << 20;
 class Decompressor {
  public:
   virtual ~Decompressor() = default;
-  // Feeds `in`; output goes to sink. Returns false with *why on corruption.
+  // Feeds `in`; output goes to sink. Returns false with *why on corruption,
+  // having consumed used() bytes of `in`.
   virtual bool feed(std::span<const unsigned char> in, const std::function<void(const char*, std::size_t)>& sink,
                     std::string* why) = 0;
   // Whether the input so far ends at a member/frame boundary.
   virtual bool at_boundary() const = 0;
+  std::size_t used() const { return used_; }
+  // Output bytes through the last member/frame that ended whole: a gzip
+  // member's end checks its CRC-32 and length, a zstd frame's its checksum
+  // when it has one. Output past it that corrupt input produced may be
+  // garbage anywhere, not only at the damage: it is not to be used.
+  std::uint64_t checked_bytes() const { return checked_; }
+
+ protected:
+  // Counts n output bytes; at a member/frame's end, all so far are checked.
+  void produced(std::size_t n, bool member_ended) {
+    total_ += n;
+    if (member_ended) checked_ = total_;
+  }
+  std::size_t used_ = 0;
+
+ private:
+  std::uint64_t total_ = 0, checked_ = 0;
 };
 
 class GzipDecompressor final : public Decompressor {
@@ -103,12 +121,14 @@ class GzipDecompressor final : public Decompressor {
       z_.avail_out = static_cast<uInt>(out_.size());
       const int rc = inflate(&z_, Z_NO_FLUSH);
       sink(out_.data(), out_.size() - z_.avail_out);
+      produced(out_.size() - z_.avail_out, rc == Z_STREAM_END);
       if (rc == Z_STREAM_END) {
         boundary_ = true;
       } else if (rc == Z_BUF_ERROR) {
         return true;  // no progress possible: more input needed
       } else if (rc != Z_OK) {
         *why = std::string("corrupt gzip data (") + (z_.msg ? z_.msg : "inflate error " + std::to_string(rc)) + ")";
+        used_ = in.size() - z_.avail_in;
         return false;
       } else if (z_.avail_in == 0 && z_.avail_out != 0) {
         return true;  // all input taken and all output given
@@ -139,9 +159,11 @@ class ZstdDecompressor final : public Decompressor {
       const std::size_t rc = ZSTD_decompressStream(d_, &output, &input);
       if (ZSTD_isError(rc)) {
         *why = std::string("corrupt zstd data (") + ZSTD_getErrorName(rc) + ")";
+        used_ = input.pos;
         return false;
       }
       sink(out_.data(), output.pos);
+      produced(output.pos, rc == 0);
       if (input.pos > before || output.pos > 0) boundary_ = rc == 0;  // 0: a frame just ended
       full = output.pos == output.size;
     }
@@ -167,6 +189,7 @@ DecompressedCopy decompress_jsonl(const std::string& path, Compression compressi
   DecompressedCopy result;
   LineScanner scanner(path);
   std::string tail;  // decompressed bytes after the last newline, written once complete
+  std::uint64_t written = 0;  // bytes of complete lines written to the copy
   auto run = [&](std::ostream& out) {
     std::vector<unsigned char> in(kChunk);
     std::uint64_t offset = 0;
@@ -190,19 +213,37 @@ DecompressedCopy decompress_jsonl(const std::string& path, Compression compressi
       tail.assign(data + head, n - head);
     };
     std::string why;
+    bool corrupt = false;
     while (offset < size) {
       const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, size - offset));
       const std::size_t got = pread_full(fd.get(), std::as_writable_bytes(std::span(in.data(), want)), offset, path);
       if (got == 0) break;
-      if (!d->feed({in.data(), got}, sink, &why)) break;
+      if (!d->feed({in.data(), got}, sink, &why)) {
+        offset += d->used();
+        corrupt = true;
+        break;
+      }
       offset += got;
     }
     if (why.empty() && !d->at_boundary())
       why = std::string("the ") + (compression == Compression::gzip ? "gzip" : "zstd") + " stream is cut short";
     if (!why.empty()) {
-      result.damage = path + ": " + why + " after " + std::to_string(offset) + " compressed bytes (" +
-                      std::to_string(result.complete_bytes + tail.size()) + " bytes decompressed)";
+      result.damage = path + ": " + why + (corrupt ? " at" : " after") + " compressed byte " + std::to_string(offset) +
+                      " (" + std::to_string(result.complete_bytes + tail.size()) + " bytes decompressed)";
       if (on_error == OnError::fail) throw Error(result.damage);
+      // A stream cut short decompressed its bytes right: its complete lines
+      // are kept. Corrupt input may have decompressed to garbage anywhere
+      // since the last member or frame that passed its check: only the
+      // complete lines before that end are kept.
+      written = result.complete_bytes;
+      if (!corrupt) result.damage += "; its lines up to the last whole one there are used";
+      if (corrupt) {
+        result.complete_bytes = std::min(result.complete_bytes, d->checked_bytes());
+        result.damage += d->checked_bytes() == 0
+                             ? "; nothing in it passed a check, so none of its lines are used"
+                             : "; only its lines in the first " + std::to_string(d->checked_bytes()) +
+                                   " decompressed bytes, which passed their check, are used";
+      }
       return;  // the complete lines are written; the tail is dropped
     }
     out.write(tail.data(), static_cast<std::streamsize>(tail.size()));
@@ -216,6 +257,27 @@ DecompressedCopy decompress_jsonl(const std::string& path, Compression compressi
   remove_dead_writers(copy_path + ".part");
   const std::string own_path = copy_path + ".part" + std::to_string(::getpid());
   write_atomically(own_path, run);
+  if (result.complete_bytes < written) {
+    // Corrupt input: the checked bytes end inside a line; the copy ends at the newline before.
+    const Fd copy = open_read(own_path);
+    std::vector<unsigned char> chunk(kChunk);
+    std::uint64_t end = result.complete_bytes;
+    result.complete_bytes = 0;
+    while (end > 0 && result.complete_bytes == 0) {
+      const std::uint64_t from = end - std::min<std::uint64_t>(end, kChunk);
+      const std::size_t n = static_cast<std::size_t>(end - from);
+      pread_full(copy.get(), std::as_writable_bytes(std::span(chunk.data(), n)), from, own_path);
+      for (std::size_t k = n; k > 0 && result.complete_bytes == 0; --k)
+        if (chunk[k - 1] == '\n') result.complete_bytes = from + k;
+      end = from;
+    }
+  }
+  // The copy holds no more than the bytes kept (corrupt input's unchecked lines are cut off).
+  if (!result.damage.empty() && ::truncate(own_path.c_str(), static_cast<off_t>(result.complete_bytes)) != 0) {
+    const int err = errno;
+    std::remove(own_path.c_str());
+    throw Error("cannot write " + own_path + ": " + std::strerror(err));
+  }
   JsonlIndex index = scanner.finish();
   result.copy_path = result.damage.empty() ? copy_path : copy_path + ".cut";
   if (std::rename(own_path.c_str(), result.copy_path.c_str()) != 0) {

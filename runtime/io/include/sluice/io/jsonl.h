@@ -32,10 +32,12 @@
 // error for a compressed file; for a plain file the index stays in memory.
 //
 // A compressed file that ends early or is corrupt throws sluice::Error naming
-// the file and how many bytes it decompressed; with on_error = skip, its
-// complete lines before the damage are kept (noted in index_skips()) in a
-// copy named FILE.plain.cut, which is rebuilt on every open so that the damage
-// stays visible. A last line with no newline is a sample (a cut plain file's
+// the file, the compressed byte and how many bytes it decompressed; with
+// on_error = skip, part of it is kept (noted in index_skips()) in a copy named
+// FILE.plain.cut, which is rebuilt on every open so that the damage stays
+// visible: a file cut short keeps its complete lines; a corrupt one only the
+// lines of its members (gzip) or frames (zstd) that passed their check, since
+// corrupt input may decompress to garbage well before the error shows. A last line with no newline is a sample (a cut plain file's
 // last line then fails to parse, naming its line).
 //
 // Processes (ranks, runs) that open one file at once each build what is
