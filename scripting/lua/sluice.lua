@@ -423,7 +423,7 @@ function M.tokens(spec)
   if spec.text ~= nil or spec.tokenizer ~= nil then
     local text, tok = spec.text, spec.tokenizer
     if type(text) ~= "table" or not text.native or text.kind == "tokens" or text.kind == "mix" or text.kind == "npy" then
-      fail(1, "sluice.tokens: text must be a source of text records (sluice.files, .folders, .tfrecord, .tar, .jsonl)")
+      fail(1, "sluice.tokens: text must be a source of text records (sluice.files, .folders, .tfrecord, .tar, .jsonl, .parquet)")
     end
     if type(tok) ~= "table" or type(tok.path) ~= "string" or tok.vocab_size == nil then
       fail(1, "sluice.tokens: text needs tokenizer = sluice.sentencepiece(model)")

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -52,7 +53,41 @@ bool has_brace_range(const std::string& path) {
   return false;
 }
 
+// The length of the file `path` is a sidecar of, when its name is one Sluice
+// writes beside a data file (FILE.idx, FILE.plain, FILE.plain.cut, and their
+// temporaries FILE.plain.partPID, FILE.idx.tmpPID.N, FILE.tmp); else npos.
+std::size_t sidecar_stem(std::string_view path) {
+  const std::size_t slash = path.rfind('/');
+  const std::string_view name = path.substr(slash == std::string_view::npos ? 0 : slash + 1);
+  auto digits_from = [&](std::size_t at) {  // the name ends in [0-9.]* from `at`
+    return name.find_first_not_of("0123456789.", at) == std::string_view::npos;
+  };
+  std::size_t stem = std::string_view::npos;
+  if (name.ends_with(".plain.cut")) stem = name.size() - 10;
+  else if (name.ends_with(".plain")) stem = name.size() - 6;
+  else if (name.ends_with(".idx")) stem = name.size() - 4;
+  else if (const std::size_t at = name.rfind(".plain.part"); at != std::string_view::npos && digits_from(at + 11)) stem = at;
+  else if (const std::size_t tmp = name.rfind(".tmp"); tmp != std::string_view::npos && digits_from(tmp + 4)) {
+    stem = tmp;
+    if (name.substr(0, stem).ends_with(".idx")) stem -= 4;
+  }
+  if (stem == std::string_view::npos || stem == 0) return std::string::npos;
+  return path.size() - name.size() + stem;
+}
+
+// Leaves out of a pattern's matches the sidecars of files it also matched.
+void drop_sidecars(std::vector<std::string>& matched) {
+  std::vector<std::string> all = matched;
+  std::sort(all.begin(), all.end());
+  std::erase_if(matched, [&](const std::string& path) {
+    const std::size_t stem = sidecar_stem(path);
+    return stem != std::string::npos && std::binary_search(all.begin(), all.end(), path.substr(0, stem));
+  });
+}
+
 // Every entry, with patterns expanded (each must match at least one file).
+// A pattern leaves out the sidecars Sluice wrote beside the files it matches
+// (sidecar_stem): `data/*` is the data, on the first run and the next ones.
 std::vector<std::string> expand(const std::string& what, const std::vector<std::string>& entries) {
   std::vector<std::string> paths;
   for (const std::string& given : entries) {
@@ -75,6 +110,7 @@ std::vector<std::string> expand(const std::string& what, const std::vector<std::
       }
       std::vector<std::string> matched = io::glob(entry);
       if (matched.empty()) throw Error(what + ": no file matches " + entry);
+      drop_sidecars(matched);
       paths.insert(paths.end(), matched.begin(), matched.end());
     }
   }
@@ -138,7 +174,9 @@ std::shared_ptr<const DataSource> DataSource::open(const SourceSpec& spec, OnErr
     for (std::size_t i = 0; i < std::min<std::size_t>(spec.paths.size(), 3); ++i)
       given += (i > 0 ? ", " : "") + spec.paths[i];
     if (spec.paths.size() > 3) given += " and " + std::to_string(spec.paths.size() - 3) + " more";
-    throw Error(what + ": the data set holds no samples (" + (given.empty() ? "no input given" : given) + ")");
+    std::string why;  // what on_error = "skip" left out, say
+    for (const std::string& note : source->notes_) why += "\n  " + source->named(note);
+    throw Error(what + ": the data set holds no samples (" + (given.empty() ? "no input given" : given) + ")" + why);
   }
   return source;
 }
@@ -236,8 +274,9 @@ void DataSource::fetch_remote(SourceSpec& spec, const remote::CacheOptions& give
       continue;
     }
     // npy pairs each path with a field name: one object each, no expansion.
-    const std::vector<std::string> names =
+    std::vector<std::string> names =
         spec.kind == "npy" ? std::vector<std::string>{entry} : remote::expand_remote(entry, given.transfer);
+    if (names.size() > 1) drop_sidecars(names);  // a listing's (sluice.write uploads FILE.idx beside FILE)
     std::vector<std::pair<std::string, std::string>> objects;  // {URL, its Megatron index's URL or ""}
     if (spec.kind == "tokens") {
       objects = megatron_urls(names, given.transfer);
@@ -486,7 +525,7 @@ void DataSource::open_jsonl() {
   options.on_error = on_error_;
   auto source = std::make_shared<io::JsonlSource>(expand("sluice.jsonl", spec_.paths), options);
   for (const io::SkippedSample& s : source->index_skips().entries())
-    notes_.push_back("on_error = \"skip\": " + s.reason + "; the file is read up to its last whole line there");
+    notes_.push_back("on_error = \"skip\": " + s.reason);  // it says which of the file's lines are used
   note_unsaved_indexes("sluice.jsonl", source->unsaved_indexes(), ", decompressing a compressed one");
   size_ = source->size();
   records_ = std::move(source);
@@ -517,10 +556,12 @@ void DataSource::open_parquet() {
   size_ = origin_reader_->rows();
 }
 
-std::unique_ptr<io::ParquetReader> DataSource::parquet_reader(std::uint32_t at_least) const {
+std::unique_ptr<io::ParquetReader> DataSource::parquet_reader(std::uint32_t at_least,
+                                                              const std::vector<std::string>* columns) const {
   io::ParquetReaderOptions options;
   if (spec_.row_groups > 0) options.cached_row_groups = spec_.row_groups;
   options.cached_row_groups = std::max<std::size_t>(options.cached_row_groups, at_least);
+  if (columns != nullptr) return std::make_unique<io::ParquetReader>(parquet_files_, *columns, options);
   return std::make_unique<io::ParquetReader>(parquet_files_,
                                              parquet_columns_.empty() ? spec_.names : parquet_columns_, options);
 }
@@ -529,17 +570,30 @@ namespace {
 
 // What the ids of `text` tokenized by `model_path` depend on (the token
 // cache's key, text/token_cache.h): the source's kind, its files with their
-// sizes and modification times, the JSON field, the model's bytes, EOS and
-// the on_error rule.
-std::string token_identity(const DataSource& text, const SourceSpec& spec, OnError on_error, const std::string& dtype) {
-  std::string id = "sluice tokens v2\nkind " + text.kind() + "\nfield " + spec.text.at(0).field + "\neos " +
+// sizes and modification times, the JSON field or Parquet column, the
+// model's bytes, EOS and the on_error rule.
+std::string token_identity(const DataSource& text, const SourceSpec& spec, OnError on_error, const std::string& dtype,
+                           const std::string& column) {
+  std::string id = "sluice tokens v2\nkind " + text.kind() + "\nfield " + spec.text.at(0).field +
+                   (column.empty() ? "" : "\ncolumn " + column) + "\neos " +
                    std::to_string(spec.eos) + "\ndtype " + dtype + "\non_error " +
                    std::to_string(static_cast<int>(on_error)) + "\n";
   std::ifstream in(spec.tokenizer, std::ios::binary);
   const std::string model((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (!in) throw Error("cannot read " + spec.tokenizer);
   id += "model " + std::to_string(digest_bytes(model.data(), model.size())) + "\n";
-  for (const std::string& file : text.records()->files()) {
+  // The files as given: a compressed JSON lines file's plain copy is made
+  // again on every open when the file is damaged (FILE.plain.cut), with a new
+  // time but the same bytes.
+  std::vector<std::string> files;
+  if (text.mode() == DataSource::Mode::parquet) {
+    for (const auto& f : text.parquet_files()) files.push_back(f->path());
+  } else if (const auto* jsonl = dynamic_cast<const io::JsonlSource*>(text.records().get())) {
+    files = jsonl->sources();
+  } else {
+    files = text.records()->files();
+  }
+  for (const std::string& file : files) {
     struct stat st {};
     if (::stat(file.c_str(), &st) != 0) throw Error("cannot stat " + file + ": " + std::strerror(errno));
     id += file + " " + std::to_string(st.st_size) + " " + std::to_string(st.st_mtim.tv_sec) + "." +
@@ -564,8 +618,28 @@ std::shared_ptr<const text::TokenCorpus> tokenize_corpus(const SourceSpec& spec,
   if (text_spec.kind == "jsonl" && text_spec.field.empty())
     throw Error("text = sluice.jsonl{ field = false } has no text to tokenize: name the key that holds it");
   std::shared_ptr<const DataSource> text = DataSource::open(text_spec, on_error, seed, cache);
-  if (text->mode() != DataSource::Mode::indexed)
-    throw Error("text = sluice." + text->kind() + " must be a source read by index (files, folders, tfrecord, tar, jsonl)");
+  notes.insert(notes.end(), text->notes().begin(), text->notes().end());  // a damaged file's, say
+  // Parquet: one string or byte column is the text (the one selected, or "text").
+  std::string column;
+  if (text->mode() == DataSource::Mode::parquet) {
+    const std::vector<io::ParquetColumnInfo>& infos = text->parquet_schema()->column_infos();
+    std::string names;
+    for (const io::ParquetColumnInfo& c : infos) names += (names.empty() ? "" : ", ") + c.name;
+    const auto it = infos.size() == 1 ? infos.begin()
+                                      : std::find_if(infos.begin(), infos.end(),
+                                                     [](const io::ParquetColumnInfo& c) { return c.name == "text"; });
+    if (it == infos.end())
+      throw Error("text = sluice.parquet reads one column as the documents: \"text\", or the one given as columns = "
+                  "{ \"...\" } (these files have " + names + ")");
+    if (it->dtype || it->list)
+      throw Error("text = sluice.parquet: column '" + it->name + "' is " + it->type() + (it->list ? " (a list)" : "") +
+                  ", not text: a document is a string or bytes column");
+    column = it->name;
+  } else if (text->mode() != DataSource::Mode::indexed) {
+    throw Error("text = sluice." + text->kind() +
+                " is read as a stream, not by index: give index = true (text sources: files, folders, tfrecord, tar, "
+                "jsonl, parquet)");
+  }
   if (spec.eos < 0) throw Error("text needs an eos id to end each document (the model " + spec.tokenizer + " has none)");
   const std::string* jsonl_field = text->kind() == "jsonl" ? &spec.text.at(0).field : nullptr;
   cpu_set_t cpus;
@@ -581,7 +655,7 @@ std::shared_ptr<const text::TokenCorpus> tokenize_corpus(const SourceSpec& spec,
       throw Error(text->named(e.what()));
     }
   };
-  request.identity = named([&] { return token_identity(*text, spec, on_error, text::name_of(dtype)); });
+  request.identity = named([&] { return token_identity(*text, spec, on_error, text::name_of(dtype), column); });
   request.documents = text->size();
   request.threads = static_cast<unsigned>(std::min<std::uint64_t>(cores, 16));
   request.dtype = dtype;
@@ -593,12 +667,36 @@ std::shared_ptr<const text::TokenCorpus> tokenize_corpus(const SourceSpec& spec,
   std::uint64_t skipped = 0;
   std::uint64_t first_skipped = UINT64_MAX;
   std::string first_skipped_why;
+  // Parquet: a reader of the text column for each thread (a reader is not
+  // thread-safe); each thread's documents are consecutive rows.
+  std::mutex readers_mutex;
+  std::map<std::thread::id, std::unique_ptr<io::ParquetReader>> readers;
+  const std::vector<std::string> columns{column};
+  auto parquet_text = [&](std::uint64_t id, std::string& bytes) {
+    io::ParquetReader* reader = nullptr;
+    {
+      const std::lock_guard lock(readers_mutex);
+      std::unique_ptr<io::ParquetReader>& mine = readers[std::this_thread::get_id()];
+      if (!mine) mine = text->parquet_reader(0, &columns);
+      reader = mine.get();
+    }
+    io::ParquetValue value;
+    reader->read(id, {&value, 1});
+    if (value.data == nullptr)
+      throw RecordError(text->named(text->origin(id)) + ": column '" + column + "' is null, not a document");
+    bytes.assign(reinterpret_cast<const char*>(value.data), value.bytes);
+  };
   request.encode = [&](std::uint64_t id, std::vector<std::int32_t>& ids) {
     // One buffer set per thread: encode runs on several threads at once.
     thread_local std::vector<std::byte> buffer;
     thread_local std::string bytes;
     thread_local io::Sample sample;
     try {
+      if (!column.empty()) {
+        parquet_text(id, bytes);
+        model->encode(bytes, &ids);
+        return true;
+      }
       io::read_sample(*text->records(), id, buffer, sample);
     } catch (const RecordError& e) {  // the line's own fault; a failed read is no reason to drop it for good
       if (on_error != OnError::skip) {

@@ -155,7 +155,10 @@ class DataSource {
   // parquet: the files, and a reader of the selected columns (one per feed)
   // that keeps the source's `row_groups` decoded groups (default 2), or
   // `at_least` when that is more.
-  std::unique_ptr<io::ParquetReader> parquet_reader(std::uint32_t at_least = 0) const;
+  // `columns`: these instead of the selected ones.
+  std::unique_ptr<io::ParquetReader> parquet_reader(std::uint32_t at_least = 0,
+                                                    const std::vector<std::string>* columns = nullptr) const;
+  const std::vector<std::shared_ptr<const io::ParquetFile>>& parquet_files() const { return parquet_files_; }
   // parquet: the reader made at open, for the selected columns' names and
   // types (column_infos(), as in file(0)); null for other sources.
   const io::ParquetReader* parquet_schema() const { return origin_reader_.get(); }

@@ -573,6 +573,28 @@ TEST_CASE("an index that cannot be saved is noted, and the run reads from the in
   CHECK(total == 49 * 50 / 2);  // every line once
 }
 
+TEST_CASE("a pattern over a data folder leaves out the sidecars Sluice wrote there: the next run reads the same data", "[sources]") {
+  if (std::system("command -v gzip >/dev/null") != 0) SKIP_TEST("the gzip command is absent (it writes the test file)");
+  TempDir dir;
+  std::string text;
+  for (int i = 0; i < 10; ++i) text += "{\"text\": \"line " + std::to_string(i) + "\"}\n";
+  dir.write("g/a.jsonl", text);
+  dir.write("g/b.jsonl", text);
+  REQUIRE(std::system(("gzip -f " + dir.path() + "/g/b.jsonl").c_str()) == 0);
+  dir.write("g/c.jsonl.idx", text);  // a file of this name that no matched file owns is data
+  const std::string script = dir.write("p.lua", pipeline("sluice.jsonl { 'g/*' }",
+                                                         "  fields = { { 'n', 'int64' } },\n"
+                                                         "  map = function(s) return { n = s.bytes.nbytes } end,\n"));
+  for (int run = 0; run < 3; ++run) {
+    INFO("run " << run);
+    const sluice::Script s = sluice::load_script({.path = script});
+    CHECK(s.options.dataset_size == 30);
+  }
+  // The first run wrote a.jsonl.idx, b.jsonl.gz.idx and b.jsonl.gz.plain beside them.
+  CHECK(std::filesystem::exists(dir.path() + "/g/a.jsonl.idx"));
+  CHECK(std::filesystem::exists(dir.path() + "/g/b.jsonl.gz.plain"));
+}
+
 TEST_CASE("shuffle_window: a pipeline over JSON lines files reads them a window of files at a time", "[sources]") {
   TempDir dir;
   // 8 files of 3 to 10 lines: line j of file f is {"f": f, "text": "f-j"}.

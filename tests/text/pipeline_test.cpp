@@ -577,6 +577,68 @@ return sluice.pipeline {
   REQUIRE(changed.options.dataset_size > script.options.dataset_size);
 }
 
+TEST_CASE("sluice.tokens{ text = sluice.parquet{...} } tokenizes a string column, its nulls refused or left out") {
+  const std::string missing = spm_missing();
+  if (!missing.empty()) SKIP_TEST(missing);
+  sluice::test::TempDir dir;
+  const CacheDirEnv cache(dir.path() + "/cache");
+  train_model(dir.path());
+  // parquet-mr's DELTA_BYTE_ARRAY strings, 31 of 1000 e-mail addresses null;
+  // the documents expected are the corpus's own CSV of its values.
+  const std::string data = std::string(SLUICE_IO_TEST_DATA) + "/parquet-testing/data/delta_byte_array";
+  std::vector<std::string> docs;
+  {
+    std::ifstream csv(data + "_expect.csv");
+    std::string line;
+    std::getline(csv, line);  // the header
+    while (std::getline(csv, line)) {
+      std::vector<std::string> cells(1);
+      bool quoted = false, was_quoted = false;
+      std::vector<bool> null_cell;
+      for (const char c : line) {
+        if (c == '"') quoted = !quoted, was_quoted = true;
+        else if (c == ',' && !quoted) null_cell.push_back(!was_quoted), cells.emplace_back(), was_quoted = false;
+        else cells.back() += c;
+      }
+      null_cell.push_back(!was_quoted);
+      REQUIRE(cells.size() == 9);
+      if (!null_cell[7]) docs.push_back(cells[7]);  // c_email_address
+    }
+  }
+  REQUIRE(docs.size() == 969);
+  const std::string pipeline = R"(
+local sluice = require("sluice")
+return sluice.pipeline {
+  source = sluice.tokens{ text = sluice.parquet{ ")" + data + R"(.parquet", COLUMNS },
+                          tokenizer = sluice.sentencepiece("m.model") },
+  pack = { seq_len = 8 }, batch_size = 1, workers = 1, on_error = ON_ERROR,
+}
+)";
+  auto script_with = [&](const std::string& columns, const std::string& on_error) {
+    std::string text = pipeline;
+    text.replace(text.find("COLUMNS"), 7, columns);
+    text.replace(text.find("ON_ERROR"), 8, "\"" + on_error + "\"");
+    return dir.write("p.lua", text);
+  };
+  const std::string emails = "columns = { \"c_email_address\" }";
+  CHECK_THROWS_WITH(sluice::load_script({.path = script_with(emails, "fail"), .epochs = 1}),
+                    Contains("delta_byte_array.parquet row ") && Contains("column 'c_email_address' is null, not a document"));
+  sluice::Script script = sluice::load_script({.path = script_with(emails, "skip"), .epochs = 1});
+  check_packed_text(script, dir.path() + "/m.model", docs, 8);
+  CHECK(has_note(script, "31 of 1000 text documents left out of the tokens"));
+  REQUIRE(has_note(sluice::load_script({.path = script_with(emails, "skip"), .epochs = 1}), "tokenized by an earlier run"));
+  // Nine string columns, none named "text": which one is the text must be said.
+  CHECK_THROWS_WITH(sluice::load_script({.path = script_with("row_groups = 2", "skip"), .epochs = 1}),
+                    Contains("reads one column as the documents") && Contains("c_customer_id, c_salutation"));
+  const std::string numbers = std::string(SLUICE_IO_TEST_DATA) + "/parquet-testing/data/alltypes_plain";
+  std::string text = pipeline;
+  text.replace(text.find(data), data.size(), numbers);
+  text.replace(text.find("COLUMNS"), 7, "columns = { \"id\" }");
+  text.replace(text.find("ON_ERROR"), 8, "\"fail\"");
+  CHECK_THROWS_WITH(sluice::load_script({.path = dir.write("n.lua", text), .epochs = 1}),
+                    Contains("column 'id' is INT32") && Contains("not text"));
+}
+
 TEST_CASE("text lines that do not read stop tokenization naming them, or are left out with on_error = skip") {
   const std::string missing = spm_missing();
   if (!missing.empty()) SKIP_TEST(missing);
