@@ -46,6 +46,7 @@ LoaderState LoaderCore::state(std::optional<std::uint64_t> undelivered) const {
   }
   for (std::uint64_t seq : ahead) s.delivered_ahead.push_back(seq - s.epoch * per_epoch);
   s.skipped_samples = stats_.skipped_samples;
+  s.order_key = order_key_at(options_, s);
   return s;
 }
 

@@ -69,6 +69,7 @@ std::string LoaderState::to_json() const {
     field("shuffle_window", std::to_string(shuffle_window));
     field("shard_layout", std::to_string(shard_layout));
   }
+  if (order_key != 0) field("order_key", std::to_string(order_key));
   field("drop_last", drop_last ? "true" : "false");
   field("rank", std::to_string(rank));
   field("world_size", std::to_string(world_size));
@@ -99,6 +100,7 @@ LoaderState LoaderState::from_json(std::string_view json) {
       s.shuffle_window = static_cast<std::uint32_t>(w->as_u64("shuffle_window"));
       s.shard_layout = v.at("shard_layout").as_u64("shard_layout");
     }
+    if (const detail::JsonValue* k = v.find("order_key")) s.order_key = k->as_u64("order_key");
     s.drop_last = v.at("drop_last").as_bool("drop_last");
     s.rank = static_cast<std::uint32_t>(v.at("rank").as_u64("rank"));
     s.world_size = static_cast<std::uint32_t>(v.at("world_size").as_u64("world_size"));
@@ -125,6 +127,7 @@ LoaderState LoaderState::start_of(const Options& options) {
   s.batch = r.batch;
   s.delivered_ahead = r.delivered_ahead;
   s.skipped_samples = r.skipped_samples;
+  s.order_key = detail::order_key_at(options, s);
   return s;
 }
 
@@ -175,6 +178,7 @@ LoaderState LoaderState::merge(std::span<const LoaderState> ranks, std::string* 
   merged.all_ranks = true;
   merged.epoch = slowest.epoch;
   merged.batch = slowest.batch;
+  merged.order_key = slowest.order_key;  // the key is of the position's first sample
   merged.delivered_ahead.clear();
   auto delivered = [&](const LoaderState& s, std::uint64_t step) {
     return position(s) > std::pair(merged.epoch, step) ||
@@ -235,6 +239,15 @@ namespace {
 
 }  // namespace
 
+std::uint64_t order_key_at(const Options& o, const LoaderState& s) {
+  if (!o.order_key) return 0;
+  // Every rank's batches before s.batch: the epoch's positions below batch x global batch.
+  const std::uint64_t global_batch = std::uint64_t{s.batch_size} * s.world_size;
+  const std::uint64_t in_epoch = std::min(o.dataset_size, s.batch * global_batch);
+  const std::uint64_t key = o.order_key(s.epoch * o.dataset_size + in_epoch);
+  return key == 0 ? 1 : key;
+}
+
 LoaderState plan_identity(const Options& o) {
   LoaderState s;
   s.seed = o.seed;
@@ -289,6 +302,16 @@ ResumePoint resume_point(const LoaderState& s, const Options& o, std::uint64_t p
     if (s.rank != o.rank) mismatch("rank", std::to_string(s.rank), std::to_string(o.rank));
   }
 
+  if (s.order_key != 0 || o.order_key) {
+    const std::uint64_t now = order_key_at(o, s);
+    if (now == 0)
+      refuse("the state was saved from a source that orders its samples itself (a mixture), and this one does not");
+    if (s.order_key != 0 && now != s.order_key)
+      refuse("the samples before the state's position (epoch " + std::to_string(s.epoch) + ", batch " +
+             std::to_string(s.batch) + ") would come in another order: the source changed (a mixture's sources, "
+             "their shuffle, or its weights; to change weights from here, add a phase from the row the run "
+             "resumes at, global step x global batch)");
+  }
   if (s.batch > per_epoch) {
     refuse("the state's batch " + std::to_string(s.batch) + " is past the epoch's " + std::to_string(per_epoch) +
            " batches");

@@ -16,6 +16,9 @@ namespace sluice::detail {
 // The state of a run of `options` at its first batch: the plan's identity.
 LoaderState plan_identity(const Options& options);
 
+// options.order_key at the first sample of state's position (0 without one).
+std::uint64_t order_key_at(const Options& options, const LoaderState& state);
+
 // Where a run resumes: the first sequence number to issue, and the later ones
 // delivered before the checkpoint (unordered runs), in increasing order.
 struct ResumePoint {

@@ -884,6 +884,12 @@ void DataSource::open_mix() {
   packed_ = std::move(mix);
 }
 
+std::function<std::uint64_t(std::uint64_t)> DataSource::order_key() const {
+  auto mix = std::dynamic_pointer_cast<const text::Mix>(packed_);
+  if (!mix) return {};
+  return [mix](std::uint64_t position) { return mix->order_key(position); };
+}
+
 // Streaming: the data set's size is given, or counted in one pass.
 void DataSource::count_stream() {
   mode_ = Mode::stream;

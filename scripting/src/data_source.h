@@ -167,6 +167,8 @@ class DataSource {
   const std::shared_ptr<const text::TokenCorpus>& corpus() const { return corpus_; }
   // packed: the rows
   const std::shared_ptr<const text::PackedSource>& packed() const { return packed_; }
+  // Options::order_key: a mixture's (its rows depend on more than the plan); empty for other sources.
+  std::function<std::uint64_t(std::uint64_t)> order_key() const;
   // tokens with a window: the windows (rows of a concat packing), else null
   const std::shared_ptr<const text::Packing>& windows() const { return windows_; }
 

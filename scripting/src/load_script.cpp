@@ -479,6 +479,7 @@ Script load_script(const ScriptOptions& options) {
   }
 
   if (spec.source) o.shard_sizes = spec.source->shard_sizes();
+  if (spec.source) o.order_key = spec.source->order_key();
   // The locality shuffle over Parquet row groups: a batch reads the groups
   // of its window, or of two at a window's end, each group once (its rows
   // are gathered together) and the windows in the order of its positions,

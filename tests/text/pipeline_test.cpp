@@ -420,6 +420,25 @@ TEST_CASE("a run resumed with new mixture weights keeps what came before and log
   for (std::size_t i = 1; i < b.size(); ++i) differs = differs || b[i] != full[i + 5];
   CHECK(differs);
   CHECK_THAT(b[0], Contains("\"text\":[") && Contains("mix: from global row 20 (epoch 0, row 20) the weights are 0.2, 0.8"));
+
+  // What would reorder the rows before row 20 is refused: other weights from
+  // the start, a phase before row 20, the sources' shuffle turned off.
+  std::string text = sluice::test::read_lines(dir.path() + "/s.json")[0];
+  CHECK_THAT(text, Contains("\"order_key\":"));
+  const std::string other_weights =
+      "sluice.mix{ { sluice.tokens{ \"corpus.bin\", dtype = \"uint16\", eos = 0 }, weight = 0.2 }, "
+      "{ sluice.tokens{ \"small.bin\", dtype = \"uint16\", eos = 0 }, weight = 0.8 } }";
+  std::string early = mix_later;
+  early.replace(early.find("from_row = 20"), 13, "from_row = 12");
+  std::string unshuffled = pipeline(kMix, "{ seq_len = 24 }");
+  unshuffled.replace(unshuffled.find("shuffle = true"), 14, "shuffle = false");
+  for (const std::string& changed : {pipeline(other_weights, "{ seq_len = 24 }"), pipeline(early, "{ seq_len = 24 }"), unshuffled}) {
+    INFO(changed);
+    const CliResult r = sluice::test::run_cli({"run", dir.write("c.lua", changed), "--quiet", "--resume", dir.path() + "/s.json"});
+    CHECK(r.status != 0);
+    CHECK_THAT(r.err, Contains("cannot resume: the samples before the state's position (epoch 0, batch 5) would come in "
+                               "another order: the source changed"));
+  }
 }
 
 TEST_CASE("shuffle given as a run setting shuffles token pipelines as pipeline.lua's does, a mixture's schedule kept") {

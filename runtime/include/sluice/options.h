@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -99,6 +100,14 @@ struct SLUICE_API Options {
   // (seed, dataset_size, batch_size, shuffle, shuffle_window and the shard
   // layout, drop_last, shard) must match.
   std::optional<LoaderState> resume;
+  // What orders the samples besides the plan, where a source does (a
+  // mixture: its sources' rows, their shuffle, its weights and phases): a
+  // hash of what decides every sample before global position `position`
+  // (epoch * dataset_size + position in the epoch). A state records it at
+  // its position, and a resume that changes it is refused; a change that
+  // starts at or after the resume point (a mixture phase from that row) is
+  // not one. Empty: the plan alone orders the samples.
+  std::function<std::uint64_t(std::uint64_t position)> order_key;
 
   // --- What a batch holds ---------------------------------------------------
   std::vector<FieldSpec> fields;

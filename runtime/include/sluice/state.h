@@ -36,6 +36,8 @@ struct SLUICE_API LoaderState {
   bool shuffle = false;
   std::uint32_t shuffle_window = 0;  // with shuffle: the locality shuffle's window (0: global)
   std::uint64_t shard_layout = 0;    // with shuffle_window: ShardShuffle::hash_layout of the shards
+  // Options::order_key at the position's first sample (0: none; never 0 when set).
+  std::uint64_t order_key = 0;
   bool drop_last = false;
   std::uint32_t rank = 0;
   std::uint32_t world_size = 1;

@@ -135,6 +135,26 @@ Mix::Pick Mix::pick(std::uint64_t epoch, std::uint64_t row) const {
   return pick;
 }
 
+std::uint64_t Mix::order_key(std::uint64_t position) const {
+  std::uint64_t h = 0x6d69785f6f726465ULL;
+  auto add = [&](std::uint64_t v) {  // splitmix64's finalizer over the running hash
+    std::uint64_t z = h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    h = z ^ (z >> 31);
+  };
+  add(rows_);
+  add(options_.shuffle ? 1 : 0);
+  add(sources_.size());
+  for (const auto& source : sources_) add(source->rows()), add(source->seq_len());
+  for (const Phase& phase : phases_) {
+    if (phase.start > 0 && phase.start >= position) break;  // decides no row before position
+    add(phase.start);
+    for (std::uint32_t s = 0; s < sources_.size(); ++s) add(phase.schedule.quota(s));
+  }
+  return h;
+}
+
 void Mix::fill(std::uint64_t epoch, std::uint64_t row, const PackedRow& out) const {
   const Pick p = pick(epoch, row);
   sources_[p.source]->fill(p.epoch, p.row, out);

@@ -86,6 +86,10 @@ class Mix : public PackedSource {
     std::uint64_t row;
   };
   Pick pick(std::uint64_t epoch, std::uint64_t row) const;
+  // A hash of what decides the picks of global rows [0, position) (the rows
+  // per epoch, each source's rows, the shuffle, the phases that start before
+  // `position` with their quotas): Options::order_key, which a resume checks.
+  std::uint64_t order_key(std::uint64_t position) const;
 
  private:
   struct Phase {
