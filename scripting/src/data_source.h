@@ -159,6 +159,8 @@ class DataSource {
   std::unique_ptr<io::ParquetReader> parquet_reader(std::uint32_t at_least = 0,
                                                     const std::vector<std::string>* columns = nullptr) const;
   const std::vector<std::shared_ptr<const io::ParquetFile>>& parquet_files() const { return parquet_files_; }
+  // parquet: the `row_groups` the pipeline gave (0: none, the default of 2).
+  std::uint32_t parquet_row_groups() const { return spec_.row_groups; }
   // parquet: the reader made at open, for the selected columns' names and
   // types (column_infos(), as in file(0)); null for other sources.
   const io::ParquetReader* parquet_schema() const { return origin_reader_.get(); }

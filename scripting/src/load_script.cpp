@@ -487,8 +487,34 @@ Script load_script(const ScriptOptions& options) {
   // per epoch. Not more: each group kept beyond those is buffers of a fresh
   // group's size that a worker faults in once more (the bench measured the
   // first epoch paying it).
-  if (spec.source && spec.source->mode() == scripting::DataSource::Mode::parquet && o.shuffle && o.shuffle_window > 0)
+  const bool parquet = spec.source && spec.source->mode() == scripting::DataSource::Mode::parquet;
+  if (parquet && o.shuffle && o.shuffle_window > 0)
     spec.feed.row_groups = static_cast<std::uint32_t>(std::min<std::uint64_t>(o.shuffle_window, 1024));
+  // The global shuffle reads any row group at any moment: a worker that
+  // keeps 2 decoded decodes a group for nearly every row (10-25x slower).
+  // A table up to kKeepDecoded uncompressed is kept decoded whole in each
+  // worker; a larger one is told what to set.
+  if (parquet && o.shuffle && o.shuffle_window == 0) {
+    constexpr std::uint64_t kKeepDecoded = 256ULL << 20;
+    std::uint64_t groups = 0, bytes = 0;
+    for (const auto& file : spec.source->parquet_files())
+      for (const io::ParquetRowGroupInfo& g : file->row_groups()) ++groups, bytes += g.uncompressed_bytes;
+    const std::uint32_t kept = spec.source->parquet_row_groups();
+    const std::string size = std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB";
+    if (kept == 0 && groups > 2 && groups <= 1024 && bytes <= kKeepDecoded) {
+      spec.feed.row_groups = static_cast<std::uint32_t>(groups);
+      script.notes.push_back("sluice.parquet: the global shuffle reads its " + std::to_string(groups) +
+                             " row groups in any order: each worker keeps them all decoded (" + size +
+                             " uncompressed; row_groups = n keeps n instead)");
+    } else if (groups > std::max<std::uint32_t>(kept, 2)) {
+      script.notes.push_back("sluice.parquet: the global shuffle reads its " + std::to_string(groups) +
+                             " row groups (" + size + " uncompressed) in any order, and a worker keeps " +
+                             std::to_string(std::max<std::uint32_t>(kept, 2)) +
+                             " decoded (row_groups): most rows decode a group. shuffle_window = k shuffles k row "
+                             "groups at a time and decodes each once an epoch; row_groups = " + std::to_string(groups) +
+                             " keeps all of them decoded in each worker");
+    }
+  }
   script.source = spec.source;
   spec.seed = o.seed;
   spec.dataset_size = o.dataset_size;

@@ -147,12 +147,13 @@ TEST_CASE("parquet: shuffle_window shuffles row groups a window at a time, each 
   struct Run {
     std::map<std::uint64_t, std::vector<std::uint64_t>> order;  // epoch -> dataset rows, position by position
     std::uint64_t decoded = 0;
+    std::vector<std::string> notes;
   };
-  auto run = [&](int workers, int window) {
+  auto run = [&](int workers, int window, const std::string& kept = "") {
     const std::string path = dir.write("w.lua", R"(
 local sluice = require('sluice')
 return sluice.pipeline {
-  source = sluice.parquet{ 'part-*.parquet', columns = { 'double_ieee754' } },
+  source = sluice.parquet{ 'part-*.parquet', columns = { 'double_ieee754' })" + kept + R"( },
   batch_size = 10, shuffle = true, seed = 5, epochs = 2, workers = )" + std::to_string(workers) +
                                                      ", shuffle_window = " + std::to_string(window) + ",\n}\n");
     sluice::Script script = sluice::load_script({.path = path});
@@ -171,6 +172,7 @@ return sluice.pipeline {
       }
     }
     out.decoded = script.worker_times().row_groups_decoded;
+    out.notes = script.notes;
     if (window > 0) {
       const sluice::EpochPlan plan(script.options);
       REQUIRE(plan.shard_shuffle() != nullptr);
@@ -194,17 +196,26 @@ return sluice.pipeline {
     }
     return out;
   };
-  const Run one = run(1, 2), two = run(2, 2), global = run(2, 0);
+  const Run one = run(1, 2), two = run(2, 2), global = run(2, 0), thrashing = run(2, 0, ", row_groups = 2");
   CHECK(one.order == two.order);
   // A worker decodes a window's groups once: at most 20 a worker an epoch.
-  // The global shuffle decodes a group for nearly every row (2 kept of 20).
+  // The global shuffle of a table this small keeps every group decoded in
+  // each worker: each decoded once a worker. Told to keep 2 of the 20, it
+  // decodes a group for nearly every row, and a note says what to set.
   std::printf("parquet shuffle_window = 2: %.2f decodes per row group per epoch (1 worker), %.2f (2 workers, each "
-              "decoding its own); global shuffle, 2 workers: %.2f\n",
+              "decoding its own); global shuffle, 2 workers: %.2f, with row_groups = 2: %.2f\n",
               static_cast<double>(one.decoded) / 40, static_cast<double>(two.decoded) / 40,
-              static_cast<double>(global.decoded) / 40);
+              static_cast<double>(global.decoded) / 40, static_cast<double>(thrashing.decoded) / 40);
   CHECK(one.decoded <= 40);
   CHECK(two.decoded <= 80);
-  CHECK(global.decoded > 2 * two.decoded);
+  CHECK(global.decoded <= 40);
+  CHECK(thrashing.decoded > 2 * two.decoded);
+  auto has = [](const Run& r, const std::string& text) {
+    return std::any_of(r.notes.begin(), r.notes.end(), [&](const std::string& n) { return n.find(text) != std::string::npos; });
+  };
+  CHECK(has(global, "the global shuffle reads its 20 row groups in any order: each worker keeps them all decoded"));
+  CHECK(has(thrashing, "a worker keeps 2 decoded (row_groups): most rows decode a group. shuffle_window = k"));
+  CHECK(!has(two, "the global shuffle"));
 }
 
 namespace {
