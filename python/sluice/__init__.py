@@ -565,7 +565,10 @@ def write(source, to, *, format="tar", shard_size=None, shard_samples=None, stag
     give ragged={"jpg": most bytes} (sluice.Loader) when the first sample's
     is not representative. A pipeline declares { "jpg", "bytes", MAX }.
 
-    Returns the manifest as a dict. Raises sluice.Error.
+    Returns the manifest as a dict, with "skipped": the samples that
+    on_error = "skip" left out of the shards, as {"sample": id, "reason": ...}
+    (also told by a UserWarning; the manifest file does not list them).
+    Raises sluice.Error.
     """
     to = os.fspath(to)
     remote = to.startswith(("s3://", "http://", "https://"))
@@ -591,8 +594,16 @@ def write(source, to, *, format="tar", shard_size=None, shard_samples=None, stag
     try:
         if not isinstance(loader._core, _Loader):
             raise OptionsError("sluice.write runs in worker processes: workers=0 is for debugging a dataset")
-        return json.loads(loader._core.write(to, format, shard_samples or 0, shard_bytes,
-                                                  os.fspath(staging) if staging is not None else ""))
+        manifest, skipped = loader._core.write(to, format, shard_samples or 0, shard_bytes,
+                                               os.fspath(staging) if staging is not None else "")
+        out = json.loads(manifest)
+        out["skipped"] = [{"sample": sample, "reason": reason} for sample, reason in skipped]
+        if skipped:
+            sample, reason = skipped[0]
+            warnings.warn("sluice.write: %d sample%s skipped (on_error = \"skip\"), not in the shards; the first: "
+                          "sample %d: %s" % (len(skipped), "" if len(skipped) == 1 else "s", sample,
+                                             reason.split("\n")[0]), UserWarning, stacklevel=2)
+        return out
     finally:
         if owned:
             loader.close()

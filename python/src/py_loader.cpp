@@ -3,6 +3,7 @@
 #include <Python.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <unistd.h>
 #include <utility>
@@ -221,8 +222,8 @@ void PyLoader::start(const std::optional<std::string>& resume_json, bool same_ru
   loader_ = std::make_unique<sluice::Loader>(std::move(options));
 }
 
-std::string PyLoader::write(const std::string& dir, const std::string& format, std::uint64_t shard_samples,
-                            std::uint64_t shard_bytes, const std::string& staging) {
+py::tuple PyLoader::write(const std::string& dir, const std::string& format, std::uint64_t shard_samples,
+                          std::uint64_t shard_bytes, const std::string& staging) {
   check_process();
   sluice::Options options = source_.options;
   {
@@ -238,7 +239,7 @@ std::string PyLoader::write(const std::string& dir, const std::string& format, s
                                           .remote_timeout_ms = source_.script.remote_timeout_ms});
   for (const std::string& note : writer.shards().notes())
     if (PyErr_WarnEx(PyExc_UserWarning, note.c_str(), 1) != 0) throw py::error_already_set();
-  if (writer.shards().already_complete()) return writer.shards().manifest().to_json();
+  if (writer.shards().already_complete()) return py::make_tuple(writer.shards().manifest().to_json(), py::list());
   writer.prepare(options);
   std::unique_ptr<sluice::Loader> loader;
   if (source_.python_workers) {
@@ -275,7 +276,17 @@ std::string PyLoader::write(const std::string& dir, const std::string& format, s
     if (PyErr_CheckSignals() != 0) throw py::error_already_set();
     if (!more) break;
   }
-  return writer.finish().to_json();
+  const std::string manifest = writer.finish().to_json();
+  // The samples on_error = "skip" left out of the shards: (id, reason) each,
+  // by id (the stats have them in the order the workers dropped them).
+  const sluice::Stats stats = loader->stats();
+  std::vector<std::pair<std::uint64_t, std::string>> dropped;
+  for (std::size_t i = 0; i < stats.skipped_samples.size(); ++i)
+    dropped.emplace_back(stats.skipped_samples[i], i < stats.skip_reasons.size() ? stats.skip_reasons[i] : "");
+  std::sort(dropped.begin(), dropped.end());
+  py::list skipped;
+  for (const auto& [id, reason] : dropped) skipped.append(py::make_tuple(id, reason));
+  return py::make_tuple(manifest, skipped);
 }
 
 bool PyLoader::started() {

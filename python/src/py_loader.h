@@ -80,9 +80,10 @@ class PyLoader {
   // sluice.write(): one epoch of this loader's batches, in order, into shards
   // in `dir`, a folder or s3://bucket/prefix/ staged in `staging` ("" = the
   // default) (sluice/io/shard_writer.h: resumes where a killed write
-  // stopped). The loader must not have started. Returns the manifest's JSON.
-  std::string write(const std::string& dir, const std::string& format, std::uint64_t shard_samples,
-                    std::uint64_t shard_bytes, const std::string& staging);
+  // stopped). The loader must not have started. Returns the manifest's JSON
+  // and a list of (sample, reason) for each sample on_error = skip left out.
+  pybind11::tuple write(const std::string& dir, const std::string& format, std::uint64_t shard_samples,
+                        std::uint64_t shard_bytes, const std::string& staging);
 
   std::string state_json();
   std::uint64_t current_epoch();

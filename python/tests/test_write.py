@@ -126,6 +126,24 @@ return sluice.pipeline {
     loader.close()
 
 
+def test_skipped_samples_are_returned_and_warned(tmp_path):
+    (tmp_path / "p.lua").write_text("""local sluice = require("sluice")
+return sluice.pipeline {
+  source = sluice.range(10), batch_size = 4, on_error = "skip",
+  map = function(i, ctx)
+    if i == 3 or i == 7 then error("sample " .. i .. " is bad") end
+    return { x = i * 2 }
+  end,
+}
+""")
+    with pytest.warns(UserWarning, match=r"sluice.write: 2 samples skipped \(on_error = \"skip\"\), not in the shards; "
+                                         r"the first: sample 3: .*sample 3 is bad"):
+        m = sluice.write(str(tmp_path / "p.lua"), tmp_path / "a", shard_samples=4, workers=2)
+    assert m["samples"] == 8
+    assert [s["sample"] for s in m["skipped"]] == [3, 7]
+    assert "sample 7 is bad" in m["skipped"][1]["reason"]
+
+
 SLOW = """
 import sys, time
 import numpy as np
