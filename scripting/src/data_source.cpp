@@ -11,10 +11,13 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <thread>
 #include <utility>
 
@@ -23,6 +26,7 @@
 #include "sluice/io/file_source.h"
 #include "sluice/io/glob.h"
 #include "sluice/io/jsonl.h"
+#include "sluice/io/manifest.h"
 #include "sluice/io/tar.h"
 #include "sluice/io/tar_stream.h"
 #include "sluice/io/tfrecord.h"
@@ -472,8 +476,34 @@ std::int64_t DataSource::label(std::uint64_t id) const {
   return files && id < size_ ? files->label(id) : -1;
 }
 
+// A folder `sluice write` has not finished (its manifest says complete:
+// false) holds part of a data set: a run over it says so rather than train on
+// the part in silence.
+void DataSource::note_incomplete_writes() {
+  std::set<std::string> dirs;
+  for (const std::string& shard : shards_) {
+    const std::filesystem::path p(shard);
+    dirs.insert(p.has_parent_path() ? p.parent_path().string() : ".");
+  }
+  for (const std::string& dir : dirs) {
+    std::optional<io::Manifest> manifest;
+    try {
+      manifest = io::read_manifest(dir);
+    } catch (const Error&) {
+      continue;  // a manifest.json that is not ours
+    }
+    if (!manifest || manifest->complete) continue;
+    const auto planned = manifest->plan.find("dataset_size");
+    notes_.push_back(named(dir) + " holds a conversion that is not finished (its manifest.json says complete: false): " +
+                     std::to_string(manifest->samples()) + " samples in " + std::to_string(manifest->shards.size()) +
+                     (manifest->shards.size() == 1 ? " shard" : " shards") + " written" + (planned != manifest->plan.end() ? " of " + planned->second : std::string()) +
+                     "; run the write again to finish it");
+  }
+}
+
 void DataSource::open_tfrecord() {
   shards_ = expand("sluice.tfrecord", spec_.paths);
+  note_incomplete_writes();
   if (spec_.index == 0) return count_stream();
   io::TFRecordOptions options;
   options.verify_crc = spec_.verify_crc;
@@ -501,6 +531,7 @@ void DataSource::note_unsaved_indexes(const std::string& what, const std::vector
 
 void DataSource::open_tar() {
   shards_ = expand("sluice.tar", spec_.paths);
+  note_incomplete_writes();
   const auto gzip = std::find_if(shards_.begin(), shards_.end(), is_gzip);
   if (spec_.index == 1 && gzip != shards_.end())
     throw Error(*gzip + " is gzip-compressed and cannot be read at random offsets; "

@@ -188,6 +188,7 @@ class DataSource {
   bool open_lazily(const std::vector<std::string>& urls, const remote::CacheOptions& options);
   void add_remote_stats(const remote::CacheStats& stats);
   void open_files();
+  void note_incomplete_writes();
   void open_tfrecord();
   void open_tar();
   void open_jsonl();

@@ -263,6 +263,19 @@ return sluice.pipeline {
   CHECK(stopped.status == 1);
   CHECK_THAT(stopped.out, Contains("all " + std::to_string(cut->shards.size()) + " shards match") &&
                               Contains("not complete") && !Contains("not in the manifest"));
+  // A run over it trains on part of the data set: a note says so.
+  auto notes_over = [&](const std::string& folder) {
+    const std::string reader = dir.write("read.lua", "local sluice = require('sluice')\nreturn sluice.pipeline { source = "
+                                                     "sluice.tar{ '" + folder + "/*.tar' }, batch_size = 2,\n"
+                                                     "  fields = { { 'n', 'int64' } },\n"
+                                                     "  map = function(s) return { n = 1 } end }\n");
+    std::string all;
+    for (const std::string& note : sluice::load_script({.path = reader}).notes) all += note + "\n";
+    return all;
+  };
+  CHECK_THAT(notes_over(killed), Contains(killed + " holds a conversion that is not finished") &&
+                                     Contains("of 48; run the write again to finish it"));
+  CHECK_THAT(notes_over(whole), !Contains("not finished"));
   // Another plan (shuffled, another seed) would put other samples after the
   // kept shards, repeating some and missing others: refused, naming what
   // differs and the ways out, and the folder is left as it was.
