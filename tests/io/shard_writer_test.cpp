@@ -252,6 +252,12 @@ TEST_CASE("ShardWriter: resume keeps the completed shards and redoes the rest", 
   auto other = o;
   other.shard_samples = 5;
   CHECK_THROWS_WITH(ShardWriter(other), Catch::Contains("holds another conversion"));
+  // One writer of a folder at a time: the lock goes with the writer.
+  {
+    ShardWriter first(o);
+    CHECK_THROWS_WITH(ShardWriter(o), Catch::Contains(out + " is being written by another sluice write"));
+  }
+  CHECK_NOTHROW(ShardWriter(o));
 }
 
 TEST_CASE("ShardWriter: a resume with another plan is refused, naming what differs", "[writer]") {

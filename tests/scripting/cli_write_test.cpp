@@ -234,6 +234,10 @@ return sluice.pipeline {
     if (listed >= 3) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+  // A second writer of the folder meanwhile is refused at once, naming it.
+  const CliResult second = run_cli({"write", pipeline, "--to", killed, "--shard-samples", "4"});
+  CHECK(second.status == 1);
+  CHECK_THAT(second.err, Contains(killed + " is being written by another sluice write"));
   ::kill(pid, SIGKILL);
   int status = 0;
   ::waitpid(pid, &status, 0);
@@ -320,7 +324,7 @@ return sluice.pipeline {
   // Another shard size into the same folder is refused, clearly.
   CliResult other = run_cli({"write", pipeline, "--to", killed, "--shard-samples", "5"});
   CHECK(other.status == 1);
-  CHECK_THAT(other.err, Contains("holds another conversion"));
+  CHECK_THAT(other.err, Contains("holds another conversion: its manifest.json has 4 samples a shard, not 5 samples a shard"));
 }
 
 TEST_CASE("sluice write: a corrupt shard is named by the readers and by sluice verify", "[cli][write]") {

@@ -1,5 +1,7 @@
 #include "sluice/io/shard_writer.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -7,6 +9,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "file_util.h"
 #include "output_file.h"
 #include "publisher.h"
 #include "sample_encoding.h"
@@ -46,6 +49,11 @@ struct ShardWriter::Impl {
   ShardWriterOptions options;
   std::string local;   // the folder shards are written to: options.dir, or the staging folder
   std::string remote;  // "s3://bucket/prefix/" when writing to a store, else ""
+  // `local` itself, opened and flock'ed for the writer's life: a second
+  // writer of the folder is refused instead of both failing on each other's
+  // renames. The kernel drops the lock with the last descriptor of it (a
+  // kill -9 too); no file is left in the folder for it.
+  detail::Fd lock;
   std::unique_ptr<remote::Uploader> uploader;
   std::vector<detail::EncodedField> fields;
   Manifest manifest;
@@ -167,11 +175,19 @@ struct ShardWriter::Impl {
 
   // Keeps the shards an earlier run of the same conversion completed.
   void adopt(Manifest old) {
-    const bool same = old.shard_format == manifest.shard_format && old.cut_samples == manifest.cut_samples &&
-                      old.cut_bytes == manifest.cut_bytes && old.fields == manifest.fields;
-    if (!same)
-      throw Error(options.dir + " holds another conversion (its manifest.json differs in format, shard "
-                  "size or fields); write to a new folder or delete it");
+    std::string differs;
+    auto differ = [&](const std::string& what) { differs += (differs.empty() ? "" : ", ") + what; };
+    if (old.shard_format != manifest.shard_format) differ("format " + old.shard_format + ", not " + manifest.shard_format);
+    auto cut = [](const Manifest& m) {
+      return m.cut_samples > 0 ? std::to_string(m.cut_samples) + " samples a shard"
+                               : std::to_string(m.cut_bytes) + " bytes a shard";
+    };
+    if (old.cut_samples != manifest.cut_samples || old.cut_bytes != manifest.cut_bytes)
+      differ(cut(old) + ", not " + cut(manifest));
+    if (old.fields != manifest.fields) differ("other fields (names, dtypes, shapes or extensions)");
+    if (!differs.empty())
+      throw Error(options.dir + " holds another conversion: its manifest.json has " + differs +
+                  "; write to a new folder or delete it");
     check_plan(old);
     std::size_t good = 0;
     for (; good < old.shards.size(); ++good) {
@@ -253,6 +269,14 @@ ShardWriter::ShardWriter(ShardWriterOptions options) : impl_(std::make_unique<Im
   std::error_code ec;
   fs::create_directories(m.local, ec);
   if (ec) throw Error("cannot create " + m.local + ": " + ec.message());
+  m.lock = detail::Fd(::open(m.local.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (m.lock.get() < 0) throw Error("cannot open " + m.local + ": " + std::strerror(errno));
+  if (::flock(m.lock.get(), LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK)
+      throw Error(m.options.dir + " is being written by another sluice write (it holds a lock on " + m.local +
+                  "): wait for it to end, or write to another folder");
+    throw Error("cannot lock " + m.local + ": " + std::strerror(errno));
+  }
   std::optional<Manifest> old;
   if (!m.remote.empty()) {
     const std::string where = m.url(kManifestName);

@@ -42,6 +42,10 @@
 // so is resuming an incomplete manifest that records no plan (written before
 // plans were recorded: whether its order matches cannot be known). A complete
 // one without a plan is kept as it is. An empty options.plan checks nothing.
+// A writer holds an flock on its folder (the directory itself) while it
+// lives: a second writer of the same folder (or staging folder) is
+// refused at once, naming it, instead of the two failing on each other's
+// files; a killed writer's lock goes with its process.
 //
 // To a store: a DIR of s3://bucket/prefix/ writes each shard to a local
 // staging folder first (as above), then uploads it (remote/upload.h: one PUT,
