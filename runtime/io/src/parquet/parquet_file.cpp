@@ -24,7 +24,13 @@ ParquetFile::ParquetFile(std::string path) : path_(std::move(path)) {
     std::vector<std::byte> footer(length);
     if (detail::pread_full(fd.get(), footer, size_ - 8 - length, path_) != length)
       throw Error("the file ends inside its footer");
-    meta_ = std::make_unique<parquet::FileMeta>(parquet::parse_footer(footer.data(), footer.size()));
+    try {
+      meta_ = std::make_unique<parquet::FileMeta>(parquet::parse_footer(footer.data(), footer.size()));
+    } catch (const Error& e) {
+      const std::string why = e.what();  // "thrift: ..." says how the bytes do not decode
+      if (why.rfind("thrift:", 0) != 0) throw;
+      throw Error("the footer (the file's metadata, " + std::to_string(length) + " bytes before its last 8) is corrupt: " + why);
+    }
   } catch (const Error& e) {
     throw Error(path_ + ": " + e.what());
   }
