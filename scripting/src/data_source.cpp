@@ -642,7 +642,7 @@ std::string token_identity(const DataSource& text, const SourceSpec& spec, OnErr
 // and thread-safe, as is a RecordSource).
 std::shared_ptr<const text::TokenCorpus> tokenize_corpus(const SourceSpec& spec, OnError on_error, std::uint64_t seed,
                                                          std::vector<std::string>& notes,
-                                                         const remote::CacheOptions& cache) {
+                                                         const remote::CacheOptions& cache, remote::CacheStats& fetched) {
   const auto model = text::SentencePiece::open(spec.tokenizer);
   // Its remote objects are unpinned once it ends here: the tokens are on disk.
   SourceSpec text_spec = spec.text.at(0);
@@ -650,6 +650,7 @@ std::shared_ptr<const text::TokenCorpus> tokenize_corpus(const SourceSpec& spec,
     throw Error("text = sluice.jsonl{ field = false } has no text to tokenize: name the key that holds it");
   std::shared_ptr<const DataSource> text = DataSource::open(text_spec, on_error, seed, cache);
   notes.insert(notes.end(), text->notes().begin(), text->notes().end());  // a damaged file's, say
+  remote::add_stats(fetched, text->remote_stats());  // its remote objects count as the source's
   // Parquet: one string or byte column is the text (the one selected, or "text").
   std::string column;
   if (text->mode() == DataSource::Mode::parquet) {
@@ -858,7 +859,7 @@ std::string packing_note(const text::Packing& packing) {
 }  // namespace
 
 void DataSource::open_tokens() {
-  corpus_ = spec_.text.empty() ? open_corpus(spec_) : tokenize_corpus(spec_, on_error_, seed_, notes_, cache_);
+  corpus_ = spec_.text.empty() ? open_corpus(spec_) : tokenize_corpus(spec_, on_error_, seed_, notes_, cache_, remote_);
   if (spec_.seq_len == 0) {
     mode_ = Mode::tokens;
     size_ = corpus_->documents();
@@ -883,7 +884,7 @@ void DataSource::open_mix() {
     try {
       SourceSpec& part = spec_.parts[k];
       fetch_remote(part, cache_);
-      auto corpus = part.text.empty() ? open_corpus(part) : tokenize_corpus(part, on_error_, seed_, notes_, cache_);
+      auto corpus = part.text.empty() ? open_corpus(part) : tokenize_corpus(part, on_error_, seed_, notes_, cache_, remote_);
       auto packing = std::make_shared<text::Packing>(std::move(corpus), pack_options(spec_));
       notes_.push_back("source " + std::to_string(k + 1) + ": " + packing_note(*packing));
       parts.push_back(std::move(packing));

@@ -409,6 +409,42 @@ TEST_CASE("Sources: sluice.mix parts and sluice.tokens files over http:// read w
   CHECK(http.requests("GET", "/b.bin") == 1);
 }
 
+TEST_CASE("Sources: JSON lines over http:// tokenized at load read as the local text, and their downloads are counted") {
+  if (cli().empty()) SKIP_TEST(kNoCli);
+  if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
+  if (std::system("command -v spm_train > /dev/null 2>&1") != 0) SKIP_TEST("spm_train not found (Debian package sentencepiece)");
+  const std::string root = temp_dir("www"), work = temp_dir("run");
+  const std::string train = "spm_train --input=/usr/share/common-licenses/Apache-2.0 --model_prefix=" + work +
+                            "/m --vocab_size=300 --model_type=unigram --minloglevel=2 > /dev/null 2>&1";
+  REQUIRE(std::system(train.c_str()) == 0);
+  std::string lines;
+  for (int i = 0; i < 200; ++i)
+    lines += "{\"text\": \"document " + std::to_string(i) + " is licensed under the Apache License\"}\n";
+  write_file(root + "/docs.jsonl", lines);
+  Nginx http(root);
+  auto pipeline = [](const std::string& file) {
+    return "local sluice = require('sluice')\n"
+           "return sluice.pipeline {\n"
+           "  source = sluice.tokens{ text = sluice.jsonl{ '" + file + "' }, tokenizer = sluice.sentencepiece('m.model') },\n"
+           "  pack = { seq_len = 16 }, batch_size = 4, shuffle = true, seed = 5,\n"
+           "}\n";
+  };
+  write_file(work + "/local.lua", pipeline(root + "/docs.jsonl"));
+  write_file(work + "/http.lua", pipeline(http.url("docs.jsonl")));
+  Run r = sh(work, "SLUICE_CACHE_DIR=cache " + cli() + " run local.lua --quiet --record local.jsonl");
+  INFO(r.out);
+  if (r.status != 0 && r.out.find("SentencePiece") != std::string::npos) SKIP_TEST("the sluice command is built without SentencePiece");
+  REQUIRE(r.status == 0);
+  r = sh(work, "SLUICE_CACHE_DIR=cache " + cli() + " run http.lua --record http.jsonl");
+  INFO(r.out);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.out, Catch::Contains("remote      1 objects: 0 from the node cache, 1 downloaded"));
+  CHECK(http.requests("GET", "/docs.jsonl") == 1);
+  r = sh(work, cli() + " verify local.jsonl http.jsonl");
+  INFO(r.out);
+  CHECK(r.status == 0);
+}
+
 TEST_CASE("Sources: a Megatron-LM .bin/.idx pair over s3:// and http:// reads as the local pair does") {
   if (cli().empty()) SKIP_TEST(kNoCli);
   if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
