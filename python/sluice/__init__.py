@@ -38,7 +38,7 @@ import weakref
 
 from ._sluice import Array, Batch, Error, OptionsError, _Loader, check_state as _check_state, merge_states as _merge_states
 from ._sluice import _current_sample, _dataset_loader, _trial, settings
-from . import _compat, _generators, _inline, _pinning, _structure
+from . import _compat, _generators, _inline, _pinning, _structure, _trial_child
 
 __all__ = ["Array", "Batch", "Error", "OptionsError", "Loader", "rng", "settings", "write", "DEFAULT_HELD_TIMEOUT_MS"]
 __version__ = "0.1.0"
@@ -97,22 +97,34 @@ def _format_exception(error):
     return summary + "\n" + trace
 
 
-def _first(source, kind, on_error, seed, seed_globals):
+def _first(source, kind, on_error, seed, seed_globals, in_child, timeout_s):
     """The first sample (or batch) the workers will not skip, made here, with
-    the global generators seeded as a worker seeds them and restored after."""
+    the global generators seeded as a worker seeds them and restored after.
+    in_child: each is made in a forked child first (_trial_child), and here
+    only when the child got through; timeout_s bounds the child (None: no bound)."""
     tries = min(len(source), _TRIAL_SAMPLES if on_error == "skip" else 1)
     errors = []
-    for index in range(tries):
+
+    def make(index):
         _trial(True, seed, index)
         try:
             with _generators.kept():
                 if seed_globals:
                     _generators.seed_sample(seed, 0, index)
-                return index, source[index]
-        except Exception as error:
-            errors.append("%s[%d] raised %s" % (kind, index, _format_exception(error)))
+                return source[index]
         finally:
             _trial(False, 0, 0)
+
+    for index in range(tries):
+        ended = _trial_child.ends_child(lambda: make(index), timeout_s) if in_child else ""
+        if ended:
+            errors.append("%s[%d] ended the process that made it (the first sample is made once here, to learn "
+                          "the fields, and in a child process first): it %s" % (kind, index, ended))
+            continue
+        try:
+            return index, make(index)
+        except Exception as error:
+            errors.append("%s[%d] raised %s" % (kind, index, _format_exception(error)))
     raise Error("\n".join(errors) if len(errors) == 1 else
                 "the first %d samples all failed; the first:\n%s" % (len(errors), errors[0]))
 
@@ -308,7 +320,13 @@ class Loader:
             if kind == "sequence" and _structure.has_ragged(tree):
                 raise OptionsError("a sequence's batch holds arrays only: a str, bytes or variable-length field needs dataset=")
         else:
-            index, first = _first(source, kind, on_error, seed, seed_globals)
+            # Made in a child first, unless workers=0 makes every sample here anyway.
+            try:
+                timeout_ms = int(normal.get("batch_timeout_ms", 0))
+            except (TypeError, ValueError):
+                timeout_ms = 0  # the settings say what is wrong with it
+            timeout_s = _trial_child.START_ALLOWANCE_S + timeout_ms / 1000 if timeout_ms > 0 else None
+            index, first = _first(source, kind, on_error, seed, seed_globals, not inline, timeout_s)
             tree, described = _structure.describe(first, "%s[%d]" % (kind, index), kind == "sequence", ragged)
         if not described:  # as the workers' loader refuses it (dataset_loader.cpp)
             raise OptionsError("a dataset's samples need at least one field")

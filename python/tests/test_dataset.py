@@ -1,6 +1,8 @@
 """sluice.Loader(dataset=...): a map-style Python dataset in forked workers."""
 import json
+import os
 import re
+import time
 
 import numpy as np
 import pytest
@@ -100,6 +102,45 @@ def test_a_first_sample_that_fails_is_an_error_here():
         sluice.Loader(dataset=FirstBroken(), batch_size=4)
     with pytest.raises(sluice.Error, match=r"the first 16 samples all failed"):
         sluice.Loader(dataset=FirstBroken(), batch_size=4, on_error="skip")
+
+
+class FirstEndsItsProcess(Counting):
+    """Sample 0 segfaults (how="segv"), calls os._exit(3) ("exit") or never returns ("hang")."""
+
+    def __init__(self, how):
+        super().__init__(24)
+        self.how = how
+
+    def __getitem__(self, i):
+        if i == 0:
+            print("making sample 0 the %s way" % self.how, flush=True)
+            if self.how == "segv":
+                import ctypes
+                ctypes.string_at(0)
+            elif self.how == "exit":
+                os._exit(3)
+            else:
+                time.sleep(3600)
+        return super().__getitem__(i)
+
+
+@pytest.mark.parametrize("how, says", [
+    ("segv", r"was killed by signal 11, SIGSEGV \(Segmentation fault\); its last output:\nmaking sample 0 the segv way"),
+    ("exit", r"exited with status 3; its last output:\nmaking sample 0 the exit way"),
+    ("hang", r"ran past 0.3 s \(batch_timeout_ms, after 0.2 s to start\)"),
+])
+def test_a_first_sample_that_ends_its_process_does_not_end_this_one(how, says, monkeypatch):
+    # The first sample is made to learn the fields: in a child first, so that
+    # this process lives to raise the error, or to go on under skip.
+    monkeypatch.setattr(sluice._trial_child, "START_ALLOWANCE_S", 0.2)
+    with pytest.raises(sluice.Error, match=r"dataset\[0\] ended the process that made it \(.*\): it " + says):
+        sluice.Loader(dataset=FirstEndsItsProcess(how), batch_size=4, batch_timeout_ms=300)
+    if how == "hang":
+        return  # a worker would wait out its start-up allowance too
+    loader = sluice.Loader(dataset=FirstEndsItsProcess(how), batch_size=4, on_error="skip", workers=2, max_retries=1)
+    assert sorted(i for batch in epoch_ids(loader) for i in batch) == list(range(1, 24))
+    assert loader.stats()["skipped_samples"] == [0]
+    loader.close()
 
 
 def test_bad_arguments_are_clear_errors():
