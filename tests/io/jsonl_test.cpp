@@ -325,6 +325,17 @@ TEST_CASE("jsonl: a key given twice is read as its last value, as Python's json 
   CHECK_THROWS_WITH(read_sample(deep, 1, buf, s), Contains("line 2: no key 'meta.body'"));  // the last meta has none
   read_sample(deep, 2, buf, s);
   CHECK(field(s, "meta.body") == "b");
+  // Many keys (found repeated by sorting them): the same rule.
+  std::string wide = "{\"text\": 1";
+  for (int k = 0; k < 20; ++k) wide += ", \"k" + std::to_string(k) + "\": " + std::to_string(k);
+  wide += ", \"text\": \"wide\"}\n";
+  JsonlOptions as_text;
+  as_text.field_is_text = true;
+  JsonlSource many({write_text(dir, "wide.jsonl", wide)}, as_text);
+  read_sample(many, 0, buf, s);
+  CHECK(s.fields.size() == 21);
+  CHECK(field(s, "text") == "wide");  // a string: the first "text", a number, is not the one read
+  CHECK(field(s, "k19") == "19");
 }
 
 TEST_CASE("jsonl: field selects a nested key, or a top-level key spelled with a dot", "[jsonl]") {

@@ -1,6 +1,8 @@
 #include "jsonl_format.h"
 
+#include <algorithm>
 #include <cstring>
+#include <string_view>
 
 #include "json.h"
 #include "sluice/error.h"
@@ -325,18 +327,31 @@ void parse_jsonl_line(std::span<const std::byte> line, std::string_view name,
   // A key given twice: the last value counts, as Python's json and
   // JavaScript read it; the earlier ones are dropped, so that the selected
   // field, the keys and every reader agree.
-  std::vector<bool> is_string;
-  is_string.reserve(out.fields.size());
-  std::size_t kept = 0;
-  for (std::size_t k = 0; k < out.fields.size(); ++k) {
-    bool later = false;
-    for (std::size_t j = k + 1; j < out.fields.size() && !later; ++j) later = out.fields[j].name == out.fields[k].name;
-    if (later) continue;
-    is_string.push_back(parser.top_string(k));
-    if (kept != k) out.fields[kept] = std::move(out.fields[k]);
-    ++kept;
+  const std::size_t n = out.fields.size();
+  bool repeated = false;  // any key given twice (pairwise for a few keys, sorted for many)
+  if (n <= 16) {
+    for (std::size_t k = 0; k < n && !repeated; ++k)
+      for (std::size_t j = k + 1; j < n && !repeated; ++j) repeated = out.fields[j].name == out.fields[k].name;
+  } else {
+    std::vector<std::string_view> names;
+    names.reserve(n);
+    for (const Field& f : out.fields) names.push_back(f.name);
+    std::sort(names.begin(), names.end());
+    repeated = std::adjacent_find(names.begin(), names.end()) != names.end();
   }
-  out.fields.resize(kept);
+  std::vector<std::size_t> parsed_as;  // with a repeated key: field k was parsed as member parsed_as[k]
+  if (repeated) {
+    std::size_t kept = 0;
+    for (std::size_t k = 0; k < n; ++k) {
+      bool later = false;
+      for (std::size_t j = k + 1; j < n && !later; ++j) later = out.fields[j].name == out.fields[k].name;
+      if (later) continue;
+      parsed_as.push_back(k);
+      if (kept != k) out.fields[kept] = std::move(out.fields[k]);
+      ++kept;
+    }
+    out.fields.resize(kept);
+  }
   if (name.empty()) return;  // no selected field: the keys only
   // A top-level key spelled exactly as `name` wins over a dotted path.
   // The value selected must be a string when it is text to tokenize.
@@ -350,7 +365,7 @@ void parse_jsonl_line(std::span<const std::byte> line, std::string_view name,
   };
   for (std::size_t k = 0; k < out.fields.size(); ++k) {
     if (out.fields[k].name == name) {
-      if (text && !is_string[k]) throw not_text(out.fields[k].bytes);
+      if (text && !parser.top_string(repeated ? parsed_as[k] : k)) throw not_text(out.fields[k].bytes);
       if (k > 0) std::swap(out.fields[0], out.fields[k]);
       return;
     }
