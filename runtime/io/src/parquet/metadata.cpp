@@ -48,6 +48,7 @@ void parse_logical(ThriftReader& r, SchemaNode& node) {
     while (r.next_field(mid, mt)) {
       if (id == 5 && mid == 1) node.scale = r.read_i32(mt);
       else if (id == 5 && mid == 2) node.precision = r.read_i32(mt);
+      else if ((id == 7 || id == 8) && mid == 1) node.utc = r.read_bool(mt);
       else if ((id == 7 || id == 8) && mid == 2 && mt == TType::structure) {
         r.begin_struct();
         Field uid;
@@ -202,6 +203,7 @@ void resolve_logical(const SchemaNode& node, LeafColumn& leaf) {
     leaf.int_bits = node.int_bits;
     leaf.int_signed = node.int_signed;
     leaf.unit = node.unit;
+    leaf.utc = node.utc;
     // A logical type this reader does not know (geometry, a newer one)
     // leaves the values as their physical type, as the format asks.
     if (node.logical == Logical::other) leaf.logical = Logical::none;
@@ -216,8 +218,9 @@ void resolve_logical(const SchemaNode& node, LeafColumn& leaf) {
     case kDate: leaf.logical = Logical::date; break;
     case kTimeMillis: leaf.logical = Logical::time; leaf.unit = TimeUnit::millis; break;
     case kTimeMicros: leaf.logical = Logical::time; leaf.unit = TimeUnit::micros; break;
-    case kTimestampMillis: leaf.logical = Logical::timestamp; leaf.unit = TimeUnit::millis; break;
-    case kTimestampMicros: leaf.logical = Logical::timestamp; leaf.unit = TimeUnit::micros; break;
+    // TIMESTAMP_MILLIS/MICROS read as isAdjustedToUTC = true (LogicalTypes.md)
+    case kTimestampMillis: leaf.logical = Logical::timestamp; leaf.unit = TimeUnit::millis; leaf.utc = true; break;
+    case kTimestampMicros: leaf.logical = Logical::timestamp; leaf.unit = TimeUnit::micros; leaf.utc = true; break;
     case kUint8: case kUint16: case kUint32: case kUint64:
     case kInt8: case kInt16: case kInt32: case kInt64: {
       static const int bits[] = {8, 16, 32, 64};
@@ -520,7 +523,8 @@ std::string logical_name(const LeafColumn& c) {
       return "int(" + std::to_string(c.int_bits) + (c.int_signed ? ", signed)" : ", unsigned)");
     case Logical::date: return "date";
     case Logical::time: return std::string("time(") + units[static_cast<int>(c.unit)] + ")";
-    case Logical::timestamp: return std::string("timestamp(") + units[static_cast<int>(c.unit)] + ")";
+    case Logical::timestamp:
+      return std::string("timestamp(") + units[static_cast<int>(c.unit)] + (c.utc ? ", UTC" : ", local") + ")";
     case Logical::decimal: return "decimal(" + std::to_string(c.precision) + "," + std::to_string(c.scale) + ")";
     case Logical::float16: return "float16";
     case Logical::uuid: return "uuid";

@@ -50,6 +50,7 @@ struct SchemaNode {
   int int_bits = 0;           // Logical::integer
   bool int_signed = true;
   TimeUnit unit = TimeUnit::millis;
+  bool utc = false;           // time/timestamp: isAdjustedToUTC (an instant, not a wall-clock reading)
   std::string other_logical;  // names a logical type Sluice does not read
 };
 
@@ -63,6 +64,7 @@ struct LeafColumn {
   int int_bits = 0;
   bool int_signed = true;
   TimeUnit unit = TimeUnit::millis;
+  bool utc = false;           // time/timestamp: isAdjustedToUTC
   int scale = 0, precision = 0;
   int max_def = 0, max_rep = 0;
   int list_def = 0;           // definition level at which a list holds an element slot
