@@ -67,7 +67,7 @@ struct FileMeta;
 struct SLUICE_API ParquetColumnInfo {
   std::string name;              // dotted path; a list column by the list's name
   std::string physical;          // "INT32", "BYTE_ARRAY", ...
-  std::string logical;           // "string", "timestamp(micros)", "decimal(9,2)", or ""
+  std::string logical;           // "string", "timestamp(micros, UTC)", "decimal(9,2)", or ""
   std::optional<DType> dtype;    // the elements' type; none: bytes
   std::size_t fixed_bytes = 0;   // bytes of a FIXED_LEN_BYTE_ARRAY value (without dtype too); else 0
   bool nullable = false;
