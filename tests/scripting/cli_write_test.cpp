@@ -327,6 +327,41 @@ return sluice.pipeline {
   CHECK_THAT(other.err, Contains("holds another conversion: its manifest.json has 4 samples a shard, not 5 samples a shard"));
 }
 
+TEST_CASE("sluice write: SIGTERM keeps the complete shards, says so and exits 143, and the same command goes on", "[cli][write]") {
+  TempDir dir;
+  const std::string pipeline = dir.write("slow.lua", R"(local sluice = require("sluice")
+return sluice.pipeline {
+  source = sluice.range(60), batch_size = 2, workers = 2,
+  fields = { { "n", "int64" } },
+  map = function(i, ctx)
+    local t = os.clock() + 0.01
+    while os.clock() < t do end
+    return { n = i * 3 }
+  end,
+}
+)");
+  const std::string whole = dir.path() + "/whole", out = dir.path() + "/out";
+  REQUIRE(run_cli({"write", pipeline, "--to", whole, "--shard-samples", "4"}).status == 0);
+  // As a preempted job gets it: once a shard is listed.
+  const std::string script = "cd '" + dir.path() + "' && ('" + SLUICE_CLI + "' write slow.lua --to out --shard-samples 4 "
+                             "2> err & p=$!; while [ ! -s out/manifest.json ]; do sleep 0.01; done; kill -TERM $p; "
+                             "wait $p; echo $? > rc)";
+  REQUIRE(std::system(script.c_str()) == 0);
+  CHECK(file_text(dir.path() + "/rc") == "143\n");
+  const std::string err = file_text(dir.path() + "/err");
+  CHECK_THAT(err, Contains("sluice write: stopped by SIGTERM: out keeps ") &&
+                      Contains("run the same command again to go on from there"));
+  CHECK(sluice::test::wait_for_no_descendants(5000).empty());
+  const auto kept = sluice::io::read_manifest(out);
+  REQUIRE(kept);
+  CHECK_FALSE(kept->complete);
+  for (const auto& e : fs::directory_iterator(out)) CHECK_FALSE(e.path().string().ends_with(".tmp"));
+  const CliResult resumed = run_cli({"write", pipeline, "--to", out, "--shard-samples", "4"});
+  INFO(resumed.err);
+  REQUIRE(resumed.status == 0);
+  check_same_files(whole, out);
+}
+
 TEST_CASE("sluice write: a corrupt shard is named by the readers and by sluice verify", "[cli][write]") {
   TempDir dir;
   const std::string pipeline = dir.write("p.lua", R"(local sluice = require("sluice")

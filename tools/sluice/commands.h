@@ -15,12 +15,4 @@ int run_command(int argc, char** argv);
 // contact sheets. Same exit statuses as run_command.
 int peek_command(int argc, char** argv);
 
-// SIGINT and SIGTERM handlers for `sluice run`, installed as main()'s first
-// instruction so that a signal during start-up (parsing, loading the script,
-// starting the workers) still ends the run cleanly with its state saved.
-// Every other command calls release_signal_handlers(), which restores the
-// default actions and delivers a signal that came in the meantime.
-void install_signal_handlers();
-void release_signal_handlers();
-
 }  // namespace sluice::cli

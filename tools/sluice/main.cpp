@@ -9,6 +9,7 @@
 #include "bench.h"
 #include "commands.h"
 #include "io_commands.h"
+#include "signals.h"
 #include "verify_command.h"
 #include "write_command.h"
 
@@ -55,8 +56,9 @@ options:
 }  // namespace
 
 int main(int argc, char** argv) {
-  sluice::cli::install_signal_handlers();  // first: see commands.h
-  if (argc < 2 || std::string_view(argv[1]) != "run") sluice::cli::release_signal_handlers();
+  sluice::cli::install_signal_handlers();  // first: see signals.h
+  if (argc < 2 || (std::string_view(argv[1]) != "run" && std::string_view(argv[1]) != "write"))
+    sluice::cli::release_signal_handlers();
   if (argc < 2) {
     std::fputs(kUsage, stderr);
     return 2;

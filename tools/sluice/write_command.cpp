@@ -2,6 +2,7 @@
 #include "write_command.h"
 
 #include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "run_args.h"
+#include "signals.h"
 #include "skipped_text.h"
 #include "sluice/error.h"
 #include "sluice/io/batch_writer.h"
@@ -64,7 +66,8 @@ constexpr const char* kHelp =
     "settings (override the script, as for sluice run): -w/--workers, -b/--batch-size,\n"
     "--seed, --shuffle/--no-shuffle, --on-error, ... (sluice run --help); epochs is 1.\n"
     "\n"
-    "Exit status: 0 written, 1 the pipeline or a write failed, 2 usage.\n";
+    "Exit status: 0 written, 1 the pipeline or a write failed, 2 usage; 130 after\n"
+    "Ctrl-C and 143 after SIGTERM, which stop it at once keeping the complete shards.\n";
 
 constexpr std::string_view kValueOptions[] = {"--to", "--format", "--shard-size", "--shard-samples", "--staging",
                                                  "--skip-log"};
@@ -166,7 +169,22 @@ int write(WriteArgs& args) {
                  static_cast<unsigned long long>(shards.resume_batch()));
   writer.prepare(o);
   SkipReport skips(args.skip_log, nullptr);
+  // Ctrl-C or SIGTERM (a preempted job): the shards published so far stay,
+  // the one being written is dropped, and the same command goes on from there.
+  auto stopped = [&](int signal) {
+    const io::Manifest& kept = writer.stop();
+    std::fprintf(stderr, "sluice write: stopped by %s: %s keeps %zu complete shards (%llu samples); run the same "
+                         "command again to go on from there\n",
+                 signal == SIGINT ? "Ctrl-C (SIGINT)" : "SIGTERM", args.to.c_str(), kept.shards.size(),
+                 static_cast<unsigned long long>(kept.samples()));
+    return 128 + signal;
+  };
+  if (const int signal = signal_received()) {
+    stop_startup_watch();
+    return stopped(signal);
+  }
   Loader loader(o);
+  SignalScope signals(loader);
   try {
     while (std::optional<Batch> batch = loader.next()) {
       writer.write(*batch);
@@ -177,6 +195,7 @@ int write(WriteArgs& args) {
     throw;
   }
   skips.update(loader.stats());
+  if (const int signal = signal_received()) return stopped(signal);
   const std::uint64_t written = writer.samples_written();
   const io::Manifest& m = writer.finish();
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();

@@ -389,6 +389,17 @@ void ShardWriter::add(std::uint64_t id, std::span<const std::span<const std::byt
   m.next_row = next_row;
 }
 
+const Manifest& ShardWriter::stop() {
+  Impl& m = *impl_;
+  m.publisher.wait();
+  if (m.out) {
+    const std::string tmp = m.out->path();
+    m.out.reset();
+    ::unlink(tmp.c_str());
+  }
+  return m.manifest;
+}
+
 const Manifest& ShardWriter::finish() {
   Impl& m = *impl_;
   if (m.manifest.complete) return m.manifest;

@@ -54,6 +54,7 @@ class SLUICE_API BatchWriter {
   void prepare(Options& options) const;
   void write(const Batch& batch);
   const Manifest& finish() { return writer_.finish(); }
+  const Manifest& stop() { return writer_.stop(); }  // ShardWriter::stop
   std::uint64_t samples_written() const { return written_; }
 
  private:

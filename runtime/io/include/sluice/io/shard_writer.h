@@ -120,6 +120,10 @@ class SLUICE_API ShardWriter {
 
   // Publishes the last shard and marks the manifest complete.
   const Manifest& finish();
+  // Ends without finishing (the command was stopped): waits for the shard
+  // being published (its failure thrown) and drops the one being written.
+  // The manifest lists what a next writer keeps. No add() after it.
+  const Manifest& stop();
   const Manifest& manifest() const;
 
  private:
