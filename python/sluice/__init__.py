@@ -259,7 +259,6 @@ class Loader:
         self._closed = False
         self._go_on = True  # the next loop goes on from where the run stands (set by a start or a resume)
         self._start_from = (None, False)  # where _started() starts the workers: (resume_json, same_run)
-        self._shaping_failed = False  # the last batch's shaping raised: the loop was left by the loader
         self.resume_note = None  # set by load_state_dict() from several ranks' states
         _open_loaders.add(self)
 
@@ -354,11 +353,10 @@ class Loader:
         KeyboardInterrupt and sluice.Error: iterate it again to go on); the
         next epoch's when the last loop was left mid-epoch by its consumer."""
         core = self._started()
-        left_by_loader = core.left_by_exception() or self._shaping_failed
+        left_by_loader = core.left_by_exception()
         if not self._go_on and not core.finished() and not left_by_loader:
             self._to_next_epoch(core)
         self._go_on = False
-        self._shaping_failed = False
         epochs = self._info["epochs"]
         if core.finished() and 0 < epochs <= core.current_epoch():  # over, not failed: the loop yields nothing
             warnings.warn("this loop over the loader yields nothing: the run's epochs=%d are over "
@@ -366,14 +364,8 @@ class Loader:
                           RuntimeWarning, stacklevel=2)
         if self._shape is None:
             return core.epoch_iter()
-        return map(self._shaped, core.epoch_iter())  # goes on after an exception, as the epoch iterator does
-
-    def _shaped(self, batch):
-        try:
-            return self._shape(batch)
-        except BaseException:
-            self._shaping_failed = True  # an error of the loader's, as one next() raises
-            raise
+        # Shaped in C++: Ctrl-C while it shapes gives the batch back, and the next loop goes on with it.
+        return core.shaped_iter(self._shape)
 
     def _to_next_epoch(self, core):
         """A loop left mid-epoch ended that epoch: the workers restart at the

@@ -140,6 +140,15 @@ class InlineCore:
                 self._epoch, self._batch = self._epoch + 1, 0
             yield batch
 
+    def shaped_iter(self, shape):
+        """epoch_iter's batches through shape (workers=0 makes every batch in
+        the loop, where a Ctrl-C may land anywhere: nothing is given back)."""
+        for batch in self.epoch_iter():
+            self._left_by_exception = True  # until it is shaped
+            shaped = shape(batch)
+            self._left_by_exception = False
+            yield shaped
+
     def left_by_exception(self):
         """Whether the last batch asked for raised (as PyLoader's)."""
         return self._left_by_exception

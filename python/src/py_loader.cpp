@@ -115,6 +115,34 @@ class EpochIterator {
   std::uint64_t epoch_;
 };
 
+// The batches of an epoch shaped by a Python callable (into tensors, arrays,
+// the sample's containers) before the loop gets them. Here, not in Python:
+// Ctrl-C can be raised at any Python instruction, so in a Python __next__ it
+// could land after the batch arrived and before anything could give it back.
+// Here it can only come out of `shape`, and the batch is given back
+// (take_back) before it propagates: the loop goes on with it.
+class ShapedIterator {
+ public:
+  ShapedIterator(py::object owner, std::uint64_t epoch, py::object shape)
+      : owner_(std::move(owner)), epoch_(epoch), shape_(std::move(shape)) {}
+  py::object next() {
+    PyLoader& loader = owner_.cast<PyLoader&>();
+    py::object batch = loader.next(epoch_);
+    if (batch.is_none()) throw py::stop_iteration();
+    try {
+      return shape_(batch);
+    } catch (...) {
+      loader.take_back();
+      throw;
+    }
+  }
+
+ private:
+  py::object owner_;  // the _Loader
+  std::uint64_t epoch_;
+  py::object shape_;
+};
+
 }  // namespace
 
 py::dict options_info(const sluice::Options& o) {
@@ -309,6 +337,7 @@ py::object PyLoader::next(std::uint64_t epoch) {
     {
       Exclusive one(mutex_);
       sluice::Loader& l = loader();
+      returned_.reset();
       batch = std::exchange(pending_, std::nullopt);
       try {
         if (!batch) {
@@ -343,6 +372,13 @@ py::object PyLoader::next(std::uint64_t epoch) {
     if (batch) {
       try {
         py::object delivered = deliver(batch->share());
+        // A Ctrl-C that came while the loader waited: raised here, with the
+        // batch kept, not in the loop's body, which would have had it.
+        if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+        {
+          Exclusive one(mutex_);
+          returned_ = batch->share();
+        }
         left_by_exception_ = false;
         return delivered;
       } catch (...) {
@@ -384,6 +420,15 @@ py::object PyLoader::deliver(sluice::Batch batch) const {
   return py::none();
 }
 
+void PyLoader::take_back() {
+  check_process();
+  Exclusive one(mutex_);
+  left_by_exception_ = true;  // the loop was left by the loader: the next one goes on
+  if (!returned_ || pending_) return;
+  pending_ = std::exchange(returned_, std::nullopt);
+  pending_recorded_ = true;  // recorded when it was taken
+}
+
 std::string PyLoader::state_json() {
   check_process();
   Exclusive one(mutex_);
@@ -393,6 +438,10 @@ std::string PyLoader::state_json() {
 std::uint64_t PyLoader::current_epoch() {
   check_process();
   Exclusive one(mutex_);
+  // A batch kept for the next call (Ctrl-C, a failed record) is the next one
+  // delivered: its epoch is the one a loop that goes on is in, though the
+  // loader has moved past it when it was its epoch's last.
+  if (pending_) return pending_->epoch();
   return loader().current_epoch();
 }
 
@@ -449,6 +498,7 @@ void PyLoader::check_process() const {
 
 void PyLoader::close_locked() {
   pending_.reset();
+  returned_.reset();
   finish_record();
   std::unique_ptr<sluice::Loader> loader = std::move(loader_);
   py::gil_scoped_release nogil;
@@ -489,6 +539,9 @@ void bind_loader(py::module_& m) {
       .def("__iter__", [](py::object self) { return self; })
       .def("__next__", &EpochIterator::next)
       .def_property_readonly("epoch", &EpochIterator::epoch);
+  py::class_<ShapedIterator>(m, "ShapedIterator", "The batches of one epoch, shaped for the loop")
+      .def("__iter__", [](py::object self) { return self; })
+      .def("__next__", &ShapedIterator::next);
 
   // Collectable: a dataset that refers to its Loader (self.loader = ...)
   // makes a cycle through source_.keep, which the GC sees only if _Loader
@@ -510,6 +563,9 @@ void bind_loader(py::module_& m) {
       .def("start", &PyLoader::start, py::arg("resume_json") = py::none(), py::arg("same_run") = false)
       .def("started", &PyLoader::started)
       .def("next", &PyLoader::next, py::arg("epoch"))
+      .def("shaped_iter", [](py::object self, py::object shape) {
+        return ShapedIterator(self, self.cast<PyLoader&>().current_epoch(), std::move(shape));
+      })
       .def("epoch_iter", [](py::object self) {
         return EpochIterator(self, self.cast<PyLoader&>().current_epoch());
       })

@@ -75,7 +75,14 @@ class PyLoader {
   void start(const std::optional<std::string>& resume_json, bool same_run = false);
   bool started();
   // The next batch of `epoch`, or None when the epoch (or the run) is over.
+  // A Ctrl-C that came while it waited is raised here, the batch kept for
+  // the next call. The batch returned is also kept (until the next call) for
+  // take_back().
   py::object next(std::uint64_t epoch);
+  // The batch the last next() returned was not handed on to the loop (Ctrl-C
+  // or an error while Python turned it into tensors): the next call returns
+  // it again, and state_json() does not count it meanwhile.
+  void take_back();
 
   // sluice.write(): one epoch of this loader's batches, in order, into shards
   // in `dir`, a folder or s3://bucket/prefix/ staged in `staging` ("" = the
@@ -120,6 +127,8 @@ class PyLoader {
   std::unique_ptr<sluice::RunRecorder> recorder_;
   std::unique_ptr<sluice::SkipReport> skips_;
   std::optional<sluice::Batch> pending_;  // taken from the loader, not yet handed to Python (next())
+  std::optional<sluice::Batch> returned_; // what next() returned last, for take_back(): the same
+                                          // slot as the loop's batch, released at the next call
   std::atomic<bool> left_by_exception_{false};
   bool pending_recorded_ = false;         // ... and already in the run record
   pid_t owner_pid_;

@@ -133,3 +133,64 @@ def test_ctrl_c_while_the_workers_are_forked_is_not_lost():
                 child.wait()
         assert "KeyboardInterrupt" in err and "Exception ignored" not in err, err
         assert child.returncode in (-signal.SIGINT, 128 + signal.SIGINT, 1)
+
+
+class Rows:
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        import numpy as np
+        return np.full(2, i, np.float32), i
+
+
+@pytest.mark.parametrize("fmt", ["torch", "numpy"])
+@pytest.mark.parametrize("batch", [2, 7])  # mid-epoch, and the epoch's last batch
+def test_ctrl_c_while_a_batch_is_shaped_gives_it_back(fmt, batch):
+    # KeyboardInterrupt raised inside the shaping of batch `batch` (where a
+    # Ctrl-C that came during the wait lands): the loop that goes on gets
+    # that batch and the rest of the epoch, each sample once, and a state
+    # taken in the handler resumes with exactly the samples not yet seen.
+    import sluice
+
+    def shaping_calls(limit):
+        calls = {"n": 0}
+
+        def tracer(frame, event, arg):
+            if event == "call" and frame.f_code.co_filename.endswith("_structure.py"):
+                calls["n"] += 1
+                if calls["n"] == limit:
+                    raise KeyboardInterrupt
+            return None
+        return calls, tracer
+
+    loader = sluice.Loader(Rows(), batch_size=8, num_workers=2, format=fmt)
+    calls, tracer = shaping_calls(0)
+    sys.settrace(tracer)
+    try:
+        first = [int(i) for _, ids in loader for i in ids]
+    finally:
+        sys.settrace(None)
+    per_batch = calls["n"] // 8
+    assert sorted(first) == list(range(64)) and per_batch > 0
+    got, state = [], None
+    calls, tracer = shaping_calls(batch * per_batch + 1)
+    sys.settrace(tracer)
+    try:
+        while True:
+            try:
+                for _, ids in loader:
+                    got += [int(i) for i in ids]
+                break
+            except KeyboardInterrupt:
+                seen, state = list(got), loader.state_dict()
+    finally:
+        sys.settrace(None)
+    assert state is not None and len(seen) == 8 * batch
+    assert sorted(got) == list(range(64)), "the epoch went on with the batch given back"
+    loader.close()
+    again = sluice.Loader(Rows(), batch_size=8, num_workers=2, format=fmt)
+    again.load_state_dict(state)
+    rest = [int(i) for _, ids in again for i in ids]
+    again.close()
+    assert sorted(seen + rest) == list(range(64))
