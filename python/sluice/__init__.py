@@ -258,6 +258,7 @@ class Loader:
         self._dataset = dataset if dataset is not None else sequence
         self._closed = False
         self._go_on = True  # the next loop goes on from where the run stands (set by a start or a resume)
+        self._loop = None  # a weak reference to the last loop's iterator, to tell a second loop begun meanwhile
         self._start_from = (None, False)  # where _started() starts the workers: (resume_json, same_run)
         self.resume_note = None  # set by load_state_dict() from several ranks' states
         _open_loaders.add(self)
@@ -353,6 +354,13 @@ class Loader:
         KeyboardInterrupt and sluice.Error: iterate it again to go on); the
         next epoch's when the last loop was left mid-epoch by its consumer."""
         core = self._started()
+        live = self._loop() if self._loop is not None else None
+        if live is not None and not getattr(live, "done", True):
+            # zip(loader, loader), or next(iter(loader)) inside a loop over it: DataLoader would give each
+            # its own stream; a Loader is one stream of batches, which the new loop takes over.
+            warnings.warn("a new loop over this loader began while another was going on: the loader is one stream "
+                          "of batches, so the earlier loop's epoch ends here (make a second sluice.Loader for a "
+                          "second stream)", RuntimeWarning, stacklevel=2)
         left_by_loader = core.left_by_exception()
         if not self._go_on and not core.finished() and not left_by_loader:
             self._to_next_epoch(core)
@@ -362,10 +370,13 @@ class Loader:
             warnings.warn("this loop over the loader yields nothing: the run's epochs=%d are over "
                           "(epochs=0 loops for as long as the program does)" % self._info["epochs"],
                           RuntimeWarning, stacklevel=2)
-        if self._shape is None:
-            return core.epoch_iter()
         # Shaped in C++: Ctrl-C while it shapes gives the batch back, and the next loop goes on with it.
-        return core.shaped_iter(self._shape)
+        loop = core.epoch_iter() if self._shape is None else core.shaped_iter(self._shape)
+        try:
+            self._loop = weakref.ref(loop)
+        except TypeError:  # workers=0: a generator, which takes weak references too; anything else is not watched
+            self._loop = None
+        return loop
 
     def _to_next_epoch(self, core):
         """A loop left mid-epoch ended that epoch: the workers restart at the

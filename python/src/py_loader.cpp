@@ -105,14 +105,19 @@ class EpochIterator {
   EpochIterator(py::object owner, std::uint64_t epoch) : owner_(std::move(owner)), epoch_(epoch) {}
   py::object next() {
     py::object batch = owner_.cast<PyLoader&>().next(epoch_);
-    if (batch.is_none()) throw py::stop_iteration();
+    if (batch.is_none()) {
+      done_ = true;
+      throw py::stop_iteration();
+    }
     return batch;
   }
   std::uint64_t epoch() const { return epoch_; }
+  bool done() const { return done_; }
 
  private:
   py::object owner_;  // the _Loader
   std::uint64_t epoch_;
+  bool done_ = false;
 };
 
 // The batches of an epoch shaped by a Python callable (into tensors, arrays,
@@ -128,7 +133,10 @@ class ShapedIterator {
   py::object next() {
     PyLoader& loader = owner_.cast<PyLoader&>();
     py::object batch = loader.next(epoch_);
-    if (batch.is_none()) throw py::stop_iteration();
+    if (batch.is_none()) {
+      done_ = true;
+      throw py::stop_iteration();
+    }
     try {
       return shape_(batch);
     } catch (...) {
@@ -136,8 +144,10 @@ class ShapedIterator {
       throw;
     }
   }
+  bool done() const { return done_; }
 
  private:
+  bool done_ = false;
   py::object owner_;  // the _Loader
   std::uint64_t epoch_;
   py::object shape_;
@@ -538,10 +548,12 @@ void bind_loader(py::module_& m) {
   py::class_<EpochIterator>(m, "EpochIterator", "The batches of one epoch")
       .def("__iter__", [](py::object self) { return self; })
       .def("__next__", &EpochIterator::next)
-      .def_property_readonly("epoch", &EpochIterator::epoch);
+      .def_property_readonly("epoch", &EpochIterator::epoch)
+      .def_property_readonly("done", &EpochIterator::done);
   py::class_<ShapedIterator>(m, "ShapedIterator", "The batches of one epoch, shaped for the loop")
       .def("__iter__", [](py::object self) { return self; })
-      .def("__next__", &ShapedIterator::next);
+      .def("__next__", &ShapedIterator::next)
+      .def_property_readonly("done", &ShapedIterator::done);
 
   // Collectable: a dataset that refers to its Loader (self.loader = ...)
   // makes a cycle through source_.keep, which the GC sees only if _Loader

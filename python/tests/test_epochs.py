@@ -75,6 +75,29 @@ def test_a_loop_left_early_ends_its_epoch_and_the_next_loop_is_a_whole_one(worke
     assert loader.epoch == 4
 
 
+def test_a_second_loop_begun_inside_a_loop_warns_that_the_first_ends():
+    # DataLoader gives each iterator its own stream; a Loader is one stream,
+    # which a new loop takes over: said, not left to surprise.
+    loader = sluice.Loader(dataset=Counting(64), batch_size=8, workers=2)
+    with pytest.warns(RuntimeWarning, match="a new loop over this loader began while another was going on"):
+        for k, batch in enumerate(loader):
+            if k == 1:
+                next(iter(loader))
+    with pytest.warns(RuntimeWarning, match="make a second sluice.Loader for a second stream"):
+        for pair in zip(loader, loader):
+            del pair
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a finished loop, and a loop after a break, are not a second one
+        for _ in loader:
+            pass
+        for _ in loader:
+            break
+        del _
+        next(iter(loader))
+    loader.close()
+
+
 def test_a_run_record_goes_on_across_a_loop_left_early(tmp_path):
     record = tmp_path / "run.jsonl"
     loader = sluice.Loader(dataset=Counting(40), batch_size=8, workers=1, record=record)
