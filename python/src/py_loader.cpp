@@ -102,33 +102,13 @@ class ForkGuard {
 // again goes on where it stopped.
 class EpochIterator {
  public:
-  EpochIterator(py::object owner, std::uint64_t epoch) : owner_(std::move(owner)), epoch_(epoch) {}
-  py::object next() {
-    py::object batch = owner_.cast<PyLoader&>().next(epoch_);
-    if (batch.is_none()) {
-      done_ = true;
-      throw py::stop_iteration();
-    }
-    return batch;
-  }
-  std::uint64_t epoch() const { return epoch_; }
-  bool done() const { return done_; }
-
- private:
-  py::object owner_;  // the _Loader
-  std::uint64_t epoch_;
-  bool done_ = false;
-};
-
-// The batches of an epoch shaped by a Python callable (into tensors, arrays,
-// the sample's containers) before the loop gets them. Here, not in Python:
-// Ctrl-C can be raised at any Python instruction, so in a Python __next__ it
-// could land after the batch arrived and before anything could give it back.
-// Here it can only come out of `shape`, and the batch is given back
-// (take_back) before it propagates: the loop goes on with it.
-class ShapedIterator {
- public:
-  ShapedIterator(py::object owner, std::uint64_t epoch, py::object shape)
+  // shape: None, or a Python callable that turns each batch into what the
+  // loop gets (tensors, arrays, the sample's containers). It runs here, not
+  // in a Python __next__: Ctrl-C can be raised at any Python instruction, so
+  // there it could land after the batch arrived and before anything could
+  // give it back. Here it can only come out of `shape`, and the batch is
+  // given back (take_back) before it propagates: the loop goes on with it.
+  EpochIterator(py::object owner, std::uint64_t epoch, py::object shape = py::none())
       : owner_(std::move(owner)), epoch_(epoch), shape_(std::move(shape)) {}
   py::object next() {
     PyLoader& loader = owner_.cast<PyLoader&>();
@@ -137,6 +117,7 @@ class ShapedIterator {
       done_ = true;
       throw py::stop_iteration();
     }
+    if (shape_.is_none()) return batch;
     try {
       return shape_(batch);
     } catch (...) {
@@ -144,13 +125,14 @@ class ShapedIterator {
       throw;
     }
   }
+  std::uint64_t epoch() const { return epoch_; }
   bool done() const { return done_; }
 
  private:
-  bool done_ = false;
   py::object owner_;  // the _Loader
   std::uint64_t epoch_;
   py::object shape_;
+  bool done_ = false;
 };
 
 }  // namespace
@@ -550,10 +532,6 @@ void bind_loader(py::module_& m) {
       .def("__next__", &EpochIterator::next)
       .def_property_readonly("epoch", &EpochIterator::epoch)
       .def_property_readonly("done", &EpochIterator::done);
-  py::class_<ShapedIterator>(m, "ShapedIterator", "The batches of one epoch, shaped for the loop")
-      .def("__iter__", [](py::object self) { return self; })
-      .def("__next__", &ShapedIterator::next)
-      .def_property_readonly("done", &ShapedIterator::done);
 
   // Collectable: a dataset that refers to its Loader (self.loader = ...)
   // makes a cycle through source_.keep, which the GC sees only if _Loader
@@ -576,7 +554,7 @@ void bind_loader(py::module_& m) {
       .def("started", &PyLoader::started)
       .def("next", &PyLoader::next, py::arg("epoch"))
       .def("shaped_iter", [](py::object self, py::object shape) {
-        return ShapedIterator(self, self.cast<PyLoader&>().current_epoch(), std::move(shape));
+        return EpochIterator(self, self.cast<PyLoader&>().current_epoch(), std::move(shape));
       })
       .def("epoch_iter", [](py::object self) {
         return EpochIterator(self, self.cast<PyLoader&>().current_epoch());
