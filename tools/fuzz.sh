@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Builds every fuzz target with clang's libFuzzer (+ASan+UBSan) and runs each
-# for a short time (FUZZ_SECONDS, default 20) from its seed corpus. A crash
+# for a short time (FUZZ_SECONDS, default 12) from its seed corpus. A crash
 # fails the run and leaves the input in tests/fuzz/regressions/TARGET/, where
 # the regular test suite replays it from then on.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds=${FUZZ_SECONDS:-20}
+seconds=${FUZZ_SECONDS:-12}
 
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DSLUICE_FUZZ=ON -DSLUICE_RUNTIME_ONLY=OFF -DSLUICE_BUILD_CUDA=OFF
