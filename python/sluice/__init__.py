@@ -206,7 +206,7 @@ class Loader:
         # DataLoader's prefetch_factor is per worker: with no worker count given, it assumes the default one.
         factor_assumes = ("prefetch_factor" in overrides and "workers" not in overrides
                           and "num_workers" not in overrides)
-        overrides, worker_init, pin_memory, init_fn = _compat.translate(overrides, worker_init)
+        overrides, worker_init, pin_memory, init_fn, persistent = _compat.translate(overrides, worker_init)
         self._pinning = _pinning.Pinning() if pin_memory else None
         if self._pinning is not None:
             weakref.finalize(self, self._pinning.unpin)  # a Loader collected without close()
@@ -249,6 +249,8 @@ class Loader:
             self._core, shape = self._dataset_core(dataset, sequence, fill, size, fields, worker_init, overrides,
                                                    settings, record, bool(seed_globals), format, inline, ragged)
         self._python_workers = path is None and not inline
+        # persistent_workers=False: each epoch's loop forks the workers afresh (_to_next_epoch).
+        self._fresh_each_epoch = self._python_workers and not persistent
         self._info = self._core.info()
         if factor_assumes and path is not None and str(self._info["workers"]) != _default("workers"):
             self._core.close()
@@ -380,9 +382,13 @@ class Loader:
 
     def _to_next_epoch(self, core):
         """A loop left mid-epoch ended that epoch: the workers restart at the
-        next one's first batch (what is prefetched of this one is dropped)."""
+        next one's first batch (what is prefetched of this one is dropped).
+        With persistent_workers=False they restart there after a whole epoch
+        too, forked from this process as it is now."""
         state = json.loads(core.state_json())
         if state["batch"] == 0 and not state["delivered_ahead"]:
+            if self._fresh_each_epoch:
+                self._start(json.dumps(state), same_run=True)
             return  # the last loop ran to its epoch's end
         state.update(epoch=state["epoch"] + 1, batch=0, delivered_ahead=[])
         self._start(json.dumps(state), same_run=True)

@@ -8,7 +8,12 @@
                            default, and a pipeline.lua that sets others is refused by Loader)
     timeout=s              batch_timeout_ms = 1000 s: a batch that takes longer has its worker
                            replaced and is made again (max_retries), then fails the run
-    persistent_workers=... accepted: Sluice's workers always live as long as the loader
+    persistent_workers=b   True (Sluice's default): the workers live as long as the loader.
+                           False, with a Python dataset: each epoch's loop forks its workers
+                           afresh from this process as it is then, as DataLoader's iterators
+                           do, so what the program changed in the dataset between epochs
+                           reaches them (and worker_init runs again); one start per epoch.
+                           No effect on a pipeline.lua, whose workers run Lua
     pin_memory=True        the arena every batch lives in is page-locked for CUDA when torch has a
                            CUDA device (one cudaHostRegister: _pinning.py); a warning where not
     collate_fn=None        the only value: samples are written straight into the batch's slot,
@@ -39,7 +44,8 @@ def _is_default_collate(fn):
 
 def translate(keywords, worker_init):
     """(keywords in Sluice's names, worker_init, pin_memory, whether worker_init is DataLoader's
-    worker_init_fn) from DataLoader's names; sluice.OptionsError for one it cannot honour."""
+    worker_init_fn, persistent_workers) from DataLoader's names; sluice.OptionsError for one it
+    cannot honour."""
     out = dict(keywords)
     for name, why in _REFUSED.items():
         if out.pop(name, None) is not None:
@@ -60,7 +66,9 @@ def translate(keywords, worker_init):
         raise OptionsError("collate_fn=: Sluice writes each sample straight into its row of the batch in shared memory, "
                     "so there is no list of samples to collate. Return what the batch should hold from "
                     "__getitem__ (dicts and tuples nest, each leaf a field), and do per-batch work in the loop")
-    out.pop("persistent_workers", None)
+    persistent = out.pop("persistent_workers", True)
+    if not isinstance(persistent, bool):
+        raise OptionsError("persistent_workers= is True or False, got %r" % (persistent,))
     pin = bool(out.pop("pin_memory", False))
     device = out.pop("pin_memory_device", "")
     if pin and device and not str(device).startswith("cuda"):
@@ -83,7 +91,7 @@ def translate(keywords, worker_init):
             raise OptionsError("prefetch_factor= needs a number of workers (num_workers= or workers=) of 1 or more; "
                         "or give prefetch= (batch slots in all)")
         out["prefetch"] = int(factor) * workers + 2
-    return out, worker_init, pin, init_fn
+    return out, worker_init, pin, init_fn, persistent
 
 
 def worker_started(worker_init, dataset, seed, workers):

@@ -125,6 +125,39 @@ def test_get_worker_info_is_dataloaders_in_each_worker():
     assert {int(w) for b in inline for w in b["worker"]} == {-1}
 
 
+def test_persistent_workers_false_forks_each_epochs_workers_from_the_program_as_it_is():
+    class Curriculum(Counting):
+        level = 0
+
+        def set_epoch(self, epoch):
+            self.level = epoch * 100
+
+        def __getitem__(self, i):
+            return {"level": self.level, "pid": os.getpid()}
+
+    def levels_and_pids(**words):
+        data = Curriculum(16)
+        loader = sluice.Loader(data, batch_size=4, num_workers=2, shuffle=True, seed=3, format="numpy", **words)
+        seen = []
+        for epoch in range(3):
+            data.set_epoch(epoch)  # as DataLoader users do before each epoch's loop
+            rows = [(int(v), int(p)) for b in loader for v, p in zip(b["level"], b["pid"])]
+            seen.append(({v for v, _ in rows}, {p for _, p in rows}, len(rows)))
+        state = loader.state_dict()
+        loader.close()
+        return seen, state
+
+    fresh, fresh_state = levels_and_pids(persistent_workers=False)
+    assert [levels for levels, _, _ in fresh] == [{0}, {100}, {200}]
+    assert [n for _, _, n in fresh] == [16, 16, 16]
+    assert not (fresh[0][1] & fresh[1][1]) and not (fresh[1][1] & fresh[2][1])  # new workers each epoch
+    kept, kept_state = levels_and_pids()  # persistent (the default): the workers' copy from the start
+    assert [levels for levels, _, _ in kept] == [{0}, {0}, {0}]
+    assert fresh_state == kept_state  # the same run, epoch for epoch
+    with pytest.raises(sluice.OptionsError, match="persistent_workers= is True or False"):
+        sluice.Loader(Counting(8), persistent_workers="yes")
+
+
 def test_dataloaders_attributes_are_there_for_evaluation_code():
     data = Counting(20)
     for workers in (0, 2):
