@@ -24,6 +24,7 @@
 #include "sluice/error.h"
 #include "sluice/record.h"
 #include "sluice/io/file_source.h"
+#include "sluice/io/atomic_file.h"
 #include "sluice/io/glob.h"
 #include "sluice/io/jsonl.h"
 #include "sluice/io/manifest.h"
@@ -71,7 +72,8 @@ std::size_t sidecar_stem(std::string_view path) {
   else if (name.ends_with(".plain")) stem = name.size() - 6;
   else if (name.ends_with(".idx")) stem = name.size() - 4;
   else if (const std::size_t at = name.rfind(".plain.part"); at != std::string_view::npos && digits_from(at + 11)) stem = at;
-  else if (const std::size_t tmp = name.rfind(".tmp"); tmp != std::string_view::npos && digits_from(tmp + 4)) {
+  else if (const std::size_t tmp = name.rfind(".tmp");
+           tmp != std::string_view::npos && io::is_atomic_temporary(name, name.substr(0, tmp))) {
     stem = tmp;
     if (name.substr(0, stem).ends_with(".idx")) stem -= 4;
   }
