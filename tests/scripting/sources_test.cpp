@@ -582,6 +582,10 @@ TEST_CASE("a pattern over a data folder leaves out the sidecars Sluice wrote the
   dir.write("g/b.jsonl", text);
   REQUIRE(std::system(("gzip -f " + dir.path() + "/g/b.jsonl").c_str()) == 0);
   dir.write("g/c.jsonl.idx", text);  // a file of this name that no matched file owns is data
+  // What a run killed while writing them leaves: left out too.
+  dir.write("g/a.jsonl.idx.tmp4242.7", "not json\n");
+  dir.write("g/b.jsonl.gz.plain.part4242", "not json\n");
+  dir.write("g/a.jsonl.tmp4242.1", "not json\n");
   const std::string script = dir.write("p.lua", pipeline("sluice.jsonl { 'g/*' }",
                                                          "  fields = { { 'n', 'int64' } },\n"
                                                          "  map = function(s) return { n = s.bytes.nbytes } end,\n"));
