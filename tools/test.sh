@@ -6,25 +6,27 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
+# Each stage's start, with the seconds since this script began: where CI's time goes.
+stage() { echo "== $* [$(date -u +%T), ${SECONDS} s in]"; }
 
 bash tools/install-deps.sh
 
-echo "== build and test (RelWithDebInfo)"
+stage "build and test (RelWithDebInfo)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSLUICE_BUILD_TESTS=ON  # demo.sh's build/ has them off
 cmake --build build -j"$jobs"
 ctest --test-dir build -j"$jobs" --output-on-failure
 
-echo "== Python package: pip install into build-python/venv, then pytest (exit 5, no tests, fails)"
+stage "Python package: pip install into build-python/venv, then pytest (exit 5, no tests, fails)"
 # The extension is built in build/, from the libraries built there just now.
 SLUICE_CMAKE_BUILD_DIR="$PWD/build" bash tools/python-test.sh
 
-echo "== runtime tests under ASan + UBSan"
+stage "runtime tests under ASan + UBSan"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSLUICE_RUNTIME_ONLY=ON -DSLUICE_BUILD_CUDA=OFF \
   -DSLUICE_SANITIZE=address,undefined
 cmake --build build-asan -j"$jobs"
 ctest --test-dir build-asan -j"$jobs" --output-on-failure
 
-echo "== runtime tests under TSan (rings, release queue, loader, CUDA staging thread)"
+stage "runtime tests under TSan (rings, release queue, loader, CUDA staging thread)"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSLUICE_RUNTIME_ONLY=ON \
   -DSLUICE_SANITIZE=thread
 cmake --build build-tsan -j"$jobs"
@@ -34,7 +36,9 @@ cmake --build build-tsan -j"$jobs"
 TSAN_OPTIONS="suppressions=$PWD/tools/tsan.supp" ctest --test-dir build-tsan -j"$jobs" --output-on-failure \
   -E '^(ops|fuzz-replay)[.]|^io:parquet oracle|^text:.*(unigram encoder|SentencePiece ids)'
 
+stage "aarch64 cross build"
 bash tools/cross-test.sh
 
-echo "== fuzz targets, briefly (libFuzzer)"
+stage "fuzz targets, briefly (libFuzzer)"
 bash tools/fuzz.sh
+stage "done"
