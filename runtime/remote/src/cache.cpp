@@ -87,6 +87,9 @@ Meta read_meta(const std::string& path) {
   return m;
 }
 
+// Only a download writes it, holding the object's lock file exclusively: no
+// other process writes NAME.meta.tmp meanwhile, so one fixed name serves (a
+// crash's leftover is overwritten by the next download, and scans skip *.tmp).
 void write_meta(const std::string& path, const Meta& m) {
   const std::string tmp = path + ".tmp";
   {
