@@ -61,6 +61,14 @@ RecordFeed::RecordFeed(std::shared_ptr<const DataSource> source, const FeedOptio
         if (worker_) {
           fetch_ = std::make_unique<remote::Prefetcher>(lazy->cache, lazy->urls, lazy->sizes);
           ahead_count_.assign(lazy->urls.size(), 0);
+          // Every worker and rank of the node fetches ahead within the one
+          // budget, and one's room is made of what it will not read again,
+          // which another a window behind it may still read. Ahead by at most
+          // half the budget, their near futures fit in it together; further,
+          // shards were downloaded twice an epoch (2 ranks of 2 workers: 3-5
+          // of 40 shards, a cache of 2 windows).
+          ahead_limit_ = options_.prefetch_bytes;
+          if (lazy->cache.limit > 0) ahead_limit_ = std::min(ahead_limit_, lazy->cache.limit / 2);
         } else {
           launcher_cache_ = std::make_unique<remote::Cache>(lazy->cache);
         }
@@ -139,14 +147,14 @@ std::vector<std::uint32_t> RecordFeed::objects_of(std::span<const std::uint64_t>
 }
 
 // The plan's batches after the latest one this worker has seen, until their
-// shards add up to prefetch_bytes (each counted once), kMaxAhead batches or
+// shards add up to ahead_limit_ (each counted once), kMaxAhead batches or
 // the run's end (nothing is fetched for an epoch the run will not read).
 // Every worker looks at the same batches (the parent hands each batch to the
 // least loaded worker, so which are this worker's is not known ahead); the
 // node cache downloads each shard once whoever asks.
 void RecordFeed::extend_ahead() {
   constexpr std::size_t kMaxAhead = 4096;
-  if (!plan_ || options_.prefetch_bytes == 0) return;
+  if (!plan_ || ahead_limit_ == 0) return;
   auto drop_front = [&] {
     for (std::uint32_t k : ahead_.front().second)
       if (--ahead_count_[k] == 0) ahead_bytes_ -= fetch_->size_of(k);
@@ -155,7 +163,7 @@ void RecordFeed::extend_ahead() {
   while (!ahead_.empty() && ahead_.front().first <= last_seq_) drop_front();
   const std::uint64_t per_epoch = plan_->batches_per_epoch();
   std::uint64_t next = ahead_.empty() ? last_seq_ + 1 : ahead_.back().first + 1;
-  while (ahead_bytes_ < options_.prefetch_bytes && ahead_.size() < kMaxAhead && next < end_seq_) {
+  while (ahead_bytes_ < ahead_limit_ && ahead_.size() < kMaxAhead && next < end_seq_) {
     const std::uint64_t batch = next % per_epoch;
     plan_ids_.resize(plan_->batch_length(batch));
     plan_->batch_samples(next / per_epoch, batch, plan_ids_);

@@ -212,8 +212,8 @@ std::vector<SettingRow> make_rows() {
   rows.push_back(loads<&ScriptOptions::remote_prefetch_mb>(
       count("remote_prefetch_mb", 0, kMiB, "256",
             "remote shards fetched lazily (indexed TFRecord, tar): each worker downloads the shards of the plan's next "
-            "batches up to this many MiB ahead of its reads, within cache_limit_mb; 0 = only what a batch needs "
-            "now")));
+            "batches up to this many MiB ahead of its reads, and at most half of cache_limit_mb (which the node's "
+            "workers and ranks share); 0 = only what a batch needs now")));
 
   for (SettingRow& row : rows) {
     if (row.about.kind == SettingKind::count) {

@@ -225,7 +225,8 @@ void Cache::make_room(std::uint64_t bytes, const std::string& keep) {
       LockedFd lock(open_lock_file(stem + ".lock"));
       if (flock_retry(lock.fd, LOCK_EX | LOCK_NB) == 0) {
         ::unlink(path.c_str());
-        ::unlink((stem + ".meta").c_str());
+        // NAME.meta is the partial's only while NAME is absent; else NAME's version (revalidation).
+        if (file_size_or_zero(stem) == 0) ::unlink((stem + ".meta").c_str());
       } else {
         used += size;
       }
@@ -370,28 +371,59 @@ std::vector<std::string> Cache::revalidate(const std::vector<std::string>& cache
   return changed;
 }
 
-// What get_if_room and get_all_if_room share: room made first for the
-// `missing` bytes when they are known (no request at all when they cannot
-// fit), then the downloads in strict mode (each refused before its body
-// when the room is gone meanwhile).
-bool Cache::get_within_budget(const std::vector<std::string>& urls, std::uint64_t missing,
+// What get_if_room and get_all_if_room share: `missing[i]`, the size of
+// urls[i] when it must be downloaded (0: local, or unknown). Their room is
+// made first (no request at all when they cannot fit) and reserved: each
+// one's NAME.lock taken (one another process downloads now is left to it),
+// then under .budget.lock the room made and NAME.meta with its size and an
+// empty NAME.partial written, which every process's make_room counts (a
+// partial whose lock is held is a download under way). The downloads then
+// run in strict mode (each refused before its body when room is gone, which
+// the reservation leaves only to a changed size).
+bool Cache::get_within_budget(const std::vector<std::string>& urls, const std::vector<std::uint64_t>& missing,
                               const std::string& keep) {
   strict_ = true;
   no_room_ = false;
   try {
-    if (missing > 0 && options_.limit > 0) {
+    std::uint64_t bytes = 0;
+    for (const std::uint64_t n : missing) bytes += n;
+    if (bytes > 0 && options_.limit > 0) {
+      for (std::size_t i = 0; i < urls.size(); ++i) {
+        if (missing[i] == 0 || reserved_.count(urls[i])) continue;
+        const int fd = open_lock_file(path_of(urls[i]) + ".lock");
+        // Downloading elsewhere (get_all waits for it), or published since it was looked at: not reserved.
+        if (flock_retry(fd, LOCK_EX | LOCK_NB) == 0 && file_size_or_zero(path_of(urls[i])) == 0) reserved_[urls[i]] = fd;
+        else ::close(fd);
+      }
       LockedFd budget(open_lock_file(options_.dir + "/.budget.lock"));
       flock_retry(budget.fd, LOCK_EX);
-      make_room(missing, keep);
+      make_room(bytes, keep);
+      for (std::size_t i = 0; i < urls.size(); ++i) {
+        if (!reserved_.count(urls[i])) continue;
+        const std::string path = path_of(urls[i]);
+        if (file_size_or_zero(path + ".partial") > 0) continue;  // a cut download's: its NAME.meta resumes it
+        LockedFd partial(::open((path + ".partial").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+        write_meta(path + ".meta", Meta{missing[i], "", ""});
+      }
     }
     get_all(urls);
   } catch (const Error&) {
+    drop_reserved();
     strict_ = false;
     if (no_room_) return false;
     throw;
   }
+  drop_reserved();
   strict_ = false;
   return true;
+}
+
+// Reservations get_all did not take over (their objects found whole meanwhile):
+// their locks dropped, and a reservation left empty is reclaimed by the next
+// make_room as a cut download's.
+void Cache::drop_reserved() {
+  for (auto& [url, fd] : reserved_) ::close(fd);
+  reserved_.clear();
 }
 
 void add_stats(CacheStats& into, const CacheStats& r) {
@@ -420,19 +452,26 @@ bool Cache::downloading_elsewhere(const std::string& url) const {
   return errno == EWOULDBLOCK;
 }
 
+bool Cache::get_if_whole(const std::string& url) {
+  if (holds(url)) return true;
+  if (!pin_if_whole(url)) return false;
+  ++stats_.hits;
+  return true;
+}
+
 bool Cache::get_if_room(const std::string& url, std::uint64_t size) {
   const bool missing = size > 0 && !holds(url) && file_size_or_zero(path_of(url)) == 0;
-  return get_within_budget({url}, missing ? size : 0, path_of(url));
+  return get_within_budget({url}, {missing ? size : 0}, path_of(url));
 }
 
 bool Cache::get_all_if_room(const std::vector<std::string>& urls, const std::vector<std::uint64_t>& sizes) {
   // Those found whole are pinned first, so that making room for the others
   // cannot evict them.
-  std::uint64_t missing = 0;
+  std::vector<std::uint64_t> missing(urls.size(), 0);
   for (std::size_t i = 0; i < urls.size(); ++i) {
     if (holds(urls[i]) || pin_if_whole(urls[i])) continue;
     if (sizes.at(i) == 0) return false;
-    missing += sizes[i];
+    missing[i] = sizes[i];
   }
   return get_within_budget(urls, missing, "");
 }
@@ -467,9 +506,12 @@ std::vector<std::string> Cache::get_all(const std::vector<std::string>& urls) {
       auto d = std::make_unique<Download>();
       d->url = url;
       d->path = path_of(url);
-      d->lock = LockedFd(open_lock_file(d->path + ".lock"));
+      const auto reserved = reserved_.find(url);  // its lock held already (get_within_budget)
+      const bool held = reserved != reserved_.end();
+      d->lock = LockedFd(held ? reserved->second : open_lock_file(d->path + ".lock"));
+      if (held) reserved_.erase(reserved);
       const bool wait = i + 1 == missing.size() && mine.empty();
-      if (flock_retry(d->lock.fd, LOCK_EX | LOCK_NB) != 0) {
+      if (!held && flock_retry(d->lock.fd, LOCK_EX | LOCK_NB) != 0) {
         if (errno != EWOULDBLOCK) throw Error("cannot lock " + d->path + ".lock: " + errno_text());
         if (!wait) {
           busy.push_back(url);

@@ -118,6 +118,15 @@ void Prefetcher::run() {
   try {
     Cache cache(options_);
     evict_by(cache, urls_, next);
+    // Why a local object cannot be read as object k: empty when it can.
+    auto size_error = [&](std::uint32_t k) -> std::string {
+      struct stat st{};
+      const std::string path = cache.path_of(urls_[k]);
+      if (sizes_[k] == 0 || (::stat(path.c_str(), &st) == 0 && static_cast<std::uint64_t>(st.st_size) == sizes_[k]))
+        return {};
+      return urls_[k] + ": the object holds " + std::to_string(st.st_size) + " bytes, its index " +
+             std::to_string(sizes_[k]) + "; is the index published beside it out of date?";
+    };
     for (;;) {
       std::size_t first = order.size();  // the first object of the list not pinned
       for (std::size_t i = 0; i < order.size(); ++i)
@@ -147,6 +156,34 @@ void Prefetcher::run() {
           cache.release(urls_[k]);
           pinned[k] = 0;
         }
+      if (options_.limit > 0) {
+        // With a budget, the objects of the list that lie whole in the cache
+        // now (other processes' downloads) are held at once, those within
+        // the budget's bytes from the front of the list. Another process
+        // fetching ahead evicts what it will not read again itself, and
+        // another rank of the node a window behind it reads those still:
+        // unheld, they were evicted before this one's walk (stopped at an
+        // object ahead that does not fit) reached them, and downloaded twice.
+        std::vector<std::uint32_t> held;
+        std::string failed;
+        std::uint64_t bytes = 0;
+        for (const std::uint32_t k : order) {
+          bytes += sizes_[k];
+          if (bytes > options_.limit) break;
+          if (pinned[k] || !cache.get_if_whole(urls_[k])) continue;
+          pinned[k] = 1;
+          failed = size_error(k);
+          if (!failed.empty()) break;
+          held.push_back(k);
+        }
+        if (!held.empty() || !failed.empty()) {
+          std::lock_guard lock(mu_);
+          for (const std::uint32_t k : held) ready_[k] = 1;
+          copy_stats(cache, spans_seen, stats_);
+          fetched_.notify_all();
+        }
+        if (!failed.empty()) throw Error(failed);
+      }
       first = order.size();
       for (std::size_t i = 0; i < order.size(); ++i)
         if (!pinned[order[i]]) {
@@ -191,10 +228,13 @@ void Prefetcher::run() {
         add(order[i]);
       }
       if (group.empty()) add(order[first]);  // all of them fetched elsewhere: wait for the first
-      if (options_.limit > 0) {
-        // Belady: what is used after the group may make room for it. Unpinned, those
-        // objects are evicted furthest next use first (make_room), and the
-        // ones left are pinned again (found whole) as the list is walked on.
+      if (options_.limit > 0 && first < needed) {
+        // Belady: what is used after a needed group may make room for it.
+        // Unpinned, those objects are evicted furthest next use first
+        // (make_room), and the ones left are pinned again (found whole) at
+        // the next turn. Not for a group ahead: its room is made only of
+        // objects this process will not read again (strict), so unpinning
+        // them would only let other processes evict what this one reads.
         for (std::size_t i = std::max(first + 1, needed); i < order.size(); ++i)
           if (pinned[order[i]]) {
             cache.release(urls_[order[i]]);
@@ -225,15 +265,9 @@ void Prefetcher::run() {
       for (const std::uint32_t k : group) {
         if (!cache.holds(urls_[k])) continue;
         pinned[k] = 1;
-        struct stat st{};
-        const std::string path = cache.path_of(urls_[k]);
-        if (sizes_[k] != 0 &&
-            (::stat(path.c_str(), &st) != 0 || static_cast<std::uint64_t>(st.st_size) != sizes_[k])) {
-          // Not made ready; thrown below, once the group's counters are copied.
-          failed = urls_[k] + ": the object holds " + std::to_string(st.st_size) + " bytes, its index " +
-                   std::to_string(sizes_[k]) + "; is the index published beside it out of date?";
-          break;
-        }
+        // Not made ready when it fails; thrown below, once the group's counters are copied.
+        failed = size_error(k);
+        if (!failed.empty()) break;
         got.push_back(k);
       }
       {

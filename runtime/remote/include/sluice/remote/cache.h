@@ -43,6 +43,12 @@
 //   unlink sees the path gone (its inode differs) and downloads again. A
 //   downloader pins the partial before renaming it, so no evictor ever finds
 //   a just-published object unpinned.
+// - Fetching ahead reserves its room: get_if_room and get_all_if_room,
+//   for objects of known size, take their NAME.lock first, then under
+//   .budget.lock make room and write the reservation (NAME.meta, an empty
+//   NAME.partial) that other processes count, before any request. Room made
+//   and then taken by another process before the GET answered used to
+//   abandon the download once the store had sent much of the object.
 // - Budget: with limit > 0, once a download's GET has answered with its
 //   headers and before any of its body is kept, the downloader takes
 //   .budget.lock, adds up whole files and the announced sizes of partials,
@@ -162,6 +168,11 @@ class Cache {
   // ones do not fit together (or a size is 0); when another process takes
   // the room while they download, those finished stay pinned (holds()).
   bool get_all_if_room(const std::vector<std::string>& urls, const std::vector<std::uint64_t>& sizes);
+  // As get(), for an object that lies whole in the cache now: pinned and
+  // counted as a hit, with no request (and no revalidation); false when it
+  // is not whole. For a reader that holds what it will read soon, so that
+  // other processes fetching ahead cannot evict it meanwhile.
+  bool get_if_whole(const std::string& url);
   // Whether this Cache pins the object.
   bool holds(const std::string& url) const { return pins_.count(url) != 0; }
   // Whether the object lies whole in the cache now (pinned or not).
@@ -189,7 +200,9 @@ class Cache {
  private:
   struct Download;
   bool pin_if_whole(const std::string& url);
-  bool get_within_budget(const std::vector<std::string>& urls, std::uint64_t missing, const std::string& keep);
+  bool get_within_budget(const std::vector<std::string>& urls, const std::vector<std::uint64_t>& missing,
+                         const std::string& keep);
+  void drop_reserved();
   std::vector<std::string> revalidate(const std::vector<std::string>& cached);
   void make_room(std::uint64_t bytes, const std::string& keep);
 
@@ -199,6 +212,7 @@ class Cache {
   std::map<std::string, std::pair<dev_t, ino_t>> stale_;  // url -> the inode revalidation found changed
   std::map<std::string, std::string> known_;  // file name -> url, for next_use
   std::function<std::uint64_t(const std::string&)> next_use_;
+  std::map<std::string, int> reserved_;  // url -> NAME.lock held (LOCK_EX) for the room reserved for it
   bool strict_ = false;   // get_if_room: make_room refuses instead of passing the limit
   bool no_room_ = false;  // ... and it did
 };

@@ -22,6 +22,12 @@
 // start need, per process, that no one had fetched ahead. The eviction order
 // is the order of the last want(): position in it is the next use given to
 // Cache::set_next_use (objects left out: never again), Belady's rule.
+// With a budget, each turn also pins at once the objects of the list that
+// lie whole in the cache (within the budget's bytes from its front), so that
+// other processes fetching ahead, which evict what they will not read
+// again, cannot evict what this one is about to read before its walk comes
+// to them; a download ahead's room is reserved before its request
+// (Cache::get_if_room).
 //
 // Errors: a failed download (the store down past its retries, 404, a length
 // that is not the size `sizes` announced) is kept, the thread fetches nothing
