@@ -103,15 +103,24 @@ end
 local P          -- the pipeline returned by pipeline.lua
 local path_name  -- pipeline.lua as the user named it
 
-function M.load(path, dir)
+-- Runs pipeline.lua: `text` is its contents as the launching process read
+-- them (a worker's, so that every worker of the run, those that replace a
+-- crashed one included, runs the script the run began with, whatever
+-- happens to the file since); nil reads the file. Returns the text run.
+function M.load(path, dir, text)
   path_name = path
   sluice.script_dir, sluice.script_name = dir, path
   package.path = dir .. "/?.lua;" .. dir .. "/?/init.lua;" .. package.path
-  local chunk, err = loadfile(path)
-  if not chunk then
-    if err:find("^cannot open") then fail("cannot open pipeline %s", (err:gsub("^cannot open ", ""))) end
-    fail("syntax error: %s", err)
+  if text == nil then
+    local file, err = io.open(path, "rb")
+    if not file then fail("cannot open pipeline %s", err) end
+    text, err = file:read("*a")
+    file:close()
+    if not text then fail("cannot read pipeline %s: %s", path, err) end
   end
+  -- As loadfile: a first line that begins with # (#!/usr/bin/env ...) is not Lua.
+  local chunk, err = load(text:sub(1, 1) == "#" and ("--" .. text) or text, "@" .. path)
+  if not chunk then fail("syntax error: %s", err) end
   current.stage = "running " .. path
   local p = chunk()
   current.stage = nil
@@ -120,6 +129,7 @@ function M.load(path, dir)
       p == nil and "nothing" or ("a " .. type(p)))
   end
   P = p
+  return text
 end
 
 -- The machinery that makes batches, set up by prepare().

@@ -332,7 +332,11 @@ Script load_script(const ScriptOptions& options) {
   lua.push_engine_function("load");
   lua_pushlstring(L, spec.path.data(), spec.path.size());
   lua_pushlstring(L, spec.dir.data(), spec.dir.size());
-  if (auto error = lua.call(2, 0)) throw Error(*error);
+  if (auto error = lua.call(2, 1)) throw Error(*error);
+  std::size_t text_size = 0;
+  const char* text = lua_tolstring(L, -1, &text_size);
+  spec.text.assign(text != nullptr ? text : "", text_size);  // what the workers run, whatever the file becomes
+  lua_pop(L, 1);
 
   // A native source is opened here, once; the workers inherit it.
   lua.push_engine_function("source_spec");
@@ -422,6 +426,7 @@ Script load_script(const ScriptOptions& options) {
 
   Script script;
   script.path = options.path;
+  script.text = spec.text;
   script.device = string_field(L, description, "device");
   script.notes = read_notes(L, description);
 

@@ -50,7 +50,7 @@ std::string describe_fields(const Options& o) {
 
 RecordHeader record_header(const Script& script) {
   const Options& o = script.options;
-  const std::string source = read_text_file(script.path);
+  const std::string& source = script.text;  // as run, whatever the file is now
   char hash[17];
   std::snprintf(hash, sizeof hash, "%016llx",
                 static_cast<unsigned long long>(digest_bytes(source.data(), source.size())));

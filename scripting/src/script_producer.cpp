@@ -75,7 +75,8 @@ void ScriptProducer::start_worker(std::uint32_t worker_id) {
   lua_->push_engine_function("load");
   lua_pushlstring(L, spec_.path.data(), spec_.path.size());
   lua_pushlstring(L, spec_.dir.data(), spec_.dir.size());
-  if (auto error = lua_->call(2, 0)) throw Error(*error);
+  lua_pushlstring(L, spec_.text.data(), spec_.text.size());
+  if (auto error = lua_->call(3, 0)) throw Error(*error);
 
   lua_->push_engine_function("start_worker");
   push_spec(L, spec_);

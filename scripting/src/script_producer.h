@@ -34,6 +34,7 @@ class LuaState;
 // What a worker needs to run the script as the launching process did.
 struct WorkerSpec {
   std::string path;               // the script, as the user named it
+  std::string text;               // its contents when load_script ran it: what every worker runs
   std::string dir;                // its directory, absolute: `require` looks here
   std::uint64_t seed = 0;
   std::uint64_t dataset_size = 0;

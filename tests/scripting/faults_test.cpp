@@ -3,6 +3,8 @@
 // On sample 0, in the load's trial, it ends a child, never the host.
 #include <catch2/catch.hpp>
 
+#include <signal.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -169,6 +171,39 @@ return sluice.pipeline {
   for (const std::string& note : s.notes) noted = noted || note.find("sample 0 failed in the trial run") != std::string::npos;
   CHECK(noted);
   CHECK(sluice::test::wait_for_no_descendants(1000).empty());
+}
+
+TEST_CASE("a worker that replaces a crashed one runs the script the run began with, not the file as it is now", "[faults]") {
+  TempDir dir;
+  const std::string body = R"(local sluice = require("sluice")
+return sluice.pipeline {
+  source = sluice.range(64), fields = { { "x", "int64" } },
+  batch_size = 4, workers = 2, prefetch = 4,
+  map = function(i, ctx) return { x = i * 2 } end,
+}
+)";
+  const std::string path = dir.write("p.lua", body);
+  sluice::Script script = sluice::load_script({.path = path});
+  sluice::Loader loader(script.options);
+  std::vector<std::int64_t> got;
+  auto take = [&](const sluice::Batch& batch) {
+    const auto* x = static_cast<const std::int64_t*>(batch.field("x").data);
+    for (std::size_t i = 0; i < batch.size(); ++i) got.push_back(x[i]);
+  };
+  take(*loader.next());
+  // Edited mid-run (another map), then every worker killed: their
+  // replacements read nothing from the file. Removed, the same.
+  std::string edited = body;
+  edited.replace(edited.find("i * 2"), 5, "i * 3");
+  dir.write("p.lua", edited);
+  for (const int pid : loader.worker_pids()) ::kill(pid, SIGKILL);
+  for (int b = 0; b < 4; ++b) take(*loader.next());
+  std::remove(path.c_str());
+  for (const int pid : loader.worker_pids()) ::kill(pid, SIGKILL);
+  while (auto batch = loader.next()) take(*batch);
+  REQUIRE(got.size() == 64);
+  for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == static_cast<std::int64_t>(i) * 2);
+  CHECK(loader.stats().worker_restarts >= 2);
 }
 
 #endif

@@ -139,6 +139,7 @@ struct SLUICE_API ScriptRemoteStats {
 struct SLUICE_API Script {
   Options options;                 // ready for sluice::Loader
   std::string path;                // the script, as named in ScriptOptions
+  std::string text;                // its contents, read once at load: what every worker of the run runs
   std::string device;              // where batches are delivered: "cpu"
   std::vector<std::string> notes;  // worth telling the user: inferred fields, device fallback
   ScriptRemoteStats remote;        // the source's downloads at load
