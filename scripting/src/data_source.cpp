@@ -410,6 +410,30 @@ bool DataSource::open_lazily(const std::vector<std::string>& urls, const remote:
       lazy_indexes_.push_back(std::move(*index));
     }
   }
+  // A tar shard is checked against its published index before it is kept
+  // in the cache: the index names the samples' keys and fields, so one left
+  // from before the shard was rewritten at the same size would give keys
+  // that are not its samples'. (A TFRecord's offsets are checked by its
+  // records' length CRCs as they are read.)
+  remote::CacheOptions checked = options;
+  if (tar) {
+    auto indexes = std::make_shared<std::map<std::string, io::TarIndex>>();
+    for (std::size_t i = 0; i < urls.size(); ++i) (*indexes)[urls[i]] = lazy_tar_indexes_[i];
+    checked.check = [indexes, given = options.check](const std::string& url, const std::string& path) {
+      if (given) {
+        if (std::string why = given(url, path); !why.empty()) return why;
+      }
+      const auto it = indexes->find(url);
+      if (it == indexes->end()) return std::string();
+      try {
+        const std::string why = io::tar_index_mismatch(it->second, io::scan_tar(path));
+        return why.empty() ? why : url + ".idx does not describe the shard (" + why + "): publish its index again (sluice index)";
+      } catch (const Error& e) {
+        return std::string(e.what());
+      }
+    };
+  }
+  remote::Cache data(checked);
   std::vector<std::string> present, now;
   for (const std::string& url : urls)
     if (file_size_or_zero(cache.path_of(url)) > 0) present.push_back(url);
@@ -420,10 +444,11 @@ bool DataSource::open_lazily(const std::vector<std::string>& urls, const remote:
       if (std::find(now.begin(), now.end(), urls[i]) == now.end()) now.push_back(urls[i]);
       break;
     }
-  cache.get_all(now);
+  data.get_all(now);
   add_remote_stats(cache.stats());
+  add_remote_stats(data.stats());
   auto lazy = std::make_shared<LazyRemote>();
-  lazy->cache = options;
+  lazy->cache = checked;
   lazy->cache.revalidate = false;
   lazy->urls = urls;
   lazy->present = now.size();

@@ -19,7 +19,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <span>
 #include <sstream>
 #include <thread>
 
@@ -351,4 +353,37 @@ TEST_CASE("Prefetch: with the locality shuffle and a cache of its windows, an ep
     all += gets(http, s);
   }
   CHECK(all <= kShards + 1);
+}
+
+TEST_CASE("Prefetch: a tar shard rewritten at the same size beside its old index is refused, naming both") {
+  if (cli().empty()) SKIP_TEST(kNoCli);
+  if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
+  const std::string shards = make_shards(2000, kTar), work = temp_dir("run");
+  // Shard 3 written again with its samples in reverse order: the same bytes
+  // in all, the old index left beside it.
+  const std::string path = shards + "/" + shard_name(3, kTar);
+  const std::uint64_t before = std::filesystem::file_size(path);
+  {
+    sluice::io::TarWriter tar(path);
+    for (int i = kPerShard - 1; i >= 0; --i) {
+      const std::string record = "r" + std::to_string(1000 + 3 * kPerShard + i) + random_bytes(2000 + i, 300 + i);
+      tar.add(std::to_string(3 * kPerShard + i) + ".bin", std::as_bytes(std::span(record.data(), record.size())));
+      tar.end_sample();
+    }
+    tar.finish();
+  }
+  REQUIRE(std::filesystem::file_size(path) == before);
+  Nginx http(shards);
+  write_file(work + "/http.lua", pipeline(http_glob(http, kTar), "  batch_size = 5, workers = 2, epochs = 1,\n", "", kTar));
+  const Run r = sh(work, "SLUICE_CACHE_DIR=cache " + cli() + " run http.lua --quiet");
+  INFO(r.out);
+  CHECK(r.status != 0);
+  CHECK_THAT(r.out, Catch::Contains(http.url(shard_name(3, kTar)) + ".idx does not describe the shard (sample 0: "
+                                    "the index says key \"36\", the shard holds \"47\")") &&
+                        Catch::Contains("sluice index"));
+  // Never kept: a rerun downloads it again (and refuses it again).
+  DIR* d = ::opendir((work + "/cache").c_str());
+  REQUIRE(d != nullptr);
+  while (dirent* e = ::readdir(d)) CHECK_FALSE(std::string(e->d_name).ends_with("-" + shard_name(3, kTar)));
+  ::closedir(d);
 }

@@ -2,6 +2,7 @@
 // sluice/io/tar_index.h).
 #include "sluice/io/tar_index.h"
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
@@ -213,6 +214,34 @@ TarIndex read_tar_index(const std::string& index_path, const std::string& name) 
   bytes << in.rdbuf();
   if (in.bad()) throw Error("cannot read tar index " + index_path);
   return parse_tar_index(bytes.str(), name.empty() ? index_path : name);
+}
+
+std::string tar_index_mismatch(const TarIndex& index, const TarIndex& scanned) {
+  if (index.shard_bytes != scanned.shard_bytes)
+    return "the index says " + std::to_string(index.shard_bytes) + " bytes, the shard holds " +
+           std::to_string(scanned.shard_bytes);
+  const std::size_t n = std::min(index.samples.size(), scanned.samples.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    const TarIndexSample& a = index.samples[i];
+    const TarIndexSample& b = scanned.samples[i];
+    const std::string at = "sample " + std::to_string(i) + ": ";
+    if (a.key != b.key) return at + "the index says key \"" + a.key + "\", the shard holds \"" + b.key + "\"";
+    if (a.members.size() != b.members.size())
+      return at + "the index says " + std::to_string(a.members.size()) + " members, the shard holds " +
+             std::to_string(b.members.size());
+    for (std::size_t m = 0; m < a.members.size(); ++m) {
+      const TarIndexMember& x = a.members[m];
+      const TarIndexMember& y = b.members[m];
+      if (x.field != y.field || x.offset != y.offset || x.size != y.size)
+        return at + "the index says " + a.key + "." + x.field + " (" + std::to_string(x.size) + " bytes at byte " +
+               std::to_string(x.offset) + "), the shard holds " + b.key + "." + y.field + " (" +
+               std::to_string(y.size) + " bytes at byte " + std::to_string(y.offset) + ")";
+    }
+  }
+  if (index.samples.size() != scanned.samples.size())
+    return "the index says " + std::to_string(index.samples.size()) + " samples, the shard holds " +
+           std::to_string(scanned.samples.size());
+  return {};
 }
 
 }  // namespace sluice::io

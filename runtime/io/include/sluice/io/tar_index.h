@@ -67,6 +67,14 @@ struct SLUICE_API TarIndex {
 // with the id of the shard's next sample (counted from 0 in this shard).
 SLUICE_API TarIndex scan_tar(const std::string& path, OnError on_error = OnError::fail, SkipLog* skips = nullptr);
 
+// Where `index` (a published sidecar) does not describe `scanned` (scan_tar
+// of the shard it was published for): "" when they agree in every sample's
+// key and every member's field, offset and size, else the first difference,
+// as "sample N: ...". A shard rewritten with the same size (samples in
+// another order, fixed-size samples regenerated) would otherwise give keys
+// and fields that are not its samples'.
+SLUICE_API std::string tar_index_mismatch(const TarIndex& index, const TarIndex& scanned);
+
 // FILE.idx: beside the shard, as a remote reader looks for it.
 SLUICE_API std::string tar_index_path(const std::string& shard);
 
