@@ -405,6 +405,35 @@ TEST_CASE("with more than one rank the default state file is per rank", "[cli][r
   CHECK(std::filesystem::exists(dir.path() + "/mine.json"));
 }
 
+TEST_CASE("a fresh run's state file holds its start until it saves: a rank killed -9 never leaves an earlier run's", "[cli][resume]") {
+  TempDir dir;
+  std::string slow = kPipeline;  // 2 ms a sample: run B is still going when it is killed
+  slow.replace(slow.find("    local x = ctx.out.x"), 0, "    local t = os.clock() + 0.002\n    while os.clock() < t do end\n");
+  dir.write("p.lua", slow);
+  const std::string state = dir.path() + "/sluice-state.rank1.json";
+  auto sh = [&](const std::string& command) { return std::system(("cd " + dir.path() + " && " + command).c_str()); };
+  // Run A, stopped after 7 batches: its state says so.
+  REQUIRE(sh(SLUICE_CLI " run p.lua --quiet --rank 1 --world-size 2 --batches 7 > a.log 2>&1") == 0);
+  const auto a = read_lines(state);
+  REQUIRE(a.size() == 1);
+  CHECK_THAT(a[0], Contains("\"batch\":7"));
+  // Run B, fresh, killed -9 once it delivers (before it could save): its
+  // file holds B's start, and A's is kept beside it.
+  REQUIRE(sh("(" SLUICE_CLI " run p.lua --rank 1 --world-size 2 --record b.jsonl > b.log 2>&1 & p=$!; "
+             "while [ ! -s b.jsonl ]; do sleep 0.01; done; kill -9 $p; wait $p; true)") == 0);
+  const auto b = read_lines(state);
+  REQUIRE(b.size() == 1);
+  CHECK_THAT(b[0], Contains("\"batch\":0") && Contains("\"epoch\":0"));
+  CHECK(read_lines(state + ".previous") == a);
+  std::string log;
+  for (const std::string& line : read_lines(dir.path() + "/b.log")) log += line + "\n";
+  CHECK_THAT(log, Contains("sluice-state.rank1.json held an earlier run's state, kept as sluice-state.rank1.json.previous"));
+  // A fresh run that ends whole leaves no state to resume.
+  REQUIRE(sh(SLUICE_CLI " run p.lua --quiet --rank 1 --world-size 2 > c.log 2>&1") == 0);
+  CHECK_FALSE(std::filesystem::exists(state));
+  CHECK(sluice::test::wait_for_no_descendants(2000).empty());
+}
+
 TEST_CASE("a bytes field's records agree across prefetch and worker counts", "[cli][determinism]") {
   // Rows of a bytes field hold a length, the bytes, then whatever the slot held
   // before: records digest the length and the bytes only.

@@ -1,4 +1,5 @@
 // `sluice run`: a pipeline script through real workers, measured.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -66,7 +67,10 @@ constexpr const char* kHelpTail =
     "                  Ctrl-C, SIGTERM or at --batches (default sluice-state.json,\n"
     "                  or sluice-state.rank{rank}.json when the world size is above\n"
     "                  1, so that ranks sharing a directory never collide)\n"
-    "                  ({rank} in FILE paths becomes the rank)\n"
+    "                  ({rank} in FILE paths becomes the rank). A fresh run writes\n"
+    "                  its start there at once (a run killed -9 leaves that, never\n"
+    "                  an earlier run's state, which is kept as FILE.previous) and\n"
+    "                  removes it when it ends whole\n"
     "  --resume FILE   continue a run from a saved state: the same batches the\n"
     "                  interrupted run would have delivered next. A glob (quoted:\n"
     "                  'sluice-state.rank*.json') or a directory (its *.json) names\n"
@@ -273,11 +277,36 @@ void write_trace(const Loader& loader, const std::string& path, const Script& sc
 // Printed after a run's error message: where its state was saved.
 std::string g_after_error;
 
+// This rank's state file.
+std::string state_path_of(const RunArgs& args, const Options& o) {
+  return for_rank(args.state_path.empty() ? default_state_path(o.world_size) : args.state_path, o.rank);
+}
+
+// A fresh run's state file holds the run's start from its start on, so that
+// a rank killed before it could save (kill -9, the OOM killer) leaves this
+// run's start, never a state of an earlier run: merged with the other
+// ranks', that one resumed past batches this run never delivered. An
+// earlier run's file there is kept as FILE.previous (a fresh run that was
+// meant to be a --resume loses nothing); the file is removed when the run
+// ends whole. (A resumed run's file is an earlier position of the same run,
+// which resumes safely: it is left as it is until the run stops.)
+void claim_state_file(const RunArgs& args, const Options& o, const LoaderState& start) {
+  const std::string path = state_path_of(args, o);
+  struct stat st{};
+  if (::stat(path.c_str(), &st) == 0) {
+    if (::rename(path.c_str(), (path + ".previous").c_str()) != 0)
+      throw Error("cannot keep the earlier run's state " + path + " as " + path + ".previous: " + std::strerror(errno));
+    std::fprintf(stderr, "note: %s held an earlier run's state, kept as %s.previous (this run saves its own there)\n",
+                 path.c_str(), path.c_str());
+  }
+  sluice::io::write_file_atomically(path, start.to_json() + "\n");
+}
+
 // Writes the state for --resume; returns the line that says where.
 std::string save_state(const RunArgs& args, const Options& o, const LoaderState& state, int signal,
                        std::uint64_t delivered, const char* reason = nullptr) {
   const std::string path_template = args.state_path.empty() ? default_state_path(o.world_size) : args.state_path;
-  const std::string state_path = for_rank(path_template, o.rank);
+  const std::string state_path = state_path_of(args, o);
   sluice::io::write_file_atomically(state_path, state.to_json() + "\n");
   std::string resume = state_path;
   if (o.world_size > 1 && path_template.find("{rank}") != std::string::npos) {
@@ -320,6 +349,13 @@ int run(const RunArgs& args) {
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
   Loader loader(script.options);
   SignalScope signals(loader);
+  bool claimed = false;
+  try {
+    if (!o.resume) claim_state_file(args, o, loader.state());
+    claimed = !o.resume;
+  } catch (const Error& e) {  // a read-only directory: the run goes on, as it did before it saved anything
+    std::fprintf(stderr, "note: %s; a state is saved only if the run stops early\n", e.what());
+  }
   const std::uint64_t per_epoch = loader.plan().batches_per_epoch();
   std::uint64_t total = o.epochs == 0 ? 0 : per_epoch * o.epochs;
   if (args.batches > 0) total = total == 0 ? args.batches : std::min(total, args.batches);
@@ -372,6 +408,7 @@ int run(const RunArgs& args) {
   const bool stopped_early = signal != 0 || (args.batches > 0 && delivered == args.batches &&
                                              loader.current_epoch() < o.epochs);
   if (stopped_early) std::fputs(save_state(args, o, loader.state(), signal, delivered).c_str(), stderr);
+  else if (claimed) ::unlink(state_path_of(args, o).c_str());  // the run ended whole: nothing to resume
 
   const Stats stats = loader.stats();
   const ScriptWorkerTimes times = script.worker_times();
