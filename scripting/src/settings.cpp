@@ -205,7 +205,8 @@ std::vector<SettingRow> make_rows() {
   rows.push_back(loads<&ScriptOptions::remote_retries>(
       count("remote_retries", 0, 100, "6",
             "a remote request that fails with 5xx or 429, a reset, a cut body or a stall is retried this many times, "
-            "with exponential backoff, before the run stops")));
+            "with exponential backoff, before the run stops (0.1 s doubling up to 10 s, with jitter: 6 retries wait "
+            "about 5 s in all, 10 about 30 s)")));
   rows.push_back(loads<&ScriptOptions::remote_timeout_ms>(
       count("remote_timeout_ms", 1, kU32, "30000",
             "a remote transfer that receives nothing for this long is dropped and retried")));
