@@ -1,11 +1,13 @@
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <cstring>
+#include <span>
 
 #include "io_test_support.h"
 #include "sluice/error.h"
 #include "sluice/io/tar.h"
 #include "sluice/io/tar_stream.h"
+#include "sluice/io/tar_writer.h"
 
 using namespace sluice::io;
 using Catch::Matchers::Contains;
@@ -217,4 +219,29 @@ TEST_CASE("tar: an archive cut at a member boundary is reported, not taken for a
   CHECK_THROWS_WITH(TarSource({path}), Contains(path) && Contains("without its end-of-archive blocks"));
   TarStream st({path});
   CHECK_THROWS_WITH(stream_all(st), Contains(path) && Contains("without its end-of-archive blocks"));
+}
+
+TEST_CASE("tar: a member name twice in one sample is an error naming both, and skip keeps the samples before it", "[tar]") {
+  test::TempDir tmp;
+  const std::string path = tmp.file("dup.tar");
+  {
+    TarWriter tar(path);
+    auto add = [&](const std::string& name, const std::string& text) {
+      tar.add(name, std::as_bytes(std::span(text.data(), text.size())));
+    };
+    add("e0.cls", "0");
+    add("e0.txt", "zero");
+    tar.end_sample();
+    add("e1.cls", "1");
+    add("e1.cls", "7");  // WebDataset raises "duplicate file name" here too
+    tar.end_sample();
+    add("e2.cls", "2");
+    tar.end_sample();
+    tar.finish();
+  }
+  CHECK_THROWS_WITH(TarSource({path}), Contains(path) && Contains("tar member e1.cls is the second of that name in sample e1 (the first at byte 2048)"));
+  const TarSource skipping({path}, TarOptions{.on_error = sluice::OnError::skip});
+  CHECK(skipping.size() == 1);
+  REQUIRE(skipping.index_skips().entries().size() == 1);
+  CHECK(skipping.index_skips().entries()[0].id == 1);
 }
