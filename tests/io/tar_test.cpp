@@ -221,7 +221,7 @@ TEST_CASE("tar: an archive cut at a member boundary is reported, not taken for a
   CHECK_THROWS_WITH(stream_all(st), Contains(path) && Contains("without its end-of-archive blocks"));
 }
 
-TEST_CASE("tar: a member name twice in one sample is an error naming both, and skip keeps the samples before it", "[tar]") {
+TEST_CASE("tar: a member name twice in one sample is an error naming it, and skip keeps the samples before it", "[tar]") {
   test::TempDir tmp;
   const std::string path = tmp.file("dup.tar");
   {
@@ -244,4 +244,15 @@ TEST_CASE("tar: a member name twice in one sample is an error naming both, and s
   CHECK(skipping.size() == 1);
   REQUIRE(skipping.index_skips().entries().size() == 1);
   CHECK(skipping.index_skips().entries()[0].id == 1);
+  // Streamed (index = false, gzip shards), the same.
+  TarStream st({path});
+  CHECK_THROWS_WITH(stream_all(st), Contains(path) && Contains("tar member e1.cls is the second of that name in sample e1"));
+  StreamOptions skip;
+  skip.on_error = sluice::OnError::skip;
+  TarStream skipping_stream({path}, skip);
+  const std::vector<Got> got = stream_all(skipping_stream);
+  REQUIRE(got.size() == 1);
+  CHECK(got[0].key == "e0");
+  REQUIRE(skipping_stream.skips().entries().size() == 1);
+  CHECK(skipping_stream.skips().entries()[0].id == 1);
 }

@@ -216,6 +216,7 @@ bool TarStream::read_group(Group& group) {
     std::string key;
     Member m;
     std::uint64_t off;
+    bool twice = false;  // a member name the sample already has (as scan_tar: an error)
     while (gz_ && read_member(key, m, off)) {
       if (key != group.key) {
         lookahead_key_ = std::move(key);
@@ -224,7 +225,21 @@ bool TarStream::read_group(Group& group) {
         have_lookahead_ = true;
         break;
       }
+      const auto end = group.members.begin() + static_cast<std::ptrdiff_t>(used);
+      if (std::find_if(group.members.begin(), end, [&](const Member& x) { return x.field == m.field; }) != end) {
+        const std::string msg = detail::at_offset(shards_[shard_], off, "tar member " + key + "." + m.field +
+                                                                            " is the second of that name in sample " + key);
+        if (options_.on_error == OnError::fail) throw Error(msg);
+        skips_.add(group.id, msg);  // the sample is not whole: left out, with the rest of the shard
+        twice = true;
+        break;
+      }
       take(m);
+    }
+    if (twice) {
+      close_shard();
+      have_lookahead_ = false;
+      continue;
     }
     if (!have_lookahead_) close_shard();
     group.members.resize(used);
