@@ -86,6 +86,8 @@ class SLUICE_API Loader {
   // Validates options, creates the arena and starts the workers. Throws Error.
   explicit Loader(Options options);
   // Stops and reaps every worker and the zygote. Batches still held stay valid.
+  // A zygote that does not answer within 2 s is killed with its workers, its
+  // children, which init (or the host's subreaper) then reaps.
   ~Loader();
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;
