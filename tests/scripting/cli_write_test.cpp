@@ -248,7 +248,7 @@ return sluice.pipeline {
   REQUIRE_FALSE(cut->complete);
   // Whatever the kill left: every listed shard is whole; nothing else looks
   // like one but the next shard (renamed, with its index, before the manifest
-  // that lists it).
+  // that lists it), or either's temporary.
   for (const auto& s : cut->shards) CHECK(sluice::io::check_shard(killed, s).empty());
   char next[32];
   std::snprintf(next, sizeof next, "shard-%06zu.tar", cut->shards.size());
@@ -256,7 +256,8 @@ return sluice.pipeline {
     const std::string name = e.path().filename().string();
     bool listed_or_tmp = name == "manifest.json" || name.ends_with(".tmp") ||
                          sluice::io::is_atomic_temporary(name, "manifest.json") || name == next ||
-                         name == std::string(next) + ".idx";
+                         name == std::string(next) + ".idx" || sluice::io::is_atomic_temporary(name, next) ||
+                         sluice::io::is_atomic_temporary(name, std::string(next) + ".idx");
     for (const auto& s : cut->shards) listed_or_tmp = listed_or_tmp || name == s.name || name == s.name + ".idx";
     INFO(name);
     CHECK(listed_or_tmp);

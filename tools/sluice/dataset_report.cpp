@@ -54,7 +54,11 @@ std::vector<std::string> unlisted_files(const std::string& dir, const io::Manife
     const std::string name = entry.path().filename().string();
     if (known.count(name) || entry.is_directory()) continue;
     const bool manifest_tmp = io::is_atomic_temporary(name, io::kManifestName);
-    const bool left = name.ends_with(".tmp") || manifest_tmp || name == next || name == std::string(next) + ".idx";
+    // What a writer stopped mid-shard leaves: the next shard, its index, or
+    // either's atomic temporary (FILE.tmpPID.N).
+    const std::string next_idx = std::string(next) + ".idx";
+    const bool left = name.ends_with(".tmp") || manifest_tmp || name == next || name == next_idx ||
+                      io::is_atomic_temporary(name, next) || io::is_atomic_temporary(name, next_idx);
     if (!m.complete && left) {
       ++leftovers;
       continue;
