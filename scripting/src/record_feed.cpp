@@ -61,14 +61,7 @@ RecordFeed::RecordFeed(std::shared_ptr<const DataSource> source, const FeedOptio
         if (worker_) {
           fetch_ = std::make_unique<remote::Prefetcher>(lazy->cache, lazy->urls, lazy->sizes);
           ahead_count_.assign(lazy->urls.size(), 0);
-          // Every worker and rank of the node fetches ahead within the one
-          // budget, and one's room is made of what it will not read again,
-          // which another a window behind it may still read. Ahead by at most
-          // half the budget, their near futures fit in it together; further,
-          // shards were downloaded twice an epoch (2 ranks of 2 workers: 3-5
-          // of 40 shards, a cache of 2 windows).
-          ahead_limit_ = options_.prefetch_bytes;
-          if (lazy->cache.limit > 0) ahead_limit_ = std::min(ahead_limit_, lazy->cache.limit / 2);
+          ahead_limit_ = fetch_->ahead_limit(options_.prefetch_bytes);
         } else {
           launcher_cache_ = std::make_unique<remote::Cache>(lazy->cache);
         }

@@ -178,7 +178,7 @@ class RecordFeed {
   std::deque<std::pair<std::uint64_t, std::vector<std::uint32_t>>> ahead_;  // plan batches after last_seq_
   std::vector<std::uint32_t> ahead_count_;  // per shard: batches of ahead_ in it
   std::uint64_t ahead_bytes_ = 0;           // the shards of ahead_, each once
-  std::uint64_t ahead_limit_ = 0;           // prefetch_bytes, at most half the cache's limit
+  std::uint64_t ahead_limit_ = 0;           // prefetch_bytes, as Prefetcher::ahead_limit allows
   std::vector<std::uint64_t> plan_ids_;
   std::uint64_t remote_wait_ns_ = 0;
   // stream

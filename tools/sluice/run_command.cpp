@@ -277,10 +277,13 @@ void write_trace(const Loader& loader, const std::string& path, const Script& sc
 // Printed after a run's error message: where its state was saved.
 std::string g_after_error;
 
-// This rank's state file.
-std::string state_path_of(const RunArgs& args, const Options& o) {
-  return for_rank(args.state_path.empty() ? default_state_path(o.world_size) : args.state_path, o.rank);
+// Every rank's state file: the template, {rank} where a rank's number goes.
+std::string state_template_of(const RunArgs& args, const Options& o) {
+  return args.state_path.empty() ? default_state_path(o.world_size) : args.state_path;
 }
+
+// This rank's state file.
+std::string state_path_of(const RunArgs& args, const Options& o) { return for_rank(state_template_of(args, o), o.rank); }
 
 // A fresh run's state file holds the run's start from its start on, so that
 // a rank killed before it could save (kill -9, the OOM killer) leaves this
@@ -305,8 +308,8 @@ void claim_state_file(const RunArgs& args, const Options& o, const LoaderState& 
 // Writes the state for --resume; returns the line that says where.
 std::string save_state(const RunArgs& args, const Options& o, const LoaderState& state, int signal,
                        std::uint64_t delivered, const char* reason = nullptr) {
-  const std::string path_template = args.state_path.empty() ? default_state_path(o.world_size) : args.state_path;
-  const std::string state_path = state_path_of(args, o);
+  const std::string path_template = state_template_of(args, o);
+  const std::string state_path = for_rank(path_template, o.rank);
   sluice::io::write_file_atomically(state_path, state.to_json() + "\n");
   std::string resume = state_path;
   if (o.world_size > 1 && path_template.find("{rank}") != std::string::npos) {

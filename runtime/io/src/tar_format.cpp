@@ -118,4 +118,8 @@ void webdataset_split(std::string_view path, std::string_view& key, std::string_
   }
 }
 
+std::string second_member_error(std::string_view member, std::string_view key) {
+  return "tar member " + std::string(member) + " is the second of that name in sample " + std::string(key);
+}
+
 }  // namespace sluice::io::detail

@@ -44,4 +44,9 @@ inline std::uint64_t tar_padded(std::uint64_t size) {
 // A name without '.' has the whole path as key and an empty field.
 void webdataset_split(std::string_view path, std::string_view& key, std::string_view& field);
 
+// A member name twice in one sample is an error (as in WebDataset): one of
+// the two would be the field, and which is no reader's choice to make. The
+// message both tar readers give, `member` the second one's whole name.
+std::string second_member_error(std::string_view member, std::string_view key);
+
 }  // namespace sluice::io::detail

@@ -129,14 +129,11 @@ TarIndex scan_tar(const std::string& path, OnError on_error, SkipLog* skips) {
         index.samples.push_back({std::string(key), {}});
         open_sample = true;
       }
-      // A name twice in one sample (as WebDataset, an error): one of the two
-      // would be the field, and which is no reader's choice to make.
       std::vector<TarIndexMember>& members = index.samples.back().members;
       const auto twice = std::find_if(members.begin(), members.end(),
                                       [&](const TarIndexMember& m) { return m.field == field; });
       if (twice != members.end()) {
-        const std::string why = "tar member " + member + " is the second of that name in sample " + std::string(key) +
-                                " (the first at byte " + std::to_string(twice->offset - detail::kTarBlock) + ")";
+        const std::string why = detail::second_member_error(member, key) + " (the first at byte " + std::to_string(twice->offset - detail::kTarBlock) + ")";
         index.samples.pop_back();  // not whole: left out, with the rest of the shard under skip
         stop(why);
         break;

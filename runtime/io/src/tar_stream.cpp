@@ -227,8 +227,8 @@ bool TarStream::read_group(Group& group) {
       }
       const auto end = group.members.begin() + static_cast<std::ptrdiff_t>(used);
       if (std::find_if(group.members.begin(), end, [&](const Member& x) { return x.field == m.field; }) != end) {
-        const std::string msg = detail::at_offset(shards_[shard_], off, "tar member " + key + "." + m.field +
-                                                                            " is the second of that name in sample " + key);
+        const std::string msg =
+            detail::at_offset(shards_[shard_], off, detail::second_member_error(key + "." + m.field, key));
         if (options_.on_error == OnError::fail) throw Error(msg);
         skips_.add(group.id, msg);  // the sample is not whole: left out, with the rest of the shard
         twice = true;

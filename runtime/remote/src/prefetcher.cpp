@@ -54,6 +54,10 @@ std::size_t Prefetcher::in_flight() const {
   return std::clamp<std::size_t>(options_.transfer.max_in_flight / 2, 1, 4);
 }
 
+std::uint64_t Prefetcher::ahead_limit(std::uint64_t wanted) const {
+  return options_.limit > 0 ? std::min(wanted, options_.limit / 2) : wanted;
+}
+
 void Prefetcher::want(std::vector<std::uint32_t> order, std::size_t needed) {
   {
     std::lock_guard lock(mu_);

@@ -74,6 +74,15 @@ class Prefetcher {
   const std::vector<std::string>& urls() const { return urls_; }
   std::uint64_t size_of(std::uint32_t object) const { return sizes_.at(object); }
 
+  // How many bytes of objects ahead a reader should list in want(): `wanted`,
+  // at most half the cache's limit. Every process of the node fetches ahead
+  // within the one budget, and one's room is made of what it will not read
+  // again, which another a window behind it may still read; ahead by at most
+  // half the budget, their near futures fit in it together. (Further ahead,
+  // 2 ranks of 2 workers with a cache of 2 windows downloaded 3-5 of 40
+  // shards twice an epoch.)
+  std::uint64_t ahead_limit(std::uint64_t wanted) const;
+
   // Replaces the wish list (see above); objects by number, no repeats.
   void want(std::vector<std::uint32_t> order, std::size_t needed);
   // Whether the object is local and pinned, without waiting.
