@@ -1,5 +1,6 @@
 #include "servers.h"
 
+#define CATCH_CONFIG_EXTERNAL_INTERFACES  // Catch::TestEventListenerBase, for the listener below
 #include <catch2/catch.hpp>
 
 #include <arpa/inet.h>
@@ -12,7 +13,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -138,10 +141,45 @@ void check_two_ranks(const std::string& work) {
   }
 }
 
+namespace {
+
+// The test case's temporary directories, for the listener below. Its servers
+// (RAII in the test's scope) have stopped by the time it runs. Only the
+// test's own process runs it: children exec or _exit.
+std::vector<std::string>& temp_dirs() {
+  static std::vector<std::string> dirs;
+  return dirs;
+}
+
+struct RemoveTempDirs : Catch::TestEventListenerBase {
+  using TestEventListenerBase::TestEventListenerBase;
+  void testCaseEnded(const Catch::TestCaseStats& stats) override {
+    for (const std::string& dir : temp_dirs()) {
+      if (stats.totals.assertions.failed > 0) {
+        std::fprintf(stderr, "kept for a look: %s\n", dir.c_str());
+        continue;
+      }
+      // With what servers keep beside it (S3rver: DIR.log, DIR.tls, ...).
+      namespace fs = std::filesystem;
+      const fs::path path(dir);
+      const std::string beside = path.filename().string() + ".";
+      std::error_code ignored;
+      for (const fs::directory_entry& e : fs::directory_iterator(path.parent_path(), ignored))
+        if (e.path().filename().string().starts_with(beside)) fs::remove_all(e.path(), ignored);
+      fs::remove_all(path, ignored);
+    }
+    temp_dirs().clear();
+  }
+};
+CATCH_REGISTER_LISTENER(RemoveTempDirs)
+
+}  // namespace
+
 std::string temp_dir(const std::string& tag) {
   const char* tmp = std::getenv("TMPDIR");
   std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/sluice-" + tag + "-XXXXXX";
   if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp " + pattern);
+  temp_dirs().push_back(pattern);
   return pattern;
 }
 

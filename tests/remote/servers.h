@@ -23,7 +23,9 @@
 
 namespace sluice::test {
 
-// A fresh directory under $TMPDIR (not removed: tests inspect it on failure).
+// A fresh directory under $TMPDIR, removed when the test case ends with no
+// failure, with the files named DIR.* beside it (kept for a look when it
+// failed: its path is printed).
 std::string temp_dir(const std::string& tag);
 int free_port();
 // A connected TCP socket to 127.0.0.1:port, or -1.
