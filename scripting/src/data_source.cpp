@@ -438,12 +438,7 @@ bool DataSource::open_lazily(const std::vector<std::string>& urls, const remote:
   for (const std::string& url : urls)
     if (file_size_or_zero(cache.path_of(url)) > 0) present.push_back(url);
   now = present;  // revalidated; a changed object is fetched again here
-  // And the shard of sample 0, which load_script reads to check the pipeline.
-  for (std::size_t i = 0; i < urls.size(); ++i)
-    if (records[i] > 0) {
-      if (std::find(now.begin(), now.end(), urls[i]) == now.end()) now.push_back(urls[i]);
-      break;
-    }
+  // (The trial's sample 0 is read with a ranged GET: RecordFeed.)
   data.get_all(now);
   add_remote_stats(cache.stats());
   add_remote_stats(data.stats());

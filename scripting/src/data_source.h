@@ -109,7 +109,7 @@ struct LazyRemote {
   remote::CacheOptions cache;  // revalidation off: done when the source opened
   std::vector<std::string> urls;
   std::vector<std::uint64_t> sizes;
-  std::size_t present = 0;     // of them, made whole at open (found in the cache, or sample 0's)
+  std::size_t present = 0;     // of them, found whole in the cache at open
 };
 
 class DataSource {

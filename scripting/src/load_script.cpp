@@ -368,6 +368,7 @@ Script load_script(const ScriptOptions& options) {
   // trial, so that the child shares no reader and no file offset with this
   // one. Leaves the description on the stack.
   std::map<std::uint64_t, std::string> crashed;
+  remote::CacheStats trial_remote;  // the launcher's trial's reads (a child's are not counted)
   auto describe = [&](int report_fd) -> std::optional<std::string> {
     std::unique_ptr<scripting::RecordFeed> feed;
     scripting::FeedHost host;
@@ -404,7 +405,9 @@ Script load_script(const ScriptOptions& options) {
     } else {
       lua_pushnil(L);
     }
-    return lua.call(10, 1);
+    std::optional<std::string> error = lua.call(10, 1);
+    if (feed && report_fd < 0) trial_remote = feed->remote_stats();
+    return error;
   };
   // Until a child gets through its trial: each sample that ended one is
   // passed over by the next (under on_error = "skip"; else it is the error).
@@ -459,7 +462,8 @@ Script load_script(const ScriptOptions& options) {
   resolve_auto_workers(o);
   if (spec.source) {
     for (const std::string& note : spec.source->notes()) script.notes.push_back(note);
-    const remote::CacheStats& r = spec.source->remote_stats();
+    remote::CacheStats r = spec.source->remote_stats();
+    remote::add_stats(r, trial_remote);
     script.remote = {.objects = r.hits + r.misses, .hits = r.hits, .misses = r.misses, .evictions = r.evictions,
                      .requests = r.transfer.requests, .retries = r.transfer.retries, .bytes = r.transfer.bytes,
                      .wait_ns = r.wait_ns, .revalidated = r.revalidated, .changed = r.changed, .downloads = {}};

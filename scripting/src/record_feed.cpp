@@ -113,7 +113,12 @@ void RecordFeed::upcoming(std::uint64_t epoch, std::uint64_t batch, std::span<co
   }
   if (plan_) last_seq_ = std::max(last_seq_, epoch * plan_->batches_per_epoch() + batch);
   waiting_.push_back({epoch, batch, {samples.begin(), samples.end()}, objects_of(samples)});
-  update_window(0);
+  // With no reads enqueued, the first waiting batch is the next this worker
+  // fills: its shards are needed now, before any fetched ahead. (Listed only
+  // ahead, the first batches' shards shared the link with the next windows'
+  // that the other workers fetched ahead meanwhile: 7 downloads instead of
+  // 4 before the first batch.)
+  update_window(announced_.empty() ? 1 : 0);
   start_ready_reads();
 }
 
@@ -122,7 +127,7 @@ void RecordFeed::look_ahead(const EpochPlan& plan, std::uint64_t end_seq) {
   end_seq_ = end_seq;
 }
 
-remote::CacheStats RecordFeed::remote_stats() const { return fetch_ ? fetch_->stats() : remote::CacheStats{}; }
+remote::CacheStats RecordFeed::remote_stats() const { return fetch_ ? fetch_->stats() : trial_stats_; }
 
 std::vector<remote::DownloadSpan> RecordFeed::take_downloads() {
   return fetch_ ? fetch_->take_downloads() : std::vector<remote::DownloadSpan>{};
@@ -271,9 +276,10 @@ bool RecordFeed::take_indexed(std::uint64_t index, sluice_record& out) {
   if (!reader_) {  // launcher: synchronous, passing over bad samples under skip
     for (std::uint64_t id = index; id < source_->size(); ++id) {
       try {
-        if (launcher_cache_)  // a lazy remote shard: fetched (and pinned while this feed lives)
-          launcher_cache_->get(source_->lazy_remote()->urls.at(source_->records()->locate(id).file));
-        io::read_sample(*source_->records(), id, buffer_, sample_);
+        if (launcher_cache_)
+          read_remote_trial(id);
+        else
+          io::read_sample(*source_->records(), id, buffer_, sample_);
         return publish(sample_, out);
       } catch (const Error& e) {
         if (options_.on_error == OnError::fail || id + 1 == source_->size()) return failed(e.what());
@@ -296,6 +302,38 @@ bool RecordFeed::take_indexed(std::uint64_t index, sluice_record& out) {
     if (sample->skipped) return failed(sample->error);
     return publish(*sample, out);
   }
+}
+
+// The load's trial reads a sample or two (load_script: to check the pipeline
+// and learn its fields). From the node cache when its shard lies whole there
+// (pinned while this feed lives); else only the sample's bytes, with one
+// ranged GET: the whole shard (gigabytes in some data sets) is the workers'
+// to fetch once, as the plan needs it, not the first batch's to wait for.
+void RecordFeed::read_remote_trial(std::uint64_t id) {
+  const LazyRemote& lazy = *source_->lazy_remote();
+  const io::SampleLocation where = source_->records()->locate(id);
+  const std::string& url = lazy.urls.at(where.file);
+  if (where.whole_file || where.length == 0 || launcher_cache_->get_if_whole(url)) {
+    launcher_cache_->get(url);  // found whole: a pin taken again, no request
+    io::read_sample(*source_->records(), id, buffer_, sample_);
+    return;
+  }
+  const remote::Response r =
+      remote::fetch({.url = url, .offset = where.offset, .length = where.length}, lazy.cache.transfer);
+  trial_stats_.transfer.requests += 1 + r.retries;
+  trial_stats_.transfer.retries += r.retries;
+  trial_stats_.transfer.bytes += r.bytes;
+  if (!r.ok()) {
+    ++trial_stats_.transfer.failures;
+    throw Error(r.error);
+  }
+  const std::uint64_t size = lazy.sizes.at(where.file);
+  if (size != 0 && r.object_size != 0 && r.object_size != size)
+    throw Error(url + ": the object holds " + std::to_string(r.object_size) + " bytes, its index " +
+                std::to_string(size) + "; is the index published beside it out of date?");
+  buffer_.resize(r.body.size());
+  std::memcpy(buffer_.data(), r.body.data(), r.body.size());
+  source_->records()->decode(where, buffer_, sample_);
 }
 
 bool RecordFeed::take_stream(sluice_record& out) {

@@ -59,6 +59,7 @@
 #include "sluice/plan.h"
 #include "sluice/producer.h"
 #include "sluice/remote/prefetcher.h"
+#include "sluice/remote/transfer.h"
 
 namespace sluice::scripting {
 
@@ -91,7 +92,8 @@ class RecordFeed {
   // from earlier batches. Throws sluice::Error when a shard it needs could
   // not be fetched.
   void begin_batch(std::uint64_t epoch, std::uint64_t batch, std::span<const std::uint64_t> samples);
-  // What this feed's remote fetching did so far (zero without lazy shards),
+  // What this feed's remote fetching did so far (zero without lazy shards;
+  // the launcher's: its trial's ranged reads),
   // how long begin_batch() waited for shards, and the downloads finished
   // since the last call (Prefetcher::take_downloads).
   remote::CacheStats remote_stats() const;
@@ -139,6 +141,7 @@ class RecordFeed {
   void start_ready_reads();
   RecordFeed(std::shared_ptr<const DataSource> source, const FeedOptions& options, bool worker);
   bool take_indexed(std::uint64_t index, sluice_record& out);
+  void read_remote_trial(std::uint64_t id);
   bool take_stream(sluice_record& out);
   bool take_npy(std::uint64_t index, sluice_record& out);
   bool take_parquet(std::uint64_t index, sluice_record& out);
@@ -169,7 +172,8 @@ class RecordFeed {
   std::vector<std::byte> buffer_;  // launcher reads
   // lazy remote shards
   std::unique_ptr<remote::Prefetcher> fetch_;     // worker
-  std::unique_ptr<remote::Cache> launcher_cache_;  // launcher: sample 0's shard
+  std::unique_ptr<remote::Cache> launcher_cache_;  // launcher: a trial sample's shard, when whole
+  remote::CacheStats trial_stats_;                 // launcher: its ranged reads
   const EpochPlan* plan_ = nullptr;
   std::deque<Waiting> waiting_;
   std::vector<std::uint32_t> current_objects_;

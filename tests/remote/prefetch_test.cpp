@@ -110,7 +110,12 @@ std::string http_glob(const Nginx& http, const Format& f = kTFRecord) {
   return http.url("train-{0.." + std::to_string(kShards - 1) + "}." + f.ext);
 }
 
-int gets(const Nginx& http, int s, const Format& f = kTFRecord) { return http.requests("GET", "/" + shard_name(s, f)); }
+// Whole-shard GETs (the workers' downloads); the load's trial reads its
+// sample with a ranged one (206).
+int gets(const Nginx& http, int s, const Format& f = kTFRecord) { return http.requests("GET", "/" + shard_name(s, f), 200); }
+int ranged(const Nginx& http, int s, const Format& f = kTFRecord) {
+  return http.requests("GET", "/" + shard_name(s, f), 206);
+}
 
 // Bytes of whole and partial objects in a cache directory (what its budget counts).
 std::uint64_t cache_bytes(const std::string& dir) {
@@ -161,23 +166,26 @@ void first_batch_early(const Format& f) {
   INFO(r.out);
   REQUIRE(r.status == 0);
   // The summary and the trace count the workers' downloads with the load's
-  // (the indexes and sample 0's shard).
+  // (the indexes), and the requests the launcher's trial's ranged read.
   CHECK_THAT(r.out, Catch::Contains("remote      16 objects: 0 from the node cache, 16 downloaded"));
+  CHECK_THAT(r.out, Catch::Contains(" 17 requests,"));
   const std::string trace = read_file(work + "/trace.json");
   int spans = 0;
   for (std::size_t at = 0; (at = trace.find("\"name\":\"download\"", at)) != std::string::npos; ++at) ++spans;
   CHECK(spans == 2 * kShards);
-  // The load's trial makes sample 0 (its shard fetched) in a child, then in
-  // the launching process; then the worker makes its first sample.
+  // The load's trial makes sample 0 in a child, then in the launching
+  // process, each from its bytes alone (a ranged GET), with no shard in the
+  // cache; then the worker makes its first sample.
   std::istringstream counts(read_file(work + "/first-counts.txt"));
   std::vector<int> seen;
   for (int n; counts >> n;) seen.push_back(n);
   INFO(read_file(work + "/first-counts.txt"));
   REQUIRE(seen.size() == 3);
-  CHECK(seen[0] == 1);
-  CHECK(seen[1] == 1);
+  CHECK(seen[0] == 0);
+  CHECK(seen[1] == 0);
   CHECK(seen[2] < kShards);
   for (int s = 0; s < kShards; ++s) CHECK(gets(http, s, f) == 1);
+  CHECK(ranged(http, 0, f) == 2);
 }
 
 void cache_limit_holds(const Format& f) {
@@ -316,7 +324,7 @@ TEST_CASE("Prefetch: a tar's truncated or garbage index is an error naming it, a
   CHECK(r.status != 0);
   CHECK_THAT(r.out, Catch::Contains("sluice.tar: " + url + ": not a valid tar index") &&
                         Catch::Contains("lies past the shard's 1024 bytes"));
-  for (int s = 0; s < kShards; ++s) CHECK(gets(http, s, kTar) == 0);  // no shard fetched for a bad index
+  for (int s = 0; s < kShards; ++s) CHECK(http.requests("GET", "/" + shard_name(s, kTar)) == 0);  // none for a bad index
 
   ::unlink(idx.c_str());
   r = sh(work, cli() + " run local.lua --quiet --record local.jsonl");

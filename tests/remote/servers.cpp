@@ -301,9 +301,9 @@ std::vector<std::string> Nginx::log() const {
   return lines;
 }
 
-int Nginx::requests(const std::string& method, const std::string& uri) const {
+int Nginx::requests(const std::string& method, const std::string& uri, int status) const {
   int n = 0;
-  const std::string prefix = method + " " + uri + " ";
+  const std::string prefix = method + " " + uri + " " + (status ? std::to_string(status) + " " : "");
   for (const std::string& line : log())
     if (line.rfind(prefix, 0) == 0) ++n;
   return n;

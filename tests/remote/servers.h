@@ -66,7 +66,9 @@ class Nginx {
   std::string ca_file() const { return dir_ + "/cert.pem"; }  // with tls
   // Access-log lines: "METHOD URI STATUS BYTES CONNECTION CONNECTION_REQUESTS RANGE".
   std::vector<std::string> log() const;
-  int requests(const std::string& method, const std::string& uri) const;
+  // Requests of `uri` by `method`; with `status`, only those answered so
+  // (200: whole objects; 206: ranges).
+  int requests(const std::string& method, const std::string& uri, int status = 0) const;
 
  private:
   std::string root_, dir_;
