@@ -45,8 +45,8 @@ from tests/npm/package.json when missing):
       [--links 20ms:1gbit:0,20ms:1gbit:2000,50ms:200mbit:0] [--json FILE]
 """
 import argparse
-import asyncio
 import atexit
+import fcntl
 import io
 import json
 import os
@@ -81,54 +81,86 @@ METHODS = (b"GET ", b"HEAD ", b"PUT ", b"POST ", b"DELETE ")
 # Runs as its own process inside the namespace: `remote_bench.py --proxy ...`.
 
 def proxy_main(listen, upstream_port, delay_s, control_path):
+    # Two threads a connection. Requests (small) pass through Python, each
+    # one's first bytes held delay_s; responses are moved by the kernel
+    # (splice through a pipe), not copied through Python: the proxy stands for
+    # the network, and its CPU is on the pipeline's cores.
     counts = {"requests": 0, "response_bytes": 0, "connections": 0}
+    lock = threading.Lock()
 
-    async def pump_up(reader, writer):
+    def shut(sock):
+        try:
+            sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+
+    def pump_up(src, dst):
         # Client to server. A chunk that starts a request waits delay_s first;
         # later chunks (bodies) follow it in order, undelayed.
-        while True:
-            data = await reader.read(1 << 18)
-            if not data:
-                break
-            if data.startswith(METHODS):
-                counts["requests"] += 1
-                if delay_s > 0:
-                    await asyncio.sleep(delay_s)
-            writer.write(data)
-            await writer.drain()
-        writer.close()
-
-    async def pump_down(reader, writer):
-        while True:
-            data = await reader.read(1 << 18)
-            if not data:
-                break
-            counts["response_bytes"] += len(data)
-            writer.write(data)
-            await writer.drain()
-        writer.close()
-
-    async def handle(client_r, client_w):
-        counts["connections"] += 1
         try:
-            server_r, server_w = await asyncio.open_connection("127.0.0.1", upstream_port)
+            while data := src.recv(1 << 18):
+                if data.startswith(METHODS):
+                    with lock:
+                        counts["requests"] += 1
+                    if delay_s > 0:
+                        time.sleep(delay_s)
+                dst.sendall(data)
         except OSError:
-            client_w.close()
+            pass
+        shut(dst)
+
+    def pump_down(src, dst):
+        r, w = os.pipe()
+        try:
+            fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, 1 << 20)
+        except OSError:
+            pass  # the default pipe size: more splices, same bytes
+        try:
+            while n := os.splice(src.fileno(), w, 1 << 20):
+                with lock:
+                    counts["response_bytes"] += n
+                while n:
+                    n -= os.splice(r, dst.fileno(), n)
+        except OSError:
+            pass
+        finally:
+            os.close(r)
+            os.close(w)
+        shut(dst)
+
+    def handle(client):
+        with lock:
+            counts["connections"] += 1
+        try:
+            server = socket.create_connection(("127.0.0.1", upstream_port))
+        except OSError:
+            client.close()
             return
-        await asyncio.gather(pump_up(client_r, server_w), pump_down(server_r, client_w), return_exceptions=True)
+        up = threading.Thread(target=pump_up, args=(client, server), daemon=True)
+        up.start()
+        pump_down(server, client)
+        up.join()
+        client.close()
+        server.close()
 
-    async def control(reader, writer):
-        writer.write(json.dumps(counts).encode())
-        await writer.drain()
-        writer.close()
+    def control():
+        with socket.socket(socket.AF_UNIX) as u:
+            u.bind(control_path)
+            u.listen()
+            while True:
+                conn, _ = u.accept()
+                with conn, lock:
+                    conn.sendall(json.dumps(counts).encode())
 
-    async def main():
-        host, port = listen.rsplit(":", 1)
-        await asyncio.start_server(handle, host, int(port), reuse_address=True)
-        await asyncio.start_unix_server(control, control_path)
-        await asyncio.Event().wait()
-
-    asyncio.run(main())
+    threading.Thread(target=control, daemon=True).start()
+    host, port = listen.rsplit(":", 1)
+    with socket.socket() as l:
+        l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        l.bind((host, int(port)))
+        l.listen(256)
+        while True:
+            client, _ = l.accept()
+            threading.Thread(target=handle, args=(client,), daemon=True).start()
 
 
 def proxy_counts(control_path):
