@@ -73,6 +73,19 @@ void hadoop_lz4(std::span<const std::byte> in, std::span<std::byte> out) {
   check_size(Codec::lz4, static_cast<std::size_t>(n), out.size());
 }
 
+// One decompression context per thread, made at its first zstd page and
+// reused: ZSTD_decompress makes and frees one (about 100 KiB) every page.
+// It holds memory only, so a forked child may use the copy it inherits.
+ZSTD_DCtx* zstd_context() {
+  struct Context {
+    ZSTD_DCtx* d = ZSTD_createDCtx();
+    ~Context() { ZSTD_freeDCtx(d); }
+  };
+  thread_local Context context;
+  if (!context.d) throw Error("zstd page: cannot make a decompression context (out of memory)");
+  return context.d;
+}
+
 }  // namespace
 
 void decompress(Codec codec, std::span<const std::byte> in, std::span<std::byte> out) {
@@ -94,7 +107,7 @@ void decompress(Codec codec, std::span<const std::byte> in, std::span<std::byte>
     }
     case Codec::gzip: return gunzip(in, out);
     case Codec::zstd: {
-      const std::size_t n = ZSTD_decompress(out.data(), out.size(), in.data(), in.size());
+      const std::size_t n = ZSTD_decompressDCtx(zstd_context(), out.data(), out.size(), in.data(), in.size());
       if (ZSTD_isError(n)) fail(codec, ZSTD_getErrorName(n));
       check_size(codec, n, out.size());
       return;

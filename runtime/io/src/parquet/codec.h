@@ -7,7 +7,8 @@
 //
 // Errors: throws sluice::Error when the input does not decompress to exactly
 // `out.size()` bytes, the size the page header states (so a hostile page
-// cannot make it allocate more). Thread safety: reentrant; no state kept.
+// cannot make it allocate more). Thread safety: reentrant; each thread keeps
+// one zstd decompression context, reused page after page.
 #pragma once
 
 #include <cstddef>
