@@ -1,9 +1,11 @@
 #include <catch2/catch.hpp>
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <span>
 
 #include "io_test_support.h"
+#include "skip.h"
 #include "sluice/error.h"
 #include "sluice/io/tar.h"
 #include "sluice/io/tar_stream.h"
@@ -255,4 +257,41 @@ TEST_CASE("tar: a member name twice in one sample is an error naming it, and ski
   CHECK(got[0].key == "e0");
   REQUIRE(skipping_stream.skips().entries().size() == 1);
   CHECK(skipping_stream.skips().entries()[0].id == 1);
+}
+
+TEST_CASE("tar: hidden members (macOS's ._x.jpg, .DS_Store) are in no sample, as in WebDataset", "[tar]") {
+  if (std::system("/usr/bin/python3 -c 'import tarfile' >/dev/null 2>&1") != 0) SKIP_TEST("no /usr/bin/python3");
+  test::TempDir tmp;
+  const std::string path = tmp.file("mac.tar");
+  // As macOS's tar writes them: each file's AppleDouble "._NAME" before it.
+  const std::string script = "import io, tarfile\n"
+                             "with tarfile.open('" + path + "', 'w', format=tarfile.PAX_FORMAT) as t:\n"
+                             "    for name, text in [('.DS_Store', 'ds'), ('d/._e0.cls', 'fork0'), ('d/e0.cls', '0'),\n"
+                             "                       ('d/e0.txt', 'zero'), ('d/._e1.cls', 'fork1'), ('d/e1.cls', '1'),\n"
+                             "                       ('d/.hidden.cls', 'h'), ('d/e1.txt', 'one')]:\n"
+                             "        data = text.encode()\n"
+                             "        info = tarfile.TarInfo(name)\n"
+                             "        info.size = len(data)\n"
+                             "        t.addfile(info, io.BytesIO(data))\n";
+  REQUIRE(std::system(("/usr/bin/python3 -c \"" + script + "\"").c_str()) == 0);
+  const TarSource source({path});
+  REQUIRE(source.size() == 2);
+  std::vector<std::byte> buf;
+  Sample s;
+  for (std::uint64_t i = 0; i < 2; ++i) {
+    read_sample(source, i, buf, s);
+    CHECK(s.key == "d/e" + std::to_string(i));
+    REQUIRE(s.fields.size() == 2);
+    CHECK(s.fields[0].name == "cls");
+    CHECK(test::text_of(s.fields[0].bytes) == std::to_string(i));
+    CHECK(s.fields[1].name == "txt");
+  }
+  TarStream st({path});
+  std::vector<std::vector<std::string>> texts;
+  const std::vector<Got> got = stream_all(st, &texts);
+  REQUIRE(got.size() == 2);
+  CHECK(got[0].key == "d/e0");
+  CHECK(texts[0] == std::vector<std::string>{"cls=0", "txt=zero"});
+  CHECK(got[1].key == "d/e1");
+  CHECK(texts[1] == std::vector<std::string>{"cls=1", "txt=one"});
 }

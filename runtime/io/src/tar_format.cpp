@@ -105,9 +105,10 @@ std::string pax_path(std::string_view records) {
   return path;
 }
 
-void webdataset_split(std::string_view path, std::string_view& key, std::string_view& field) {
+bool webdataset_split(std::string_view path, std::string_view& key, std::string_view& field) {
   std::size_t slash = path.rfind('/');
   std::size_t base = slash == std::string_view::npos ? 0 : slash + 1;
+  if (base < path.size() && path[base] == '.') return false;
   std::size_t dot = path.find('.', base);
   if (dot == std::string_view::npos) {
     key = path;
@@ -116,6 +117,7 @@ void webdataset_split(std::string_view path, std::string_view& key, std::string_
     key = path.substr(0, dot);
     field = path.substr(dot + 1);
   }
+  return true;
 }
 
 std::string second_member_error(std::string_view member, std::string_view key) {

@@ -41,8 +41,11 @@ inline std::uint64_t tar_padded(std::uint64_t size) {
 }
 
 // WebDataset naming: "dir/base.ext.more" -> key "dir/base", field "ext.more".
-// A name without '.' has the whole path as key and an empty field.
-void webdataset_split(std::string_view path, std::string_view& key, std::string_view& field);
+// A name without '.' has the whole path as key and an empty field. False for
+// a hidden file (its base name starts with '.': macOS's "._x.jpg" and
+// ".DS_Store" in tars made there), which has no key: as WebDataset does, the
+// readers pass over it, in no sample.
+bool webdataset_split(std::string_view path, std::string_view& key, std::string_view& field);
 
 // A member name twice in one sample is an error (as in WebDataset): one of
 // the two would be the field, and which is no reader's choice to make. The

@@ -124,7 +124,10 @@ TarIndex scan_tar(const std::string& path, OnError on_error, SkipLog* skips) {
       const std::string member = next_path.empty() ? h.path : next_path;
       next_path.clear();
       std::string_view key, field;
-      detail::webdataset_split(member, key, field);
+      if (!detail::webdataset_split(member, key, field)) {  // a hidden file: in no sample
+        offset = data + detail::tar_padded(h.size);
+        continue;
+      }
       if (!open_sample || key != index.samples.back().key) {
         index.samples.push_back({std::string(key), {}});
         open_sample = true;

@@ -161,7 +161,11 @@ bool TarStream::read_member(std::string& key, Member& member, std::uint64_t& off
     if (h.entry == detail::TarEntry::file) {
       const std::string name = next_path.empty() ? h.path : next_path;
       std::string_view k, f;
-      detail::webdataset_split(name, k, f);
+      if (!detail::webdataset_split(name, k, f)) {  // a hidden file: in no sample
+        if (!skip(padded)) return bad("truncated tar member " + name);
+        next_path.clear();
+        continue;
+      }
       key.assign(k);
       member.field.assign(f);
       offset = position_;
