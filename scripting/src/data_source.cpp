@@ -60,7 +60,8 @@ bool has_brace_range(const std::string& path) {
 
 // The length of the file `path` is a sidecar of, when its name is one Sluice
 // writes beside a data file (FILE.idx, FILE.plain, FILE.plain.cut, and their
-// temporaries FILE.plain.partPID, FILE.idx.tmpPID.N, FILE.tmp); else npos.
+// temporaries FILE.plain.partPID, FILE.idx.tmpPID.N, FILE.tmpPID.N, and
+// FILE.plain.partPID.tmpPID.N while another process writes it); else npos.
 std::size_t sidecar_stem(std::string_view path) {
   const std::size_t slash = path.rfind('/');
   const std::string_view name = path.substr(slash == std::string_view::npos ? 0 : slash + 1);
@@ -75,7 +76,10 @@ std::size_t sidecar_stem(std::string_view path) {
   else if (const std::size_t tmp = name.rfind(".tmp");
            tmp != std::string_view::npos && io::is_atomic_temporary(name, name.substr(0, tmp))) {
     stem = tmp;
-    if (name.substr(0, stem).ends_with(".idx")) stem -= 4;
+    // The temporary of a sidecar: of FILE.idx, of FILE.plain.partPID.
+    if (const std::size_t inner = sidecar_stem(path.substr(0, path.size() - name.size() + stem));
+        inner != std::string_view::npos)
+      return inner;
   }
   if (stem == std::string_view::npos || stem == 0) return std::string::npos;
   return path.size() - name.size() + stem;

@@ -277,7 +277,11 @@ std::string absolute_dir(const std::string& path) {
   std::error_code error;
   std::filesystem::path absolute = std::filesystem::absolute(path, error);
   if (error) throw Error("sluice: cannot resolve " + path + ": " + error.message());
-  return absolute.parent_path().lexically_normal().string();
+  // "a/b/.." normalizes to "a/": without its trailing '/', paths joined to
+  // it (and the messages naming them) hold no "//".
+  std::string dir = absolute.parent_path().lexically_normal().string();
+  if (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  return dir;
 }
 
 }  // namespace

@@ -585,6 +585,8 @@ TEST_CASE("a pattern over a data folder leaves out the sidecars Sluice wrote the
   // What a run killed while writing them leaves: left out too.
   dir.write("g/a.jsonl.idx.tmp4242.7", "not json\n");
   dir.write("g/b.jsonl.gz.plain.part4242", "not json\n");
+  // And what one writes while another run (another rank) lists the folder.
+  dir.write("g/b.jsonl.gz.plain.part4243.tmp4243.0", "not json\n");
   dir.write("g/a.jsonl.tmp4242.1", "not json\n");
   const std::string script = dir.write("p.lua", pipeline("sluice.jsonl { 'g/*' }",
                                                          "  fields = { { 'n', 'int64' } },\n"
