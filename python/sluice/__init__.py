@@ -252,6 +252,10 @@ class Loader:
         # persistent_workers=False: each epoch's loop forks the workers afresh (_to_next_epoch).
         self._fresh_each_epoch = self._python_workers and not persistent
         self._info = self._core.info()
+        for note in self._info.get("left_out", ()):
+            # Data the load left out under on_error="skip": the CLI prints it; here
+            # it would sit unseen in info["notes"].
+            warnings.warn("sluice: " + note, RuntimeWarning, stacklevel=2)
         if factor_assumes and path is not None and str(self._info["workers"]) != _default("workers"):
             self._core.close()
             raise OptionsError("prefetch_factor= is per worker, and %s sets workers = %s: give num_workers= with it "

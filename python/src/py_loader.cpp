@@ -196,6 +196,7 @@ std::unique_ptr<PyLoader> PyLoader::from_script(const std::string& path,
   d["path"] = script.path;
   d["device"] = script.device;
   d["notes"] = script.notes;
+  d["left_out"] = script.left_out;
   if (script.remote.objects > 0) {
     d["remote"] = remote_dict(script.remote);
     source.remote_stats = [script] { return script.remote_stats(); };

@@ -144,6 +144,13 @@ bool is_gzip(const std::string& path) {
 
 }  // namespace
 
+namespace {
+constexpr std::string_view kLeftOut = "on_error = \"skip\": ";
+}  // namespace
+
+std::string left_out_note(const std::string& what) { return std::string(kLeftOut) + what; }
+bool is_left_out_note(std::string_view note) { return note.starts_with(kLeftOut); }
+
 remote::CacheOptions remote_cache_options() {
   remote::CacheOptions options;
   options.dir = remote::default_cache_dir();
@@ -538,7 +545,7 @@ void DataSource::open_tfrecord() {
   auto source = lazy_ ? std::make_shared<io::TFRecordSource>(shards_, std::move(lazy_indexes_), options)
                       : std::make_shared<io::TFRecordSource>(shards_, options);
   for (const io::SkippedSample& s : source->index_skips().entries())
-    notes_.push_back("on_error = \"skip\": " + s.reason + "; the shard is read up to there");
+    notes_.push_back(left_out_note(s.reason + "; the shard is read up to there"));
   note_unsaved_indexes("sluice.tfrecord", source->unsaved_indexes(), "");
   size_ = source->size();
   records_ = std::move(source);
@@ -567,7 +574,7 @@ void DataSource::open_tar() {
   auto source = lazy_ ? std::make_shared<io::TarSource>(shards_, std::move(lazy_tar_indexes_), options)
                       : std::make_shared<io::TarSource>(shards_, options);
   for (const io::SkippedSample& s : source->index_skips().entries())
-    notes_.push_back("on_error = \"skip\": " + s.reason + "; the shard is read up to there");
+    notes_.push_back(left_out_note(s.reason + "; the shard is read up to there"));
   size_ = source->size();
   records_ = std::move(source);
 }
@@ -582,7 +589,7 @@ void DataSource::open_jsonl() {
   options.on_error = on_error_;
   auto source = std::make_shared<io::JsonlSource>(expand("sluice.jsonl", spec_.paths), options);
   for (const io::SkippedSample& s : source->index_skips().entries())
-    notes_.push_back("on_error = \"skip\": " + s.reason);  // it says which of the file's lines are used
+    notes_.push_back(left_out_note(s.reason));  // it says which of the file's lines are used
   note_unsaved_indexes("sluice.jsonl", source->unsaved_indexes(), ", decompressing a compressed one");
   size_ = source->size();
   records_ = std::move(source);
@@ -830,10 +837,10 @@ std::shared_ptr<const text::TokenCorpus> tokenize_corpus(const SourceSpec& spec,
   }
   // The documents left out (counted from the dataset, so a reused one says it too).
   if (corpus->documents() < text->size())
-    notes.push_back("on_error = \"skip\": " + std::to_string(text->size() - corpus->documents()) + " of " +
-                    std::to_string(text->size()) + " text documents left out of the tokens" +
-                    (first_skipped_why.empty() ? std::string(" when they were tokenized")
-                                               : "; the first: " + first_skipped_why));
+    notes.push_back(left_out_note(std::to_string(text->size() - corpus->documents()) + " of " +
+                                  std::to_string(text->size()) + " text documents left out of the tokens" +
+                                  (first_skipped_why.empty() ? std::string(" when they were tokenized")
+                                                             : "; the first: " + first_skipped_why)));
   return corpus;
 }
 
@@ -960,14 +967,14 @@ void DataSource::count_stream() {
       io::SkipLog skips;
       size_ += io::scan_tfrecord(shard, on_error_, &skips).records();
       for (const io::SkippedSample& s : skips.entries())
-        notes_.push_back("on_error = \"skip\": " + s.reason + "; the shard is read up to there");
+        notes_.push_back(left_out_note(s.reason + "; the shard is read up to there"));
     }
   } else {
     std::unique_ptr<io::RecordStream> all = stream(0, 1, on_error_);
     io::Sample sample;
     while (all->next(sample)) ++size_;
     for (const io::SkippedSample& s : all->skips().entries())
-      notes_.push_back("on_error = \"skip\": " + s.reason);
+      notes_.push_back(left_out_note(s.reason));
   }
   notes_.push_back("sluice." + spec_.kind + ": counted " + std::to_string(size_) + " records in " +
                    std::to_string(shards_.size()) + " shard" + (shards_.size() == 1 ? "" : "s") +

@@ -112,6 +112,12 @@ struct LazyRemote {
   std::size_t present = 0;     // of them, found whole in the cache at open
 };
 
+// A note that data was left out at open under on_error = "skip" (a damaged
+// shard read up to the damage, a cut compressed file's whole lines), and
+// whether a note is one: Script::left_out lists them apart from the others.
+std::string left_out_note(const std::string& what);
+bool is_left_out_note(std::string_view note);
+
 class DataSource {
  public:
   enum class Mode { indexed, stream, npy, parquet, tokens, packed };

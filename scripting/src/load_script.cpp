@@ -465,7 +465,10 @@ Script load_script(const ScriptOptions& options) {
   const bool auto_workers = o.workers == kAutoWorkers;
   resolve_auto_workers(o);
   if (spec.source) {
-    for (const std::string& note : spec.source->notes()) script.notes.push_back(note);
+    for (const std::string& note : spec.source->notes()) {
+      script.notes.push_back(note);
+      if (scripting::is_left_out_note(note)) script.left_out.push_back(note);
+    }
     remote::CacheStats r = spec.source->remote_stats();
     remote::add_stats(r, trial_remote);
     script.remote = {.objects = r.hits + r.misses, .hits = r.hits, .misses = r.misses, .evictions = r.evictions,

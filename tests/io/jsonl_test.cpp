@@ -395,6 +395,11 @@ TEST_CASE("jsonl: a cut plain file ends in a bad last line, a cut compressed one
       read_sample(kept, i, buf, s);
       CHECK(field(s, "text").rfind("line " + std::to_string(i) + " ", 0) == 0);
     }
+    // The file mended: its whole copy replaces the damaged one, which is gone.
+    fs::copy_file(whole, cut, fs::copy_options::overwrite_existing);
+    CHECK(JsonlSource({cut}).size() == 6000);
+    CHECK(fs::exists(cut + ".plain"));
+    CHECK(!fs::exists(cut + ".plain.cut"));
     // Corrupt bytes in the middle: an error naming the file, not garbage.
     bytes = test::read_file(whole);
     for (std::size_t k = bytes.size() / 3; k < bytes.size() / 3 + 64; ++k) bytes[k] = std::byte{0x55};

@@ -285,6 +285,8 @@ DecompressedCopy decompress_jsonl(const std::string& path, Compression compressi
     std::remove(own_path.c_str());
     throw Error("cannot write " + result.copy_path + ": " + std::strerror(err));
   }
+  // A whole copy replaces a damaged one made before the file was mended.
+  if (result.damage.empty()) std::remove((copy_path + ".cut").c_str());
   if (!result.damage.empty()) {
     // The index keeps the lines written: those a newline ended.
     while (!index.offsets.empty() && index.offsets.back() + index.lengths.back() >= result.complete_bytes) {

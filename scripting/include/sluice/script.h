@@ -142,6 +142,11 @@ struct SLUICE_API Script {
   std::string text;                // its contents, read once at load: what every worker of the run runs
   std::string device;              // where batches are delivered: "cpu"
   std::vector<std::string> notes;  // worth telling the user: inferred fields, device fallback
+  // Of the notes, those that say data was left out at load under on_error =
+  // "skip" (a damaged shard read up to the damage, a cut compressed file's
+  // whole lines): Python warns of each; they are not among the run's skipped
+  // samples, which count what the workers passed over.
+  std::vector<std::string> left_out;
   ScriptRemoteStats remote;        // the source's downloads at load
 
   // The load's downloads and, for shards the workers fetch, the workers'
