@@ -177,7 +177,8 @@ void RecordFeed::extend_ahead() {
 // `waiting_needed` waiting ones (begin_batch: up to the batch being filled),
 // all needed now, then the other waiting ones and the plan's next batches
 // (ahead: fetched only within cache_limit). So a download may pass the
-// limit only for the batch being filled.
+// limit only for the batch being filled, or for the next one when no reads
+// are enqueued (upcoming).
 void RecordFeed::update_window(std::size_t waiting_needed) {
   std::vector<std::uint32_t> order;
   std::vector<char> listed(fetch_->urls().size(), 0);
@@ -308,29 +309,53 @@ bool RecordFeed::take_indexed(std::uint64_t index, sluice_record& out) {
 // and learn its fields). From the node cache when its shard lies whole there
 // (pinned while this feed lives); else only the sample's bytes, with one
 // ranged GET: the whole shard (gigabytes in some data sets) is the workers'
-// to fetch once, as the plan needs it, not the first batch's to wait for.
+// to fetch once, as the plan needs it, not the first batch's to wait for. A
+// server without ranges (python -m http.server) answers 200: refused at its
+// headers, and the shard is downloaded whole into the cache, as before; so
+// is a sample of more than 16 MiB (a ranged body is kept in memory).
+// A failed download (403, 404, the store down past its retries, a size that
+// is not the index's) is the load's error whatever on_error says, as it is a
+// worker's: kept, and thrown again for every later sample with no request,
+// so that skip does not try the store once per sample of the data set.
 void RecordFeed::read_remote_trial(std::uint64_t id) {
+  constexpr std::uint64_t kRangedMost = std::uint64_t{16} << 20;
+  if (!trial_download_error_.empty()) throw Error(trial_download_error_);
   const LazyRemote& lazy = *source_->lazy_remote();
   const io::SampleLocation where = source_->records()->locate(id);
   const std::string& url = lazy.urls.at(where.file);
-  if (where.whole_file || where.length == 0 || launcher_cache_->get_if_whole(url)) {
-    launcher_cache_->get(url);  // found whole: a pin taken again, no request
+  auto download_failed = [&](const std::string& why) {
+    trial_download_error_ = why;
+    throw Error(why);
+  };
+  auto from_cache = [&] {
+    try {
+      launcher_cache_->get(url);  // found whole: a pin taken again, no request
+    } catch (const Error& e) {
+      download_failed(e.what());
+    }
     io::read_sample(*source_->records(), id, buffer_, sample_);
-    return;
-  }
-  const remote::Response r =
-      remote::fetch({.url = url, .offset = where.offset, .length = where.length}, lazy.cache.transfer);
+  };
+  if (where.whole_file || where.length == 0 || where.length > kRangedMost || launcher_cache_->get_if_whole(url))
+    return from_cache();
+  bool no_ranges = false;
+  const remote::Response r = remote::fetch(
+      {.url = url, .offset = where.offset, .length = where.length}, lazy.cache.transfer,
+      [&](const remote::Response& seen) {
+        no_ranges = seen.status != 206;
+        return no_ranges ? std::string("the server does not send ranges") : std::string();
+      });
   trial_stats_.transfer.requests += 1 + r.retries;
   trial_stats_.transfer.retries += r.retries;
   trial_stats_.transfer.bytes += r.bytes;
+  if (no_ranges) return from_cache();
   if (!r.ok()) {
     ++trial_stats_.transfer.failures;
-    throw Error(r.error);
+    download_failed(r.error);
   }
   const std::uint64_t size = lazy.sizes.at(where.file);
   if (size != 0 && r.object_size != 0 && r.object_size != size)
-    throw Error(url + ": the object holds " + std::to_string(r.object_size) + " bytes, its index " +
-                std::to_string(size) + "; is the index published beside it out of date?");
+    download_failed(url + ": the object holds " + std::to_string(r.object_size) + " bytes, its index " +
+                    std::to_string(size) + "; is the index published beside it out of date?");
   buffer_.resize(r.body.size());
   std::memcpy(buffer_.data(), r.body.data(), r.body.size());
   source_->records()->decode(where, buffer_, sample_);

@@ -174,6 +174,7 @@ class RecordFeed {
   std::unique_ptr<remote::Prefetcher> fetch_;     // worker
   std::unique_ptr<remote::Cache> launcher_cache_;  // launcher: a trial sample's shard, when whole
   remote::CacheStats trial_stats_;                 // launcher: its ranged reads
+  std::string trial_download_error_;               // launcher: a failed download, thrown again
   const EpochPlan* plan_ = nullptr;
   std::deque<Waiting> waiting_;
   std::vector<std::uint32_t> current_objects_;

@@ -188,6 +188,45 @@ void first_batch_early(const Format& f) {
   CHECK(ranged(http, 0, f) == 2);
 }
 
+// A server without ranges answers the trial's ranged read with the whole
+// shard: refused at its headers, the shard comes whole into the cache.
+void server_without_ranges(const Format& f) {
+  if (cli().empty()) SKIP_TEST(kNoCli);
+  if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
+  const std::string shards = make_shards(2000, f), work = temp_dir("run");
+  Nginx http(shards, "", false, /*ranges=*/false);
+  const std::string extra = "  batch_size = 4, workers = 2, epochs = 1,\n";
+  write_file(work + "/local.lua", pipeline(shards + "/train-*." + f.ext, extra, "", f));
+  write_file(work + "/http.lua", pipeline(http_glob(http, f), extra, "", f));
+  Run r = sh(work, cli() + " run local.lua --quiet --record local.jsonl");
+  REQUIRE(r.status == 0);
+  r = sh(work, "SLUICE_CACHE_DIR=cache " + cli() + " run http.lua --quiet --record http.jsonl");
+  INFO(r.out);
+  REQUIRE(r.status == 0);
+  CHECK(sh(work, cli() + " verify local.jsonl http.jsonl").status == 0);
+  CHECK(ranged(http, 0, f) == 0);
+  for (int s = 1; s < kShards; ++s) CHECK(gets(http, s, f) == 1);
+}
+
+// The shard of sample 0 gone from the server (its index still there): the
+// load fails with the URL's 404 under on_error = "skip" too, asking the
+// server once per process, not once per sample of the data set.
+void trial_shard_missing(const Format& f) {
+  if (cli().empty()) SKIP_TEST(kNoCli);
+  if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
+  const std::string shards = make_shards(2000, f), work = temp_dir("run");
+  REQUIRE(::unlink((shards + "/" + shard_name(0, f)).c_str()) == 0);
+  Nginx http(shards);
+  write_file(work + "/http.lua",
+             pipeline(http_glob(http, f), "  batch_size = 4, workers = 1, epochs = 1, on_error = 'skip',\n", "", f));
+  const Run r = sh(work, "SLUICE_CACHE_DIR=cache " + cli() + " run http.lua");
+  INFO(r.out);
+  CHECK(r.status != 0);
+  CHECK_THAT(r.out, Catch::Contains(shard_name(0, f) + ": HTTP 404"));
+  CHECK(http.requests("GET", "/" + shard_name(0, f)) <= 2);  // the trial's child, then the launcher
+  for (int s = 1; s < kShards; ++s) CHECK(http.requests("GET", "/" + shard_name(s, f)) == 0);
+}
+
 void cache_limit_holds(const Format& f) {
   if (cli().empty()) SKIP_TEST(kNoCli);
   if (!Nginx::why_not().empty()) SKIP_TEST(Nginx::why_not());
@@ -237,6 +276,9 @@ void cache_limit_holds(const Format& f) {
 TEST_CASE("Prefetch: TFRecord with indexes beside it over local, http:// and s3:// gives identical records, fetched by the workers") { same_records(kTFRecord); }
 TEST_CASE("Prefetch: tar with indexes beside it over local, http:// and s3:// gives identical records, fetched by the workers") { same_records(kTar); }
 
+TEST_CASE("Prefetch: over a server without ranges, the load reads sample 0 from its whole shard") { server_without_ranges(kTFRecord); }
+TEST_CASE("Prefetch: over a server without ranges, the load reads sample 0 from its whole shard (tar)") { server_without_ranges(kTar); }
+TEST_CASE("Prefetch: sample 0's shard missing fails the load with its 404 under skip too, asking once per process") { trial_shard_missing(kTFRecord); }
 TEST_CASE("Prefetch: the first batch is made before the last shard is downloaded") { first_batch_early(kTFRecord); }
 TEST_CASE("Prefetch: the first batch is made before the last shard is downloaded (tar)") { first_batch_early(kTar); }
 

@@ -246,7 +246,7 @@ void make_tls_certificate(const std::string& dir) {
   if (run(command) != 0) throw std::runtime_error("openssl failed: " + read_file(dir + "/openssl.log"));
 }
 
-Nginx::Nginx(std::string root, const std::string& limit_rate, bool tls)
+Nginx::Nginx(std::string root, const std::string& limit_rate, bool tls, bool ranges)
     : root_(std::move(root)), dir_(temp_dir("nginx")), port_(free_port()), tls_(tls) {
   ::mkdir((dir_ + "/tmp").c_str(), 0755);
   if (tls_) make_tls_certificate(dir_);
@@ -262,6 +262,7 @@ Nginx::Nginx(std::string root, const std::string& limit_rate, bool tls)
        << "  scgi_temp_path " << dir_ << "/tmp;\n"
        << "  keepalive_requests 10000;\n"
        << (limit_rate.empty() ? "" : "  limit_rate " + limit_rate + ";\n")
+       << (ranges ? "" : "  max_ranges 0;\n")
        << "  server {\n    listen 127.0.0.1:" << port_ << (tls_ ? " ssl" : "") << ";\n    root " << root_ << ";\n"
        << (tls_ ? "    ssl_certificate " + dir_ + "/cert.pem;\n    ssl_certificate_key " + dir_ + "/key.pem;\n" : "")
        // PUT for writers (nginx's DAV module: a temporary file renamed into place).

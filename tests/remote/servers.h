@@ -55,8 +55,10 @@ std::string tls_why_not();  // "" when openssl(1) is there
 class Nginx {
  public:
   // limit_rate: nginx's per-connection rate ("200k"), "" for none. tls:
-  // https:// with a certificate of its own (make_tls_certificate).
-  explicit Nginx(std::string root, const std::string& limit_rate = "", bool tls = false);
+  // https:// with a certificate of its own (make_tls_certificate). ranges:
+  // false answers a Range request with the whole file (200), as servers
+  // without ranges do (max_ranges 0).
+  explicit Nginx(std::string root, const std::string& limit_rate = "", bool tls = false, bool ranges = true);
   ~Nginx();
   static std::string why_not();  // "" when nginx is installed
   void start();

@@ -664,23 +664,33 @@ void TransferEngine::submit(Request request, std::function<void(const Response&)
 const TransferStats& TransferEngine::stats() const { return impl_->stats; }
 const TransferOptions& TransferEngine::options() const { return impl_->options; }
 
-Response fetch(const Request& request, const TransferOptions& options) {
-  return std::move(fetch_all({request}, options).front());
-}
+namespace {
 
-std::vector<Response> fetch_all(const std::vector<Request>& requests, const TransferOptions& options) {
+// The requests on a loop of their own, each with `on_headers`.
+std::vector<Response> run_on_own_loop(const std::vector<Request>& requests, const TransferOptions& options,
+                                      const HeadersSeen& on_headers) {
   uv_loop_t loop;
   uv_loop_init(&loop);
   std::vector<Response> out(requests.size());
   {
     TransferEngine engine(&loop, options);
     for (std::size_t i = 0; i < requests.size(); ++i)
-      engine.submit(requests[i], [&out, i](const Response& r) { out[i] = r; });
+      engine.submit(requests[i], [&out, i](const Response& r) { out[i] = r; }, on_headers);
     uv_run(&loop, UV_RUN_DEFAULT);
   }
   uv_run(&loop, UV_RUN_DEFAULT);
   uv_loop_close(&loop);
   return out;
+}
+
+}  // namespace
+
+Response fetch(const Request& request, const TransferOptions& options, const HeadersSeen& on_headers) {
+  return std::move(run_on_own_loop({request}, options, on_headers).front());
+}
+
+std::vector<Response> fetch_all(const std::vector<Request>& requests, const TransferOptions& options) {
+  return run_on_own_loop(requests, options, {});
 }
 
 }  // namespace sluice::remote

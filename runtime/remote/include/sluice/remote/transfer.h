@@ -128,8 +128,8 @@ class TransferEngine {
   std::unique_ptr<Impl> impl_;
 };
 
-// Blocking: one request on a loop of its own.
-Response fetch(const Request& request, const TransferOptions& options);
+// Blocking: one request on a loop of its own (on_headers as submit's).
+Response fetch(const Request& request, const TransferOptions& options, const HeadersSeen& on_headers = {});
 // Blocking: the requests all in flight at once (up to max_in_flight) on a
 // loop of their own; their responses, in the requests' order.
 std::vector<Response> fetch_all(const std::vector<Request>& requests, const TransferOptions& options);
