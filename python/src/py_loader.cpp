@@ -363,6 +363,13 @@ py::object PyLoader::next(std::uint64_t epoch) {
       }
     }
     if (batch) {
+      // Until the loop has it, a state_dict() (a signal handler, run by the
+      // check below or by Python code that deliver() runs) counts the batch
+      // as not delivered: saved there, then leaving, it is resumed, not lost.
+      {
+        Exclusive one(mutex_);
+        delivering_ = batch->share();
+      }
       try {
         py::object delivered = deliver(batch->share());
         // A Ctrl-C that came while the loader waited: raised here, with the
@@ -370,12 +377,14 @@ py::object PyLoader::next(std::uint64_t epoch) {
         if (PyErr_CheckSignals() != 0) throw py::error_already_set();
         {
           Exclusive one(mutex_);
+          delivering_.reset();
           returned_ = batch->share();
         }
         left_by_exception_ = false;
         return delivered;
       } catch (...) {
         Exclusive one(mutex_);
+        delivering_.reset();
         pending_ = std::move(batch);
         pending_recorded_ = true;
         throw;
@@ -425,7 +434,8 @@ void PyLoader::take_back() {
 std::string PyLoader::state_json() {
   check_process();
   Exclusive one(mutex_);
-  return (pending_ ? loader().state_without(*pending_) : loader().state()).to_json();
+  const std::optional<sluice::Batch>& held = pending_ ? pending_ : delivering_;  // not the loop's yet
+  return (held ? loader().state_without(*held) : loader().state()).to_json();
 }
 
 std::uint64_t PyLoader::current_epoch() {
@@ -435,6 +445,7 @@ std::uint64_t PyLoader::current_epoch() {
   // delivered: its epoch is the one a loop that goes on is in, though the
   // loader has moved past it when it was its epoch's last.
   if (pending_) return pending_->epoch();
+  if (delivering_) return delivering_->epoch();
   return loader().current_epoch();
 }
 
@@ -491,6 +502,7 @@ void PyLoader::check_process() const {
 
 void PyLoader::close_locked() {
   pending_.reset();
+  delivering_.reset();
   returned_.reset();
   finish_record();
   std::unique_ptr<sluice::Loader> loader = std::move(loader_);

@@ -127,6 +127,7 @@ class PyLoader {
   std::unique_ptr<sluice::RunRecorder> recorder_;
   std::unique_ptr<sluice::SkipReport> skips_;
   std::optional<sluice::Batch> pending_;  // taken from the loader, not yet handed to Python (next())
+  std::optional<sluice::Batch> delivering_;  // taken, becoming Python objects: not yet the loop's (state_json)
   std::optional<sluice::Batch> returned_; // what next() returned last, for take_back(): the same
                                           // slot as the loop's batch, released at the next call
   std::atomic<bool> left_by_exception_{false};
