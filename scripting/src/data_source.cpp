@@ -403,21 +403,19 @@ bool DataSource::open_lazily(const std::vector<std::string>& urls, const remote:
   } catch (const Error& e) {
     return fall_back(std::string("no index beside every shard (") + e.what() + ")");
   }
-  // Each shard's size and record count, from its index; the indexes are kept
+  // Each shard's size, from its index; the indexes are kept
   // for open_tfrecord or open_tar. A corrupt tar index is an error naming it.
-  std::vector<std::uint64_t> sizes, records;
+  std::vector<std::uint64_t> sizes;
   lazy_indexes_.clear();
   lazy_tar_indexes_.clear();
   for (std::size_t i = 0; i < urls.size(); ++i) {
     if (tar) {
       io::TarIndex& index = lazy_tar_indexes_.emplace_back(io::read_tar_index(paths[i], idx[i]));
       sizes.push_back(index.shard_bytes);
-      records.push_back(index.samples.size());
     } else {
       std::optional<io::TFRecordIndex> index = io::read_tfrecord_index(paths[i]);
       if (!index) return fall_back(idx[i] + " is not a TFRecord index (lines of \"offset size\")");
       sizes.push_back(index->offsets.back());
-      records.push_back(index->records());
       lazy_indexes_.push_back(std::move(*index));
     }
   }

@@ -329,14 +329,15 @@ void RecordFeed::read_remote_trial(std::uint64_t id) {
   };
   auto from_cache = [&] {
     try {
-      launcher_cache_->get(url);  // found whole: a pin taken again, no request
+      launcher_cache_->get(url);
     } catch (const Error& e) {
       download_failed(e.what());
     }
     io::read_sample(*source_->records(), id, buffer_, sample_);
   };
-  if (where.whole_file || where.length == 0 || where.length > kRangedMost || launcher_cache_->get_if_whole(url))
-    return from_cache();
+  if (launcher_cache_->get_if_whole(url))  // pinned while this feed lives, with no request
+    return io::read_sample(*source_->records(), id, buffer_, sample_);
+  if (where.whole_file || where.length == 0 || where.length > kRangedMost) return from_cache();
   bool no_ranges = false;
   const remote::Response r = remote::fetch(
       {.url = url, .offset = where.offset, .length = where.length}, lazy.cache.transfer,
@@ -354,8 +355,7 @@ void RecordFeed::read_remote_trial(std::uint64_t id) {
   }
   const std::uint64_t size = lazy.sizes.at(where.file);
   if (size != 0 && r.object_size != 0 && r.object_size != size)
-    download_failed(url + ": the object holds " + std::to_string(r.object_size) + " bytes, its index " +
-                    std::to_string(size) + "; is the index published beside it out of date?");
+    download_failed(remote::index_size_mismatch(url, r.object_size, size));
   buffer_.resize(r.body.size());
   std::memcpy(buffer_.data(), r.body.data(), r.body.size());
   source_->records()->decode(where, buffer_, sample_);

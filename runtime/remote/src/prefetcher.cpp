@@ -54,6 +54,11 @@ std::size_t Prefetcher::in_flight() const {
   return std::clamp<std::size_t>(options_.transfer.max_in_flight / 2, 1, 4);
 }
 
+std::string index_size_mismatch(const std::string& url, std::uint64_t holds, std::uint64_t index) {
+  return url + ": the object holds " + std::to_string(holds) + " bytes, its index " + std::to_string(index) +
+         "; is the index published beside it out of date?";
+}
+
 std::uint64_t Prefetcher::ahead_limit(std::uint64_t wanted) const {
   return options_.limit > 0 ? std::min(wanted, options_.limit / 2) : wanted;
 }
@@ -128,8 +133,7 @@ void Prefetcher::run() {
       const std::string path = cache.path_of(urls_[k]);
       if (sizes_[k] == 0 || (::stat(path.c_str(), &st) == 0 && static_cast<std::uint64_t>(st.st_size) == sizes_[k]))
         return {};
-      return urls_[k] + ": the object holds " + std::to_string(st.st_size) + " bytes, its index " +
-             std::to_string(sizes_[k]) + "; is the index published beside it out of date?";
+      return index_size_mismatch(urls_[k], static_cast<std::uint64_t>(st.st_size), sizes_[k]);
     };
     for (;;) {
       std::size_t first = order.size();  // the first object of the list not pinned

@@ -63,6 +63,9 @@
 
 namespace sluice::remote {
 
+// The error for an object that holds `holds` bytes where its index says `index`.
+std::string index_size_mismatch(const std::string& url, std::uint64_t holds, std::uint64_t index);
+
 class Prefetcher {
  public:
   // `sizes[i]`: the size object i must have (0: unknown, unchecked).
