@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <system_error>
 
@@ -284,6 +285,30 @@ std::string absolute_dir(const std::string& path) {
   return dir;
 }
 
+// A trial child's remote counts (its download spans left out) as one line
+// of its report (trial_child.h), and back: what it downloaded, a shard the
+// ranged read of sample 0 could not take from a server, stays counted once
+// the child is gone.
+constexpr const char* kRemoteLine = "remote";
+std::string remote_line(const remote::CacheStats& r) {
+  std::string line = kRemoteLine;
+  for (const std::uint64_t n : {r.hits, r.misses, r.evictions, r.over_budget, r.revalidated, r.changed,
+                                r.revalidation_requests, r.wait_ns, r.transfer.requests, r.transfer.bytes,
+                                r.transfer.retries, r.transfer.failures})
+    line += ' ' + std::to_string(n);
+  return line;
+}
+void add_remote_line(const std::string& line, remote::CacheStats& into) {
+  std::istringstream in(line);
+  std::string word;
+  remote::CacheStats r;
+  if (!(in >> word) || word != kRemoteLine) return;
+  if (in >> r.hits >> r.misses >> r.evictions >> r.over_budget >> r.revalidated >> r.changed >>
+      r.revalidation_requests >> r.wait_ns >> r.transfer.requests >> r.transfer.bytes >> r.transfer.retries >>
+      r.transfer.failures)
+    remote::add_stats(into, r);
+}
+
 }  // namespace
 
 ScriptWorkerTimes Script::worker_times() const {
@@ -372,7 +397,8 @@ Script load_script(const ScriptOptions& options) {
   // trial, so that the child shares no reader and no file offset with this
   // one. Leaves the description on the stack.
   std::map<std::uint64_t, std::string> crashed;
-  remote::CacheStats trial_remote;  // the launcher's trial's reads (a child's are not counted)
+  remote::CacheStats trial_remote;  // the launcher's trial's reads
+  remote::CacheStats child_remote;  // the children's (report_line)
   auto describe = [&](int report_fd) -> std::optional<std::string> {
     std::unique_ptr<scripting::RecordFeed> feed;
     scripting::FeedHost host;
@@ -411,6 +437,7 @@ Script load_script(const ScriptOptions& options) {
     }
     std::optional<std::string> error = lua.call(10, 1);
     if (feed && report_fd < 0) trial_remote = feed->remote_stats();
+    if (feed && report_fd >= 0) scripting::report_line(report_fd, remote_line(feed->remote_stats()));
     return error;
   };
   // Until a child gets through its trial: each sample that ended one is
@@ -419,6 +446,7 @@ Script load_script(const ScriptOptions& options) {
   for (;;) {
     const scripting::TrialOutcome trial =
         scripting::run_trial_in_child([&](int report_fd) { describe(report_fd); }, trial_timeout_ms);
+    for (const std::string& line : trial.lines) add_remote_line(line, child_remote);
     if (trial.finished) break;
     if (!trial.sample) throw Error(spec.path + ": the trial run's process " + trial.ended + " before it made a sample");
     if (crashed.count(*trial.sample) != 0)
@@ -470,8 +498,12 @@ Script load_script(const ScriptOptions& options) {
       if (scripting::is_left_out_note(note)) script.left_out.push_back(note);
     }
     remote::CacheStats r = spec.source->remote_stats();
+    // The trial's shard is among the workers' objects (Script::remote_stats):
+    // its download counts, its lookups are no more objects.
+    const std::uint64_t objects = r.hits + r.misses, hits = r.hits;
     remote::add_stats(r, trial_remote);
-    script.remote = {.objects = r.hits + r.misses, .hits = r.hits, .misses = r.misses, .evictions = r.evictions,
+    remote::add_stats(r, child_remote);
+    script.remote = {.objects = objects, .hits = hits, .misses = r.misses, .evictions = r.evictions,
                      .requests = r.transfer.requests, .retries = r.transfer.retries, .bytes = r.transfer.bytes,
                      .wait_ns = r.wait_ns, .revalidated = r.revalidated, .changed = r.changed, .downloads = {}};
     for (const remote::DownloadSpan& d : r.downloads)

@@ -127,7 +127,12 @@ void RecordFeed::look_ahead(const EpochPlan& plan, std::uint64_t end_seq) {
   end_seq_ = end_seq;
 }
 
-remote::CacheStats RecordFeed::remote_stats() const { return fetch_ ? fetch_->stats() : trial_stats_; }
+remote::CacheStats RecordFeed::remote_stats() const {
+  if (fetch_) return fetch_->stats();
+  remote::CacheStats r = trial_stats_;  // the ranged reads
+  if (launcher_cache_) remote::add_stats(r, launcher_cache_->stats());  // shards found whole, or downloaded whole
+  return r;
+}
 
 std::vector<remote::DownloadSpan> RecordFeed::take_downloads() {
   return fetch_ ? fetch_->take_downloads() : std::vector<remote::DownloadSpan>{};

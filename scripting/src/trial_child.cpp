@@ -172,6 +172,12 @@ void report_sample(int report_fd, std::uint64_t index) noexcept {
   write_all(report_fd, text, static_cast<std::size_t>(end - text));
 }
 
+void report_line(int report_fd, std::string_view line) noexcept {
+  write_all(report_fd, "=", 1);  // a line, not a sample's index
+  write_all(report_fd, line.data(), std::min(line.size(), line.find('\n')));
+  write_all(report_fd, "\n", 1);
+}
+
 TrialOutcome run_trial_in_child(const std::function<void(int report_fd)>& fn, std::uint32_t timeout_ms) {
   Fds fds;
   const pid_t parent = getpid();
@@ -197,7 +203,7 @@ TrialOutcome run_trial_in_child(const std::function<void(int report_fd)>& fn, st
   TrialOutcome out;
   std::string lines;
   bool timed_out = false;
-  // Lines the child wrote: sample indexes, then "done".
+  // Lines the child wrote: sample indexes and report_line's ("=TEXT"), then "done".
   auto take_lines = [&] {
     char buf[256];
     for (;;) {
@@ -208,6 +214,10 @@ TrialOutcome run_trial_in_child(const std::function<void(int report_fd)>& fn, st
       for (std::size_t nl; (nl = lines.find('\n')) != std::string::npos; lines.erase(0, nl + 1)) {
         if (lines.compare(0, nl, "done") == 0) {
           out.finished = true;
+          continue;
+        }
+        if (lines[0] == '=') {
+          out.lines.push_back(lines.substr(1, nl - 1));
           continue;
         }
         std::uint64_t index = 0;

@@ -11,8 +11,9 @@
 //   TrialOutcome t = run_trial_in_child([&](int report_fd) { ... }, timeout_ms);
 //
 // The child calls fn(report_fd), which writes each sample's index to
-// report_fd ("7\n", report_sample) before making it, then the child writes
-// "done" and _exits. The parent reads those lines and says whether the child
+// report_fd ("7\n", report_sample) before making it, and may say more with
+// report_line (the outcome's `lines`: what the child counted, which dies
+// with it), then the child writes "done" and _exits. The parent reads those lines and says whether the child
 // got through (fn returned or threw: a Lua error is met again, as the clean
 // error it is, when the launching process makes the trial itself), or how it
 // ended and on which sample. The caller then makes the trial in the
@@ -41,6 +42,8 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace sluice::scripting {
 
@@ -48,6 +51,7 @@ struct TrialOutcome {
   bool finished = false;                // fn returned or threw in the child
   std::optional<std::uint64_t> sample;  // the last sample the child began
   std::string ended;                    // when not finished: "killed by signal 11 (Segmentation fault)", ...
+  std::vector<std::string> lines;       // what the child wrote with report_line, in order
 };
 
 // timeout_ms: 0 = wait as long as the child runs.
@@ -55,5 +59,7 @@ TrialOutcome run_trial_in_child(const std::function<void(int report_fd)>& fn, st
 
 // In the child: "INDEX\n" to report_fd. Async-signal-safe, never throws.
 void report_sample(int report_fd, std::uint64_t index) noexcept;
+// In the child: one line of text (no '\n' in it) for the outcome's `lines`.
+void report_line(int report_fd, std::string_view line) noexcept;
 
 }  // namespace sluice::scripting
