@@ -17,6 +17,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <thread>
 #include <tuple>
 #include <utility>
 
@@ -122,6 +123,7 @@ struct Cache::Download {
   Meta meta;
   bool restarted = false;
   std::uint64_t start_ns = 0;
+  std::uint64_t reserved = 0;  // bytes of room get_within_budget made and reserved for it
 };
 
 Cache::Cache(CacheOptions options) : options_(std::move(options)) {
@@ -251,7 +253,7 @@ void Cache::make_room(std::uint64_t bytes, const std::string& keep) {
     if (used + bytes <= options_.limit) break;
     // Fetching ahead is optional: it never costs an object the plan uses
     // again a download of its own, only ones it will not use (or unknown).
-    if (strict_ && e.known && e.next != UINT64_MAX) break;
+    if (strict_ && e.known && e.next != kNeverAgain) break;
     const std::string path = options_.dir + "/" + e.name;
     LockedFd victim(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (victim.fd < 0) continue;
@@ -371,6 +373,25 @@ std::vector<std::string> Cache::revalidate(const std::vector<std::string>& cache
   return changed;
 }
 
+namespace {
+
+// NAME.lock taken to reserve NAME's room. A few tries over about 10 ms: a
+// lock busy for an instant is a probe's (downloading_elsewhere, make_room
+// reclaiming a cut partial), not a download's. Left unreserved on such a
+// probe, the object was downloaded anyway once the lock was free, its room
+// judged again at the headers and found taken by the needed downloads of
+// other processes, and the download refused after the store had sent it:
+// the shard went over the link twice. False: a download holds it.
+bool lock_to_reserve(int fd) {
+  for (int tries = 0;; ++tries) {
+    if (flock_retry(fd, LOCK_EX | LOCK_NB) == 0) return true;
+    if (errno != EWOULDBLOCK || tries == 10) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+}  // namespace
+
 // What get_if_room and get_all_if_room share: `missing[i]`, the size of
 // urls[i] when it must be downloaded (0: local, or unknown). Their room is
 // made first (no request at all when they cannot fit) and reserved: each
@@ -392,8 +413,12 @@ bool Cache::get_within_budget(const std::vector<std::string>& urls, const std::v
         if (missing[i] == 0 || reserved_.count(urls[i])) continue;
         const int fd = open_lock_file(path_of(urls[i]) + ".lock");
         // Downloading elsewhere (get_all waits for it), or published since it was looked at: not reserved.
-        if (flock_retry(fd, LOCK_EX | LOCK_NB) == 0 && file_size_or_zero(path_of(urls[i])) == 0) reserved_[urls[i]] = fd;
-        else ::close(fd);
+        if (lock_to_reserve(fd) && file_size_or_zero(path_of(urls[i])) == 0) {
+          reserved_[urls[i]] = fd;
+        } else {
+          ::close(fd);
+          unreserved_.insert(urls[i]);
+        }
       }
       LockedFd budget(open_lock_file(options_.dir + "/.budget.lock"));
       flock_retry(budget.fd, LOCK_EX);
@@ -415,7 +440,7 @@ bool Cache::get_within_budget(const std::vector<std::string>& urls, const std::v
   }
   drop_reserved();
   strict_ = false;
-  return true;
+  return std::all_of(urls.begin(), urls.end(), [&](const std::string& url) { return holds(url); });
 }
 
 // Reservations get_all did not take over (their objects found whole meanwhile):
@@ -424,6 +449,7 @@ bool Cache::get_within_budget(const std::vector<std::string>& urls, const std::v
 void Cache::drop_reserved() {
   for (auto& [url, fd] : reserved_) ::close(fd);
   reserved_.clear();
+  unreserved_.clear();
 }
 
 void add_stats(CacheStats& into, const CacheStats& r) {
@@ -509,7 +535,10 @@ std::vector<std::string> Cache::get_all(const std::vector<std::string>& urls) {
       const auto reserved = reserved_.find(url);  // its lock held already (get_within_budget)
       const bool held = reserved != reserved_.end();
       d->lock = LockedFd(held ? reserved->second : open_lock_file(d->path + ".lock"));
-      if (held) reserved_.erase(reserved);
+      if (held) {
+        reserved_.erase(reserved);
+        d->reserved = read_meta(d->path + ".meta").size;  // written under the lock this process holds
+      }
       const bool wait = i + 1 == missing.size() && mine.empty();
       if (!held && flock_retry(d->lock.fd, LOCK_EX | LOCK_NB) != 0) {
         if (errno != EWOULDBLOCK) throw Error("cannot lock " + d->path + ".lock: " + errno_text());
@@ -532,6 +561,10 @@ std::vector<std::string> Cache::get_all(const std::vector<std::string>& urls) {
         ++stats_.hits;
         continue;
       }
+      // Fetched ahead without a reservation (its download elsewhere ended
+      // unpublished): left for a later call to reserve, since its room,
+      // judged at the headers, may be gone by then, the body already sent.
+      if (unreserved_.count(d->url)) continue;
       mine.push_back(std::move(d));
     }
     missing = busy;
@@ -614,7 +647,12 @@ std::vector<std::string> Cache::get_all(const std::vector<std::string>& urls) {
                 dp->meta = {h.object_size, h.etag, h.last_modified};
                 LockedFd budget(open_lock_file(options_.dir + "/.budget.lock"));
                 flock_retry(budget.fd, LOCK_EX);
-                make_room(h.object_size, dp->path);
+                // Room reserved before the request stands: the node's
+                // processes have counted it since. Judged again here, it
+                // could be found taken by their needed downloads (which may
+                // pass the limit), and the download was refused after the
+                // store had sent it, then made again: a shard sent twice.
+                if (h.object_size > dp->reserved) make_room(h.object_size, dp->path);
                 write_meta(dp->path + ".meta", dp->meta);  // the reservation, before others count
                 return {};
               } catch (const Error& e) {

@@ -15,16 +15,34 @@ namespace sluice::remote {
 
 namespace {
 
-// Eviction by the wish list: next[k] is object k's place in it (UINT64_MAX:
-// not in it); `next` is read when the cache makes room, on its thread.
+// Eviction by the wish list: next[k] is object k's place in it, else
+// Cache::kNeverAgain or kLater (next_of); `next` is read when the cache
+// makes room, on its thread.
 void evict_by(Cache& cache, const std::vector<std::string>& urls, const std::vector<std::uint64_t>& next) {
   auto number = std::make_shared<std::unordered_map<std::string, std::uint32_t>>();
   for (std::uint32_t k = 0; k < urls.size(); ++k) (*number)[urls[k]] = k;
   cache.set_next_use(urls, [number, &next](const std::string& url) {
     const auto it = number->find(url);
-    return it == number->end() ? UINT64_MAX : next[it->second];
+    return it == number->end() ? Cache::kNeverAgain : next[it->second];
   });
 }
+
+// next[] for a new wish list. An object the list leaves out is not read
+// again (this epoch) when an earlier list named it: lists lose objects only
+// at the front, as their reads pass. One no list has named yet lies past the
+// list's end (it ends at a budget of bytes, not at the epoch's end): read
+// later, and never evicted to fetch ahead. (Taken for "never again", it was:
+// a worker a window behind evicted the shards another worker had fetched
+// for the next window, and they were downloaded twice.)
+void next_of(const std::vector<std::uint32_t>& order, std::vector<char>& listed, std::vector<std::uint64_t>& next) {
+  for (std::size_t k = 0; k < next.size(); ++k) next[k] = listed[k] ? Cache::kNeverAgain : Cache::kLater;
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    next[order[i]] = i;
+    listed[order[i]] = 1;
+  }
+}
+
+bool in_list(std::uint64_t next) { return next < Cache::kLater; }
 
 }  // namespace
 
@@ -117,7 +135,8 @@ std::vector<DownloadSpan> Prefetcher::take_downloads() {
 // destructor.
 void Prefetcher::run() {
   std::vector<char> pinned(urls_.size(), 0);
-  std::vector<std::uint64_t> next(urls_.size(), UINT64_MAX);
+  std::vector<char> listed(urls_.size(), 0);  // named by some wish list so far
+  std::vector<std::uint64_t> next(urls_.size(), Cache::kLater);
   std::vector<std::uint32_t> order;
   std::size_t needed = 0;
   std::uint64_t seen = 0;
@@ -152,15 +171,14 @@ void Prefetcher::run() {
           needed = needed_;
           seen = generation_;
           blocked = false;
-          std::fill(next.begin(), next.end(), UINT64_MAX);
-          for (std::size_t i = 0; i < order.size(); ++i) next[order[i]] = i;
+          next_of(order, listed, next);
           for (std::uint32_t k = 0; k < urls_.size(); ++k)
-            if (pinned[k] && next[k] == UINT64_MAX) ready_[k] = 0;  // not read from now on
+            if (pinned[k] && !in_list(next[k])) ready_[k] = 0;  // not read from now on
           // Dropped below, outside the lock: the reader no longer waits for these.
         }
       }
       for (std::uint32_t k = 0; k < urls_.size(); ++k)
-        if (pinned[k] && next[k] == UINT64_MAX) {
+        if (pinned[k] && !in_list(next[k])) {
           cache.release(urls_[k]);
           pinned[k] = 0;
         }
@@ -304,7 +322,8 @@ void Prefetcher::lane() {
     changed_.wait(lock, [&] { return stop_; });
     return;
   }
-  std::vector<std::uint64_t> next(urls_.size(), UINT64_MAX);
+  std::vector<char> listed(urls_.size(), 0);
+  std::vector<std::uint64_t> next(urls_.size(), Cache::kLater);
   std::uint64_t seen = 0;
   bool idle = true;  // nothing to take, or no room for it: until the next want()
   bool started = false;
@@ -335,8 +354,7 @@ void Prefetcher::lane() {
         started = true;
         if (generation_ != seen) {
           seen = generation_;
-          std::fill(next.begin(), next.end(), UINT64_MAX);
-          for (std::size_t i = 0; i < order_.size(); ++i) next[order_[i]] = i;
+          next_of(order_, listed, next);
         }
         std::size_t left_to_it = in_flight;
         for (std::size_t i = needed_; i < order_.size(); ++i) {

@@ -74,6 +74,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -161,10 +162,13 @@ class Cache {
   // when it fits within `limit` once unpinned objects are evicted; false
   // (nothing kept, nothing pinned) when it does not. The budget is then never
   // passed on its account. `size` > 0, the object's size when known: a
-  // missing object that cannot fit is refused before any request.
+  // missing object that cannot fit is refused before any request, and its
+  // room is reserved before its request. One another process is
+  // downloading is waited for, never downloaded here: false when that
+  // download ends without it.
   bool get_if_room(const std::string& url, std::uint64_t size = 0);
   // The same for several objects of known sizes, downloaded at once: true
-  // when all are local and pinned. Nothing is requested when the missing
+  // when all are local and pinned (holds() says which are, when false). Nothing is requested when the missing
   // ones do not fit together (or a size is 0); when another process takes
   // the room while they download, those finished stay pinned (holds()).
   bool get_all_if_room(const std::vector<std::string>& urls, const std::vector<std::uint64_t>& sizes);
@@ -190,8 +194,13 @@ class Cache {
   std::string path_of(const std::string& url) const;
 
   // Eviction order: next_use(url) is the position of the object's next use
-  // (smaller is sooner; UINT64_MAX: never again). `urls` names the objects
-  // the function knows; whole files of other URLs go first.
+  // (smaller is sooner; kNeverAgain: not used again; kLater: used after
+  // every position the function gives, as far as the caller knows). `urls`
+  // names the objects the function knows; whole files of other URLs go
+  // first. Fetching ahead (get_if_room, get_all_if_room) evicts only
+  // objects of other URLs and those used never again.
+  static constexpr std::uint64_t kNeverAgain = UINT64_MAX;
+  static constexpr std::uint64_t kLater = UINT64_MAX - 1;
   void set_next_use(std::vector<std::string> urls, std::function<std::uint64_t(const std::string&)> next_use);
 
   const CacheStats& stats() const { return stats_; }
@@ -213,6 +222,7 @@ class Cache {
   std::map<std::string, std::string> known_;  // file name -> url, for next_use
   std::function<std::uint64_t(const std::string&)> next_use_;
   std::map<std::string, int> reserved_;  // url -> NAME.lock held (LOCK_EX) for the room reserved for it
+  std::set<std::string> unreserved_;     // fetched ahead, found downloading elsewhere: waited for, never downloaded
   bool strict_ = false;   // get_if_room: make_room refuses instead of passing the limit
   bool no_room_ = false;  // ... and it did
 };

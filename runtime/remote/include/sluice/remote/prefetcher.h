@@ -21,7 +21,9 @@
 // node asking through a Prefetcher, by at most the objects the reads about to
 // start need, per process, that no one had fetched ahead. The eviction order
 // is the order of the last want(): position in it is the next use given to
-// Cache::set_next_use (objects left out: never again), Belady's rule.
+// Cache::set_next_use, Belady's rule; an object an earlier want() named and
+// this one leaves out is used never again, one no want() has named yet is
+// used after the list's end (so fetching ahead never evicts it).
 // With a budget, each turn also pins at once the objects of the list that
 // lie whole in the cache (within the budget's bytes from its front), so that
 // other processes fetching ahead, which evict what they will not read
