@@ -434,6 +434,29 @@ TEST_CASE("a fresh run's state file holds its start until it saves: a rank kille
   CHECK(sluice::test::wait_for_no_descendants(2000).empty());
 }
 
+TEST_CASE("a resumed run that ends whole removes the state it resumed from, not another run's", "[cli][resume]") {
+  TempDir dir;
+  dir.write("p.lua", kPipeline);
+  auto sh = [&](const std::string& command) { return std::system(("cd " + dir.path() + " && " + command).c_str()); };
+  const std::string state = dir.path() + "/sluice-state.json";
+  REQUIRE(sh(SLUICE_CLI " run p.lua --quiet --batches 3 > a.log 2>&1") == 0);
+  REQUIRE(std::filesystem::exists(state));
+  // Resumed, stopped again: the state moves on. Resumed to the end: gone,
+  // so that a job script that resumes whenever the file is there does not
+  // make the run's end a second time.
+  REQUIRE(sh(SLUICE_CLI " run p.lua --quiet --batches 2 --resume sluice-state.json > b.log 2>&1") == 0);
+  CHECK_THAT(read_lines(state).at(0), Contains("\"batch\":5"));
+  REQUIRE(sh(SLUICE_CLI " run p.lua --quiet --resume sluice-state.json > c.log 2>&1") == 0);
+  CHECK_FALSE(std::filesystem::exists(state));
+  // Resumed from another file, a run leaves the file at its state path alone.
+  REQUIRE(sh(SLUICE_CLI " run p.lua --quiet --batches 3 --state other.json > d.log 2>&1") == 0);
+  REQUIRE(sh(SLUICE_CLI " run p.lua --quiet --batches 1 > e.log 2>&1") == 0);
+  const auto unrelated = read_lines(state);
+  REQUIRE(sh(SLUICE_CLI " run p.lua --quiet --resume other.json > f.log 2>&1") == 0);
+  CHECK(read_lines(state) == unrelated);
+  CHECK(std::filesystem::exists(dir.path() + "/other.json"));
+}
+
 TEST_CASE("a bytes field's records agree across prefetch and worker counts", "[cli][determinism]") {
   // Rows of a bytes field hold a length, the bytes, then whatever the slot held
   // before: records digest the length and the bytes only.

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -70,7 +71,7 @@ constexpr const char* kHelpTail =
     "                  ({rank} in FILE paths becomes the rank). A fresh run writes\n"
     "                  its start there at once (a run killed -9 leaves that, never\n"
     "                  an earlier run's state, which is kept as FILE.previous) and\n"
-    "                  removes it when it ends whole\n"
+    "                  removes it when it ends whole; so does a run resumed from it\n"
     "  --resume FILE   continue a run from a saved state: the same batches the\n"
     "                  interrupted run would have delivered next. A glob (quoted:\n"
     "                  'sluice-state.rank*.json') or a directory (its *.json) names\n"
@@ -198,14 +199,15 @@ LoaderState read_state(const std::string& path) {
 }
 
 // The resume state, if --resume names one: one file (with {rank}: this
-// rank's), or a glob or directory of every rank's states, merged.
-void configure_resume(Options& o, const RunArgs& args) {
-  if (args.resume_path.empty()) return;
+// rank's), or a glob or directory of every rank's states, merged. Returns
+// the files read.
+std::vector<std::string> configure_resume(Options& o, const RunArgs& args) {
+  if (args.resume_path.empty()) return {};
   const std::string pattern = for_rank(args.resume_path, o.rank);
   const std::vector<std::string> paths = expand_paths(pattern, ".json");
   if (paths.size() == 1 && paths[0] == pattern) {
     o.resume = read_state(pattern);
-    return;
+    return paths;
   }
   std::vector<LoaderState> states;
   for (const std::string& path : paths) states.push_back(read_state(path));
@@ -216,6 +218,16 @@ void configure_resume(Options& o, const RunArgs& args) {
     throw Error("--resume " + args.resume_path + " (" + std::to_string(paths.size()) + " states): " + e.what());
   }
   if (o.rank == 0) std::fprintf(stderr, "note: --resume %s: %s\n", args.resume_path.c_str(), note.c_str());
+  return paths;
+}
+
+// Whether this rank's state file is one of the files the run resumed from
+// (an earlier position of this run, not another run's state).
+bool resumed_from_state_file(const std::string& state_path, const std::vector<std::string>& resumed_from) {
+  std::error_code error;
+  for (const std::string& path : resumed_from)
+    if (std::filesystem::equivalent(path, state_path, error)) return true;
+  return false;
 }
 
 // `s` as a JSON string.
@@ -292,7 +304,8 @@ std::string state_path_of(const RunArgs& args, const Options& o) { return for_ra
 // earlier run's file there is kept as FILE.previous (a fresh run that was
 // meant to be a --resume loses nothing); the file is removed when the run
 // ends whole. (A resumed run's file is an earlier position of the same run,
-// which resumes safely: it is left as it is until the run stops.)
+// which resumes safely: it is left as it is until the run stops, and
+// removed when it ends whole.)
 void claim_state_file(const RunArgs& args, const Options& o, const LoaderState& start) {
   const std::string path = state_path_of(args, o);
   struct stat st{};
@@ -330,7 +343,7 @@ int run(const RunArgs& args) {
   std::string launcher;
   Script script = args.settings.load(&launcher);
   for (const std::string& note : script.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
-  configure_resume(script.options, args);
+  const std::vector<std::string> resumed_from = configure_resume(script.options, args);
   script.options.trace = !args.trace_path.empty();
   const Options& o = script.options;
 
@@ -411,7 +424,10 @@ int run(const RunArgs& args) {
   const bool stopped_early = signal != 0 || (args.batches > 0 && delivered == args.batches &&
                                              loader.current_epoch() < o.epochs);
   if (stopped_early) std::fputs(save_state(args, o, loader.state(), signal, delivered).c_str(), stderr);
-  else if (claimed) ::unlink(state_path_of(args, o).c_str());  // the run ended whole: nothing to resume
+  // The run ended whole: nothing to resume. A resumed run's own state file
+  // goes too (resumed again, it made the run's end once more).
+  else if (claimed || resumed_from_state_file(state_path_of(args, o), resumed_from))
+    ::unlink(state_path_of(args, o).c_str());
 
   const Stats stats = loader.stats();
   const ScriptWorkerTimes times = script.worker_times();
