@@ -474,6 +474,7 @@ Script load_script(const ScriptOptions& options) {
   // schedule (describe() leaves pipeline.lua's out the same way).
   if (options.shuffle) o.shuffle = *options.shuffle && !(spec.source && spec.source->kind() == "mix");
   o.shuffle_window = static_cast<std::uint32_t>(number_field(L, description, "shuffle_window"));
+  if (options.shuffle_window) o.shuffle_window = *options.shuffle_window;  // before the row groups kept follow it
   o.seed = static_cast<std::uint64_t>(number_field(L, description, "seed"));
   o.epochs = static_cast<std::uint32_t>(number_field(L, description, "epochs"));
   o.workers = static_cast<std::uint32_t>(number_field(L, description, "workers"));

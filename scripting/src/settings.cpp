@@ -138,7 +138,7 @@ std::vector<SettingRow> make_rows() {
                         "with shuffle: 0 shuffles globally; k > 0 keeps shard locality: the source's shards are "
                         "shuffled per epoch and samples only within windows of k shards (a cache of k to 2k shards "
                         "then loads each shard once per epoch)"));
-  rows.push_back(to<&Options::shuffle_window>(r));
+  rows.push_back(loads<&ScriptOptions::shuffle_window>(to<&Options::shuffle_window>(r)));
 
   r = in_pipeline(flag("ordered", "true", "deliver in plan order; false: as batches complete (epoch by epoch)"));
   rows.push_back(to<&Options::ordered>(r));

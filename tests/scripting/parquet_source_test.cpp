@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <memory>
 #include <set>
 #include <string>
@@ -149,15 +150,19 @@ TEST_CASE("parquet: shuffle_window shuffles row groups a window at a time, each 
     std::uint64_t decoded = 0;
     std::vector<std::string> notes;
   };
-  auto run = [&](int workers, int window, const std::string& kept = "") {
+  // given: the shuffle_window a caller gives over the script's (sluice run --shuffle-window).
+  auto run = [&](int workers, int window, const std::string& kept = "", std::optional<std::uint32_t> given = {}) {
     const std::string path = dir.write("w.lua", R"(
 local sluice = require('sluice')
 return sluice.pipeline {
   source = sluice.parquet{ 'part-*.parquet', columns = { 'double_ieee754' })" + kept + R"( },
   batch_size = 10, shuffle = true, seed = 5, epochs = 2, workers = )" + std::to_string(workers) +
                                                      ", shuffle_window = " + std::to_string(window) + ",\n}\n");
-    sluice::Script script = sluice::load_script({.path = path});
+    sluice::ScriptOptions options{.path = path};
+    options.shuffle_window = given;
+    sluice::Script script = sluice::load_script(options);
     CHECK(script.options.shard_sizes == std::vector<std::uint64_t>(20, 10));
+    if (given) window = static_cast<int>(*given);
     Run out;
     {
       sluice::Loader loader(script.options);
@@ -216,6 +221,12 @@ return sluice.pipeline {
   CHECK(has(global, "the global shuffle reads its 20 row groups in any order: each worker keeps them all decoded"));
   CHECK(has(thrashing, "a worker keeps 2 decoded (row_groups): most rows decode a group. shuffle_window = k"));
   CHECK(!has(two, "the global shuffle"));
+  // A window given over the script's global shuffle is the window the load
+  // plans for: no note of the global shuffle, a window's groups kept.
+  const Run overridden = run(2, 0, "", 2u);
+  CHECK(overridden.order == two.order);
+  CHECK(overridden.decoded <= 80);
+  CHECK(!has(overridden, "the global shuffle"));
 }
 
 namespace {

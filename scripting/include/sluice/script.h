@@ -70,6 +70,7 @@ struct SLUICE_API ScriptOptions {
   // shuffle as pipeline.lua's `shuffle` would: a mixture's sources' rows are
   // shuffled, its schedule (the plan's order) never is.
   std::optional<bool> shuffle = std::nullopt;
+  std::optional<std::uint32_t> shuffle_window = std::nullopt;  // 0: the global shuffle
   // on_error also decides the trial at load: with skip, a failing sample 0 does
   // not stop it (the next samples are tried, at most 16), and the workers skip it.
   std::optional<OnError> on_error = std::nullopt;
