@@ -291,7 +291,16 @@ local function write_result(result, row)
     if v ~= nil then
       store(f, v, bases[k] + row * f.nbytes)
     elseif not P.map_batch then
-      fail("%s returned no field '%s' for sample %d (fields: %s)", who(), f.name, current.index, field_list)
+      if P.map then
+        fail("%s returned no field '%s' for sample %d (fields: %s)", who(), f.name, current.index, field_list)
+      end
+      -- Without a map the source's own names are the fields: say which it has.
+      local names = {}
+      for key in pairs(result) do names[#names + 1] = tostring(key) end
+      table.sort(names)
+      fail("%s gives no field '%s' for sample %s: it gives %s; declare fields by those names, or add a map "
+        .. "that makes '%s'", who(), f.name, this_sample(), #names > 0 and table.concat(names, ", ") or "none",
+        f.name)
     end
   end
   for key in pairs(result) do

@@ -127,6 +127,14 @@ TEST_CASE("parquet: without a map the columns are the fields, and errors name th
       sluice::load_script({.path = script_for("twice.lua", "sluice.parquet{ '" + kCorpus +
                                                                 "datapage_v2.snappy.parquet', columns = { 'b', 'c', 'b' } }")}),
       Contains("sluice.parquet: columns[3] is 'b' again (columns[1]): each column is one field"));
+  // A declared field no column gives: the columns it does give are named.
+  CHECK_THROWS_WITH(
+      sluice::load_script({.path = dir.write("unnamed.lua", "local sluice = require('sluice')\n"
+                                                            "return sluice.pipeline { source = sluice.parquet{ '" +
+                                                                kCorpus + "datapage_v2.snappy.parquet', columns = { 'b', "
+                                                                          "'c' } }, fields = { { 'idx', 'int32' } }, "
+                                                                          "batch_size = 4 }\n")}),
+      Contains("source gives no field 'idx' for sample 0 (") && Contains("datapage_v2.snappy.parquet row 0): it gives b, c"));
 }
 
 TEST_CASE("parquet: shuffle_window shuffles row groups a window at a time, each decoded about once an epoch",
