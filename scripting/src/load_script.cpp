@@ -370,6 +370,7 @@ Script load_script(const ScriptOptions& options) {
   // A native source is opened here, once; the workers inherit it.
   lua.push_engine_function("source_spec");
   if (auto error = lua.call(0, 1)) throw Error(*error);
+  std::uint64_t cache_limit = 0;
   if (lua_istable(L, -1)) {
     scripting::SourceSpec source = read_source_spec(L, lua_gettop(L));
     if (options.shuffle) source.shuffle = *options.shuffle;  // token sources' own shuffle, as pipeline.lua's
@@ -381,6 +382,7 @@ Script load_script(const ScriptOptions& options) {
       remote::CacheOptions cache = scripting::remote_cache_options();
       if (options.cache_dir) cache.dir = *options.cache_dir;
       if (options.cache_limit_mb) cache.limit = *options.cache_limit_mb << 20;
+      cache_limit = cache.limit;
       if (options.remote_retries) cache.transfer.max_retries = *options.remote_retries;
       if (options.remote_timeout_ms) cache.transfer.stall_timeout_ms = *options.remote_timeout_ms;
       spec.source = scripting::DataSource::open(source, on_error, seed, cache);
@@ -509,6 +511,7 @@ Script load_script(const ScriptOptions& options) {
                      .wait_ns = r.wait_ns, .revalidated = r.revalidated, .changed = r.changed, .downloads = {}};
     for (const remote::DownloadSpan& d : r.downloads)
       script.remote.downloads.push_back({d.url, d.start_ns, d.end_ns, d.bytes});
+    script.remote.cache_limit = cache_limit;
     if (spec.source->mode() == scripting::DataSource::Mode::stream && auto_workers) {
       o.max_workers = 0;
       script.notes.push_back("workers = \"auto\" keeps " + std::to_string(o.workers) + " workers: sluice." +

@@ -171,6 +171,7 @@ void first_batch_early(const Format& f) {
   CHECK_THAT(r.out, Catch::Contains("remote      16 objects: 0 from the node cache, 16 downloaded"));
   CHECK_THAT(r.out, Catch::Contains(" 18 requests,"));
   CHECK(ranged(http, 0, f) == 2);
+  CHECK_THAT(r.out, !Catch::Contains("cache_limit_mb"));  // none was set
   const std::string trace = read_file(work + "/trace.json");
   int spans = 0;
   for (std::size_t at = 0; (at = trace.find("\"name\":\"download\"", at)) != std::string::npos; ++at) ++spans;
@@ -267,6 +268,7 @@ void cache_limit_holds(const Format& f) {
   INFO(r.out);
   REQUIRE(r.status == 0);
   CHECK(sh(work, cli() + " verify local.jsonl http.jsonl").status == 0);
+  CHECK_THAT(r.out, Catch::Contains("(cache_limit_mb passed by at most "));
   INFO("most bytes in the cache: " << most << ", limit " << kLimit << ", largest shard " << largest);
   CHECK(most > 0);
   CHECK(most <= kLimit + 2 * largest);  // two workers, a batch in one shard
@@ -322,10 +324,12 @@ TEST_CASE("Prefetch: a store stopped mid-run ends the run with its URL and a sta
   CHECK(cached.size() < static_cast<std::size_t>(kShards));
 
   http.start();
+  // (A copy for the local run: the resumed run, ending whole, removes the state it resumed from.)
+  REQUIRE(sh(work, "cp sluice-state.json stopped.json").status == 0);
   r = sh(work, "SLUICE_CACHE_DIR=cache " + cli() + " run http.lua --resume sluice-state.json --record resumed.jsonl");
   INFO(r.out);
   REQUIRE(r.status == 0);
-  r = sh(work, cli() + " run local.lua --quiet --resume sluice-state.json --record local.jsonl");
+  r = sh(work, cli() + " run local.lua --quiet --resume stopped.json --record local.jsonl");
   INFO(r.out);
   REQUIRE(r.status == 0);
   r = sh(work, cli() + " verify local.jsonl resumed.jsonl");

@@ -460,9 +460,11 @@ int run(const RunArgs& args) {
                 static_cast<unsigned long long>(r.requests), static_cast<unsigned long long>(r.retries),
                 static_cast<unsigned long long>(r.evictions), static_cast<unsigned long long>(r.revalidated),
                 static_cast<unsigned long long>(r.changed), seconds(script.remote.wait_ns));
-    if (r.worker_shards > 0)
-      std::printf(", %.2f s of the workers' reads waiting for shards (cache_limit_mb passed by at most %.1f MB)",
-                  seconds(r.worker_wait_ns), static_cast<double>(r.over_budget) / 1e6);
+    if (r.worker_shards > 0) {
+      std::printf(", %.2f s of the workers' reads waiting for shards", seconds(r.worker_wait_ns));
+      if (r.cache_limit > 0)
+        std::printf(" (cache_limit_mb passed by at most %.1f MB)", static_cast<double>(r.over_budget) / 1e6);
+    }
     std::printf("\n");
   }
   if (o.world_size > 1) {

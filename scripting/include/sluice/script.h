@@ -135,6 +135,7 @@ struct SLUICE_API ScriptRemoteStats {
   std::uint64_t worker_wait_ns = 0;
   std::uint64_t over_budget = 0;
   std::vector<ScriptDownload> downloads;  // each download, in the order they finished
+  std::uint64_t cache_limit = 0;          // the node cache's budget in bytes (0: none)
 };
 
 struct SLUICE_API Script {
