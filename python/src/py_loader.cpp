@@ -257,7 +257,8 @@ py::tuple PyLoader::write(const std::string& dir, const std::string& format, std
                                           .shard_bytes = shard_bytes, .fields = {}, .staging = staging,
                                           .plan = io::write_plan(options, script_hash),
                                           .remote_retries = source_.script.remote_retries,
-                                          .remote_timeout_ms = source_.script.remote_timeout_ms});
+                                          .remote_timeout_ms = source_.script.remote_timeout_ms,
+                                          .cache_dir = source_.script.cache_dir.value_or("")});
   for (const std::string& note : writer.shards().notes())
     if (PyErr_WarnEx(PyExc_UserWarning, note.c_str(), 1) != 0) throw py::error_already_set();
   if (writer.shards().already_complete()) return py::make_tuple(writer.shards().manifest().to_json(), py::list());

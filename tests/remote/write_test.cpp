@@ -148,6 +148,13 @@ TEST_CASE("Write: tar and TFRecord shards to s3:// are the local write's bytes a
     CHECK(r.status == 0);
     CHECK_THAT(r.out, Catch::Contains("already written and complete"));
   }
+  // --cache-dir (the run setting cache_dir) is where the shards are staged,
+  // as it is where remote shards are read into.
+  const Run r = sh(work, env + cli() + " write gen.lua --to s3://bkt/ds/staged --shard-samples 10 --cache-dir other");
+  INFO(r.out);
+  REQUIRE(r.status == 0);
+  CHECK(fs::is_directory(work + "/other/write"));
+  CHECK(fs::is_empty(work + "/other/write"));
 }
 
 TEST_CASE("Write: tar shards to http:// (a server taking PUT) are the local write's bytes, read back, resumed") {

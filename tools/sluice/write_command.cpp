@@ -46,7 +46,8 @@ constexpr const char* kHelp =
     "                     staged locally, uploaded (S3: multipart when large),\n"
     "                     deleted here, then listed in the manifest uploaded after it\n"
     "  --staging DIR      for a URL: the local folder shards are staged in\n"
-    "                     (default: the cache folder, $SLUICE_CACHE_DIR/write/...)\n"
+    "                     (default: the cache folder, --cache-dir or\n"
+    "                     $SLUICE_CACHE_DIR, /write/...)\n"
     "  --format F         tar (default) or tfrecord\n"
     "  --shard-size S     close a shard before the sample that would take it past S\n"
     "                     bytes (default 256MB; KB, MB, GB, KiB, MiB, GiB)\n"
@@ -155,6 +156,7 @@ int write(WriteArgs& args) {
   wo.plan = io::write_plan(o, record_header(script).script_hash);
   wo.remote_retries = args.settings.script_options().remote_retries;
   wo.remote_timeout_ms = args.settings.script_options().remote_timeout_ms;
+  wo.cache_dir = args.settings.script_options().cache_dir.value_or("");
   io::BatchWriter writer(o.fields, wo);
   const io::ShardWriter& shards = writer.shards();
   for (const std::string& note : shards.notes()) std::fprintf(stderr, "note: %s\n", note.c_str());

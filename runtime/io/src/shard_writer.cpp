@@ -261,7 +261,8 @@ ShardWriter::ShardWriter(ShardWriterOptions options) : impl_(std::make_unique<Im
     if (m.local.empty()) {
       detail::Checksum of_url;
       of_url.update(std::as_bytes(std::span(m.remote.data(), m.remote.size())));
-      m.local = remote::default_cache_dir() + "/write/" + of_url.text().substr(5);
+      const std::string cache = m.options.cache_dir.empty() ? remote::default_cache_dir() : m.options.cache_dir;
+      m.local = cache + "/write/" + of_url.text().substr(5);
     }
   } else {
     m.local = m.options.dir;

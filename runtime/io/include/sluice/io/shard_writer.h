@@ -83,7 +83,8 @@ struct SLUICE_API ShardWriterOptions {
   // dtype "bytes" (shape empty) or a dtype name; ext empty = the default above.
   std::vector<ManifestField> fields;
   // For an s3:// dir: the local folder shards are staged in ("" =
-  // CACHE/write/<hash of the URL>, CACHE as in remote/cache.h).
+  // CACHE/write/<hash of the URL>, CACHE the run's cache_dir, else as in
+  // remote/cache.h).
   std::string staging = "";
   // What decides which sample goes where (batch_writer.h write_plan()),
   // recorded in the manifest and checked on resume; empty = not checked.
@@ -92,6 +93,9 @@ struct SLUICE_API ShardWriterOptions {
   // remote_retries and remote_timeout_ms); unset: the transport's defaults.
   std::optional<std::uint32_t> remote_retries = std::nullopt;
   std::optional<std::uint32_t> remote_timeout_ms = std::nullopt;
+  // The run setting cache_dir: where the default staging folder lies ("" =
+  // remote::default_cache_dir()).
+  std::string cache_dir = "";
 };
 
 class SLUICE_API ShardWriter {
