@@ -33,8 +33,8 @@ std::function<std::string(const std::string&, const std::string&)> remote_manife
     if (!r.ok()) {
       if (r.status >= 400 && r.status < 500) continue;
       // Named by what the user gave: the manifest is only looked for.
-      throw Error(first + ": cannot read the store (asking for the dataset manifest beside it, " +
-                  io::kManifestName + "): " + r.error);
+      throw Error(first + ": cannot reach the store: " + r.error + " (the first request, for the " +
+                  io::kManifestName + " that sluice write leaves beside its shards; a data set needs none)");
     }
     io::Manifest manifest;
     try {

@@ -152,7 +152,7 @@ TEST_CASE("Sources: a missing shard, an unknown bucket and a refused key are one
   CHECK(r.status != 0);
   CHECK_THAT(r.out, Catch::Contains(": Couldn't connect to server (gave up after 1 retries)"));
   // The first request names what the user gave, though it asks for the folder's manifest.
-  CHECK_THAT(r.out, Catch::Contains("sluice.tar: " + http.url("nope-0.tar") + ": cannot read the store"));
+  CHECK_THAT(r.out, Catch::Contains("sluice.tar: " + http.url("nope-0.tar") + ": cannot reach the store: "));
 }
 
 TEST_CASE("Sources: the summary counts downloads, says network-bound, and warns of a cache_limit_mb below the data") {
