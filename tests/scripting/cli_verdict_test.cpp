@@ -8,6 +8,7 @@
 #include <string>
 
 #include "support.h"
+#include "verdict.h"
 
 using Catch::Contains;
 using sluice::test::CliResult;
@@ -64,6 +65,31 @@ TEST_CASE("sluice run: a map that computes is compute-bound", "[cli][verdict]") 
   INFO(r.out << r.err);
   REQUIRE(r.status == 0);
   CHECK_THAT(r.out, Contains("verdict     compute-bound: "));
+}
+
+TEST_CASE("the verdict of a run whose workers wait for a CPU another process holds", "[cli][verdict]") {
+  // As a new user's run beside two busy loops measured it: the consumer
+  // waiting all of the run, workers filling 61% of theirs, 41% of that in
+  // the run queue, all 24 slots taken 92% of the time. Not "try a larger
+  // --prefetch", which changed nothing.
+  sluice::cli::RunMeasures m;
+  m.wall_s = 1.4;
+  m.batches = 500;
+  m.workers = 2;
+  m.slots = 24;
+  m.slots_given = true;
+  m.cores = 2;
+  m.fill_ns = static_cast<std::uint64_t>(0.61 * 2 * 1.4e9);
+  m.runqueue_ns = static_cast<std::uint64_t>(0.41 * static_cast<double>(m.fill_ns));
+  m.cpu_ns = m.fill_ns - m.runqueue_ns;
+  m.consumer_wait_ns = static_cast<std::uint64_t>(1.4e9);
+  m.slots_full_ns = static_cast<std::uint64_t>(0.92 * 1.4e9);
+  const std::string contended = sluice::cli::verdict(m);
+  CHECK_THAT(contended, Contains("CPU-contended: ") && Contains("waited for a CPU 41%") && !Contains("--prefetch"));
+  // The same run without the queue for the cores: its slots are the bound.
+  m.cpu_ns = m.fill_ns;
+  m.runqueue_ns = 0;
+  CHECK_THAT(sluice::cli::verdict(m), Contains("delivery-bound: ") && Contains("try a larger --prefetch"));
 }
 
 TEST_CASE("sluice run: a run too short to judge gets no verdict, and says why", "[cli][verdict]") {

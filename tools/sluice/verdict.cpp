@@ -20,6 +20,8 @@ constexpr double kConsumerBound = 0.15;
 constexpr double kWorkersBusy = 0.75;
 // Fills with less than this share on (or waiting for) a CPU mostly wait.
 constexpr double kMostlyWaiting = 0.5;
+// Workers' fills that waited for a CPU this share of their time are contended.
+constexpr double kContended = 0.3;
 
 double seconds(std::uint64_t ns) { return static_cast<double>(ns) / 1e9; }
 
@@ -117,6 +119,16 @@ std::string verdict(const RunMeasures& m) {
     return format("consumer-bound: batches were ready before they were asked for (the consumer waited "
                   "%.0f%% of the run); this pipeline can feed a faster trainer",
                   waited * 100);
+  }
+  if (busy < kWorkersBusy && runqueue >= kContended) {
+    // Workers that wait for a CPU finish their batches late and out of turn:
+    // the slots fill with batches the consumer cannot take yet, and others
+    // idle. More slots or workers only add to the queue for the cores.
+    return format("CPU-contended: the consumer waited %.0f%% of the run while workers filled %.0f%% of theirs, "
+                  "and their fills waited for a CPU %.0f%% of the time (on one %.0f%%, using %.1f of %u cores): "
+                  "other processes compete for these cores; prefetch and more workers do not help, fewer "
+                  "busy processes (or more cores) would",
+                  waited * 100, busy * 100, runqueue * 100, on_cpu * 100, cores_used, m.cores);
   }
   if (busy < kWorkersBusy) {
     const double full = std::min(1.0, seconds(m.slots_full_ns) / wall);

@@ -51,7 +51,9 @@ std::vector<std::string> run_warnings(const RunMeasures& m);
 // One line: "network-bound: ..." (the downloads at load, or the checks of
 // cached objects with the store when nothing was downloaded, took longer
 // than the run), "consumer-bound: ...", "compute-bound: ...", "waiting: ...",
-// "delivery-bound: ..." or, for a run too short to judge, "none: ...".
+// "CPU-contended: ..." (workers short of their fill time while their fills
+// wait for a CPU: other processes compete for the cores), "delivery-bound:
+// ..." or, for a run too short to judge, "none: ...".
 std::string verdict(const RunMeasures& m);
 
 }  // namespace sluice::cli
