@@ -1,6 +1,6 @@
 """A Hugging Face datasets-style `map` dataset through Sluice.
 
-    python3 examples/python/hf_map.py [--workers 2]
+    venv/bin/python examples/python/hf_map.py [--workers 2]
 
 `datasets` is not in Debian, so MapDataset below has the shape of a
 datasets.Dataset: rows of dicts, ds.map(fn) returns a new dataset whose rows

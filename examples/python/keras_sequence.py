@@ -1,8 +1,8 @@
 """A Keras-style Sequence, unchanged, feeding a PyTorch training loop through Sluice.
 
-    python3 examples/python/keras_sequence.py                 # 128 batches of 64 x 224 x 224 x 3 through Sluice
-    python3 examples/python/keras_sequence.py --compare       # then the same through torch's DataLoader, and the speed-up
-    python3 examples/python/keras_sequence.py --batch-size 256   # the original's size (150 MB batches)
+    venv/bin/python examples/python/keras_sequence.py                 # 128 batches of 64 x 224 x 224 x 3 through Sluice
+    venv/bin/python examples/python/keras_sequence.py --compare       # then the same through torch's DataLoader, and the speed-up
+    venv/bin/python examples/python/keras_sequence.py --batch-size 256   # the original's size (150 MB batches)
 
 DataSequence is the well-known example of a slow Keras Sequence under
 use_multiprocessing=True: every batch is random images. Its only change here is

@@ -1,6 +1,6 @@
 """A LightningDataModule-shaped class over Sluice, trained by a plain loop.
 
-    python3 examples/python/lightning_shape.py [--epochs 3] [--workers 2]
+    venv/bin/python examples/python/lightning_shape.py [--epochs 3] [--workers 2]
 
 PyTorch Lightning is not in Debian, so this class has the shape a
 LightningDataModule has (setup, train_dataloader, val_dataloader,

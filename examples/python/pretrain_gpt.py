@@ -1,7 +1,7 @@
 """Trains a tiny GPT on CPU from sluice's packed token batches, and prints the loss going down.
 
-    python3 examples/python/pretrain_gpt.py --from tokens   # a synthetic token file (the default)
-    python3 examples/python/pretrain_gpt.py --from text     # Debian's license texts, SentencePiece
+    venv/bin/python examples/python/pretrain_gpt.py --from tokens   # a synthetic token file (the default)
+    venv/bin/python examples/python/pretrain_gpt.py --from text     # Debian's license texts, SentencePiece
 
 --from tokens writes a uint16 token file of documents with a learnable rule
 (each an arithmetic sequence modulo the vocabulary, EOS = 0 after each) and

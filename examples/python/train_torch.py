@@ -1,7 +1,9 @@
 """Trains a small PyTorch MLP from a pipeline.lua, on CPU, and prints the loss going down.
 
-    python3 examples/python/train_torch.py                       # examples/quickstart.lua, 300 steps
-    python3 examples/python/train_torch.py --steps 50 --workers 2 --checkpoint /tmp/ckpt.pt
+    venv/bin/python examples/python/train_torch.py               # examples/quickstart.lua, 300 steps
+    venv/bin/python examples/python/train_torch.py --steps 50 --workers 2 --checkpoint /tmp/ckpt.pt
+
+(venv: the one docs/python.md makes, where the sluice package and Debian's torch both import.)
 
 The batches come from sluice's worker processes through shared memory:
 torch.from_dlpack adopts each field without a copy. Ctrl-C stops training at
