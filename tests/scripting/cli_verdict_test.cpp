@@ -92,6 +92,22 @@ TEST_CASE("the verdict of a run whose workers wait for a CPU another process hol
   CHECK_THAT(sluice::cli::verdict(m), Contains("delivery-bound: ") && Contains("try a larger --prefetch"));
 }
 
+TEST_CASE("more workers than cores: a warning for a count given, none for one --workers auto measured", "[cli][verdict]") {
+  sluice::cli::RunMeasures m;
+  m.wall_s = 2;
+  m.batches = 400;
+  m.workers = 4;
+  m.slots = 10;
+  m.cores = 2;
+  m.fill_ns = m.cpu_ns = 7'000'000'000;  // CPU work
+  m.consumer_wait_ns = 1'900'000'000;
+  const auto given = sluice::cli::run_warnings(m);
+  REQUIRE(given.size() == 1);
+  CHECK_THAT(given[0], Contains("4 workers on 2 cores") && Contains("try --workers 2"));
+  m.workers_tuned = true;  // "auto 2 -> 4 -> 8 workers, kept 4": measured faster than 2
+  CHECK(sluice::cli::run_warnings(m).empty());
+}
+
 TEST_CASE("sluice run: a run too short to judge gets no verdict, and says why", "[cli][verdict]") {
   TempDir dir;
   const std::string script = dir.write("short.lua", pipeline("", 16, 1, 4));

@@ -444,7 +444,8 @@ int run(const RunArgs& args) {
   const RunMeasures measures{wall, stats.batches_delivered, workers, slots, o.slots != 0, usable_cores(),
                              stats.worker_fill_ns, stats.worker_cpu_ns, stats.worker_runqueue_ns,
                              stats.consumer_wait_ns, stats.slots_full_ns, script.remote.wait_ns,
-                             script.remote.bytes, script.remote.misses, script.remote.revalidated};
+                             script.remote.bytes, script.remote.misses, script.remote.revalidated,
+                             !stats.autotune.empty()};
 
   std::printf("pipeline    %s: %llu samples, batch %u%s, %u worker%s%s, prefetch %u, %s, %s\n",
               script.path.c_str(), static_cast<unsigned long long>(o.dataset_size), o.batch_size,

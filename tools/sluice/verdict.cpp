@@ -63,7 +63,10 @@ std::vector<std::string> run_warnings(const RunMeasures& m) {
   std::vector<std::string> out;
   const bool measured = m.wall_s >= kMinJudgedSeconds && m.batches >= kMinJudgedBatches && m.fill_ns > 0;
   const bool waits = measured && cpu_share(m) < kMostlyWaiting;
-  if (m.workers > m.cores && !waits) {
+  // (A count the tuner kept was measured faster than the one below it: on
+  // a machine other processes load, more workers take a larger share of
+  // it. Its summary line says so; this one would contradict it.)
+  if (m.workers > m.cores && !waits && !m.workers_tuned) {
     out.push_back(format("%u workers on %u cores: workers beyond the cores help only maps that wait (I/O, "
                          "sleeps); CPU-bound maps just take turns on the cores, each worker a process with "
                          "its own memory (try --workers %u)",

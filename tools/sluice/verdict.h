@@ -31,6 +31,7 @@ struct RunMeasures {
   std::uint64_t network_bytes = 0;    // downloaded then
   std::uint64_t network_downloads = 0;    // objects downloaded then
   std::uint64_t network_revalidated = 0;  // objects found in the cache and checked with the store
+  bool workers_tuned = false;  // --workers auto chose the count, by measuring the run
 };
 
 // CPUs this process may run on (sched_getaffinity), at least 1.
@@ -45,7 +46,8 @@ double cpu_share(const RunMeasures& m);
 std::uint32_t suggested_workers(const RunMeasures& m);
 
 // Configuration that works against the pipeline (more workers than cores for
-// CPU work, fewer slots than workers), one sentence each.
+// CPU work, unless --workers auto measured them faster; fewer slots than
+// workers), one sentence each.
 std::vector<std::string> run_warnings(const RunMeasures& m);
 
 // One line: "network-bound: ..." (the downloads at load, or the checks of
