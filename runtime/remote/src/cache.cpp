@@ -414,7 +414,7 @@ bool Cache::get_within_budget(const std::vector<std::string>& urls, const std::v
         const int fd = open_lock_file(path_of(urls[i]) + ".lock");
         // Downloading elsewhere (get_all waits for it), or published since it was looked at: not reserved.
         if (lock_to_reserve(fd) && file_size_or_zero(path_of(urls[i])) == 0) {
-          reserved_[urls[i]] = fd;
+          reserved_[urls[i]] = {fd, missing[i]};
         } else {
           ::close(fd);
           unreserved_.insert(urls[i]);
@@ -447,7 +447,7 @@ bool Cache::get_within_budget(const std::vector<std::string>& urls, const std::v
 // their locks dropped, and a reservation left empty is reclaimed by the next
 // make_room as a cut download's.
 void Cache::drop_reserved() {
-  for (auto& [url, fd] : reserved_) ::close(fd);
+  for (auto& [url, reservation] : reserved_) ::close(reservation.fd);
   reserved_.clear();
   unreserved_.clear();
 }
@@ -534,10 +534,10 @@ std::vector<std::string> Cache::get_all(const std::vector<std::string>& urls) {
       d->path = path_of(url);
       const auto reserved = reserved_.find(url);  // its lock held already (get_within_budget)
       const bool held = reserved != reserved_.end();
-      d->lock = LockedFd(held ? reserved->second : open_lock_file(d->path + ".lock"));
+      d->lock = LockedFd(held ? reserved->second.fd : open_lock_file(d->path + ".lock"));
       if (held) {
+        d->reserved = reserved->second.bytes;
         reserved_.erase(reserved);
-        d->reserved = read_meta(d->path + ".meta").size;  // written under the lock this process holds
       }
       const bool wait = i + 1 == missing.size() && mine.empty();
       if (!held && flock_retry(d->lock.fd, LOCK_EX | LOCK_NB) != 0) {

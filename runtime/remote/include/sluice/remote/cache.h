@@ -221,7 +221,11 @@ class Cache {
   std::map<std::string, std::pair<dev_t, ino_t>> stale_;  // url -> the inode revalidation found changed
   std::map<std::string, std::string> known_;  // file name -> url, for next_use
   std::function<std::uint64_t(const std::string&)> next_use_;
-  std::map<std::string, int> reserved_;  // url -> NAME.lock held (LOCK_EX) for the room reserved for it
+  struct Reservation {
+    int fd;               // NAME.lock, held (LOCK_EX)
+    std::uint64_t bytes;  // the room made for it
+  };
+  std::map<std::string, Reservation> reserved_;  // url -> its reservation (get_within_budget)
   std::set<std::string> unreserved_;     // fetched ahead, found downloading elsewhere: waited for, never downloaded
   bool strict_ = false;   // get_if_room: make_room refuses instead of passing the limit
   bool no_room_ = false;  // ... and it did
